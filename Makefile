@@ -1,0 +1,39 @@
+# The two commands of the README:
+#   make demo   set up .venv and run the gateway's main job: the four-role workflow on a scratch repo
+#   make test   set up .venv and the real MCP peers the tests use, then run the whole suite
+PYTHON ?= python3
+VENV   ?= .venv
+NPM    := $(VENV)/npm
+
+.PHONY: demo test lint serve clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[test]'
+	touch $@
+
+$(NPM)/.installed: tests/npm/package.json tests/npm/package-lock.json
+	mkdir -p $(NPM)
+	cp tests/npm/package.json tests/npm/package-lock.json $(NPM)/
+	cd $(NPM) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/gateway demo
+
+serve: $(VENV)/.installed
+	@test -f workspace/gateway.yaml || $(VENV)/bin/gateway init workspace
+	cd workspace && ../$(VENV)/bin/gateway serve --http 127.0.0.1:8787
+
+test: $(VENV)/.installed $(NPM)/.installed
+	$(VENV)/bin/ruff check gateway tests bench
+	$(VENV)/bin/ruff format --check gateway tests bench
+	GATEWAY_TEST_NPM=$(NPM)/node_modules $(VENV)/bin/pytest -q
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check --fix gateway tests bench
+	$(VENV)/bin/ruff format gateway tests bench
+
+clean:
+	rm -rf $(VENV) workspace

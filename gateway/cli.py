@@ -1,0 +1,215 @@
+"""The ``gateway`` command (ARCHITECTURE.md section 3).
+
+Every command reads ./gateway.yaml unless --config names another. Errors print one line to stderr
+and exit non-zero; JSON goes to stdout only.
+
+    gateway init repo
+    gateway token issue --role worker --agent w1 --task T1 --ttl 8h
+    GATEWAY_TOKEN=... gateway serve --stdio
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gateway.config import CONFIG_FILE, GatewayConfig, parse_listen
+from gateway.errors import GatewayError
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def parse_ttl(text: str) -> int:
+    match = re.fullmatch(r"(\d+)([smhd]?)", text.strip())
+    if not match or int(match.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(f"ttl {text!r} must look like 90s, 30m, 8h or 2d")
+    return int(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
+
+
+def emit(value: Any) -> None:
+    print(json.dumps(value, indent=2, default=str))
+
+
+def load_config(args: argparse.Namespace) -> GatewayConfig:
+    return GatewayConfig.load(args.config)
+
+
+def open_gateway(args: argparse.Namespace) -> Any:
+    from gateway.runtime import Gateway
+
+    return Gateway(load_config(args))
+
+
+# --- commands -------------------------------------------------------------------------------------
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from gateway.bootstrap import init_workspace
+
+    config = init_workspace(Path(args.dir), force=args.force)
+    print(f"workspace  {config.workspace}", file=sys.stderr)
+    print(f"config     {config.source}", file=sys.stderr)
+    print(f"state dir  {config.state_dir} (keys, store, roles, policies; ignored by git)", file=sys.stderr)
+    print(
+        "next: gateway token issue --role worker --agent w1, then gateway serve --http 127.0.0.1:8787",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from gateway.telemetry import configure_logging
+
+    configure_logging(args.log_level)
+    config = load_config(args)
+    if args.stdio:
+        return serve_stdio(config)
+    host, port = parse_listen(args.http or config.listen)
+    return serve_http(config, host, port)
+
+
+def serve_stdio(config: GatewayConfig) -> int:
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    from gateway.runtime import Gateway
+    from gateway.server import build_server
+
+    gateway = Gateway(config)
+    token = os.environ.get("GATEWAY_TOKEN")
+    principal = gateway.tokens.verify(token)  # checked at start: a bad token never serves a single call
+    print(f"gateway: serving {principal.agent} ({principal.role}) over stdio", file=sys.stderr)
+    server = build_server(gateway, token=token)
+
+    async def run() -> None:
+        async with gateway.running(), stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(run)
+    return 0
+
+
+def serve_http(config: GatewayConfig, host: str, port: int) -> int:
+    import uvicorn
+
+    from gateway.runtime import Gateway
+    from gateway.server import http_app
+
+    app = http_app(Gateway(config), host=host)
+    print(f"gateway: serving http://{host}:{port}/mcp", file=sys.stderr)
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    return 0
+
+
+def cmd_token_issue(args: argparse.Namespace) -> int:
+    gateway = open_gateway(args)
+    token, claims = gateway.tokens.issue(role=args.role, agent=args.agent, task=args.task, ttl_s=args.ttl)
+    gateway.ledger.append(
+        {"kind": "token", "outcome": "ok", "principal": {"agent": args.agent, "role": args.role, "task": args.task},
+         "detail": {"action": "issue", "jti": claims["jti"], "exp": claims["exp"]}}
+    )
+    if args.json:
+        emit({"token": token, "claims": claims})
+    else:
+        print(token)
+    return 0
+
+
+def cmd_token_revoke(args: argparse.Namespace) -> int:
+    gateway = open_gateway(args)
+    fresh = gateway.revocations.revoke(args.jti, reason=args.reason)
+    gateway.ledger.append({"kind": "token", "outcome": "ok", "detail": {"action": "revoke", "jti": args.jti}})
+    print(f"revoked {args.jti}" if fresh else f"{args.jti} was already revoked", file=sys.stderr)
+    return 0
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    from gateway.identity.keys import KeyRing
+
+    ring = KeyRing(load_config(args).keys_dir)
+    if args.keys_command == "rotate":
+        print(ring.create())
+    elif args.keys_command == "remove":
+        ring.remove(args.kid)
+        print(f"removed {args.kid}; tokens signed with it no longer verify", file=sys.stderr)
+    else:
+        emit({"active": ring.active_kid(), "kids": ring.kids()})
+    return 0
+
+
+def cmd_ledger_verify(args: argparse.Namespace) -> int:
+    from gateway.ledger.chain import Ledger
+    from gateway.ledger.store import Database
+
+    report = Ledger(Database.open(load_config(args).store_path)).verify()
+    emit({"ok": report.ok, "checked": report.checked, "first_bad": report.first_bad, "reason": report.reason})
+    if not report.ok:
+        print(f"gateway: ledger broken at seq {report.first_bad}: {report.reason}", file=sys.stderr)
+        return 1
+    return 0
+
+
+# --- parser ---------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gateway", description="A policy-enforcing MCP tool gateway")
+    parser.add_argument("--config", default=CONFIG_FILE, help="gateway.yaml to use (default: ./gateway.yaml)")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    init = commands.add_parser("init", help="make DIR a gateway workspace")
+    init.add_argument("dir", nargs="?", default=".")
+    init.add_argument("--force", action="store_true", help="overwrite an existing gateway.yaml")
+    init.set_defaults(handler=cmd_init)
+
+    serve = commands.add_parser("serve", help="serve MCP over stdio or streamable HTTP")
+    mode = serve.add_mutually_exclusive_group()
+    mode.add_argument("--stdio", action="store_true", help="serve one client on stdin/stdout (token: GATEWAY_TOKEN)")
+    mode.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP at http://HOST:PORT/mcp")
+    serve.add_argument("--log-level", default="info")
+    serve.set_defaults(handler=cmd_serve)
+
+    token = commands.add_parser("token", help="issue and revoke credentials").add_subparsers(
+        dest="token_command", required=True
+    )
+    issue = token.add_parser("issue", help="print a signed credential (JWT)")
+    issue.add_argument("--role", required=True)
+    issue.add_argument("--agent", required=True)
+    issue.add_argument("--task")
+    issue.add_argument("--ttl", type=parse_ttl, default=parse_ttl("8h"))
+    issue.add_argument("--json", action="store_true", help="print the token and its claims as JSON")
+    issue.set_defaults(handler=cmd_token_issue)
+    revoke = token.add_parser("revoke", help="revoke a credential by its jti")
+    revoke.add_argument("jti")
+    revoke.add_argument("--reason")
+    revoke.set_defaults(handler=cmd_token_revoke)
+
+    keys = commands.add_parser("keys", help="signing keys: list, rotate, remove")
+    keys.add_argument("keys_command", choices=["list", "rotate", "remove"])
+    keys.add_argument("kid", nargs="?")
+    keys.set_defaults(handler=cmd_keys)
+
+    ledger = commands.add_parser("ledger", help="the hash-chained ledger").add_subparsers(
+        dest="ledger_command", required=True
+    )
+    ledger.add_parser("verify", help="recompute the chain; name the first bad record").set_defaults(
+        handler=cmd_ledger_verify
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except GatewayError as exc:
+        print(f"gateway: {exc.message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,198 @@
+"""gateway.yaml as a pydantic model.
+
+Relative paths are resolved against the directory of the config file, except ``state_dir``, which is
+resolved against the workspace. ``${VAR}`` in an upstream's env and headers is taken from the
+environment when the config is loaded, so secrets stay out of the file.
+
+    config = GatewayConfig.load("gateway.yaml")
+    config.workspace, config.state_dir, config.upstreams["git"].command
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from gateway.errors import ConfigError
+
+CONFIG_FILE = "gateway.yaml"
+PREFIX_PATTERN = r"^[A-Za-z0-9_-]{1,32}$"
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+ArgumentRole = Literal["read", "write", "delete", "command", "url"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def expand_env(value: str, environ: dict[str, str] | None = None) -> str:
+    """Replace ``${VAR}`` and ``${VAR:-default}``; an unset variable without a default is an error."""
+    env = os.environ if environ is None else environ
+
+    def sub(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        if name in env:
+            return env[name]
+        if default is not None:
+            return default
+        raise ConfigError(f"environment variable {name} is not set (referenced in gateway.yaml)")
+
+    return _ENV_REF.sub(sub, value)
+
+
+class UpstreamConfig(Strict):
+    """An upstream MCP server: a stdio command or a streamable HTTP URL."""
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout_s: Annotated[float, Field(gt=0, le=3600)] = 120.0
+    # tool name (glob) -> {argument name -> role}: which argument is a path, a command or a URL
+    arguments: dict[str, dict[str, ArgumentRole]] = Field(default_factory=dict)
+    # tool names (globs) that only the committer may run, through intent_commit
+    commit_class: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> UpstreamConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give exactly one of 'command' (stdio) or 'url' (streamable HTTP)")
+        return self
+
+
+class LimitsConfig(Strict):
+    max_argument_bytes: Annotated[int, Field(gt=0)] = 1_048_576
+    max_read_bytes: Annotated[int, Field(gt=0)] = 1_048_576
+    shell_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 120.0
+    shell_output_bytes: Annotated[int, Field(gt=0)] = 262_144
+    search_results: Annotated[int, Field(gt=0)] = 200
+    list_entries: Annotated[int, Field(gt=0)] = 2000
+
+
+class PolicyConfig(Strict):
+    engine: Literal["embedded", "opa", "allow-all"] = "embedded"
+    path: Path = Path(".gateway/policies")
+    opa_url: str = "http://127.0.0.1:8181"
+    opa_token: str | None = None
+
+
+class IdentityConfig(Strict):
+    issuer: str = "mcp-gateway"
+    audience: str = "mcp-gateway"
+
+
+class ShellConfig(Strict):
+    # Environment variables passed through to shell_run; everything else (tokens, keys) is withheld.
+    pass_env: list[str] = Field(default_factory=lambda: ["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR"])
+
+
+class GatewayConfig(Strict):
+    version: Literal[1] = 1
+    workspace: Path = Path(".")
+    state_dir: Path = Path(".gateway")
+    listen: str = "127.0.0.1:8787"
+    upstreams: dict[str, UpstreamConfig] = Field(default_factory=dict)
+    policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    roles: Path = Path(".gateway/roles")
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    shell: ShellConfig = Field(default_factory=ShellConfig)
+    identity: IdentityConfig = Field(default_factory=IdentityConfig)
+    source: Path | None = Field(default=None, exclude=True)
+
+    @field_validator("upstreams")
+    @classmethod
+    def _prefixes(cls, upstreams: dict[str, UpstreamConfig]) -> dict[str, UpstreamConfig]:
+        for prefix in upstreams:
+            if not re.match(PREFIX_PATTERN, prefix) or "__" in prefix:
+                raise ValueError(f"upstream prefix {prefix!r} must match {PREFIX_PATTERN} without '__'")
+        return upstreams
+
+    @field_validator("listen")
+    @classmethod
+    def _listen(cls, value: str) -> str:
+        parse_listen(value)
+        return value
+
+    @classmethod
+    def load(cls, path: str | Path = CONFIG_FILE) -> GatewayConfig:
+        path = Path(path)
+        try:
+            raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except FileNotFoundError:
+            raise ConfigError(f"no config at {path}: run 'gateway init' or pass --config") from None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{path} must hold a mapping")
+        return cls.from_mapping(raw, base=path.resolve().parent, source=path.resolve())
+
+    @classmethod
+    def from_mapping(cls, raw: dict[str, Any], base: Path, source: Path | None = None) -> GatewayConfig:
+        try:
+            config = cls.model_validate(raw)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+            raise ConfigError(f"gateway.yaml: {where}: {first['msg']}") from None
+        return config._resolved(base, source)
+
+    def _resolved(self, base: Path, source: Path | None) -> GatewayConfig:
+        workspace = (base / self.workspace).resolve()
+        upstreams = {
+            prefix: up.model_copy(
+                update={
+                    "env": {k: expand_env(v) for k, v in up.env.items()},
+                    "headers": {k: expand_env(v) for k, v in up.headers.items()},
+                    "cwd": str((base / up.cwd).resolve()) if up.cwd else None,
+                }
+            )
+            for prefix, up in self.upstreams.items()
+        }
+        return self.model_copy(
+            update={
+                "workspace": workspace,
+                "state_dir": (workspace / self.state_dir).resolve(),
+                "roles": (base / self.roles).resolve(),
+                "policy": self.policy.model_copy(update={"path": (base / self.policy.path).resolve()}),
+                "upstreams": upstreams,
+                "source": source,
+            }
+        )
+
+    @property
+    def store_path(self) -> Path:
+        return self.state_dir / "gateway.db"
+
+    @property
+    def keys_dir(self) -> Path:
+        return self.state_dir / "keys"
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.state_dir / "checkpoints"
+
+    @property
+    def worktrees_dir(self) -> Path:
+        return self.state_dir / "worktrees"
+
+    def protected_paths(self) -> list[Path]:
+        """Paths no agent may touch through the gateway: its own state, keys, policies and config."""
+        paths = [self.state_dir, self.roles, self.policy.path]
+        if self.source is not None:
+            paths.append(self.source)
+        return paths
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"listen address {value!r} must be HOST:PORT")
+    return host.strip("[]"), int(port)

@@ -1,0 +1,70 @@
+"""Arguments become Effects: the describe stage's facts, with no judgement.
+
+A tool's ``argument_roles`` say which argument is a path (read, write, delete), a shell command or a
+URL. Built-in tools declare them; upstream tools get them from gateway.yaml. An argument that cannot
+be read as its role says (a path that is not a string, say) is recorded as opaque.
+
+    effects = describe(spec, {"path": "src/a.py", "content": "..."}, workspace)
+    effects.creates   # ["src/a.py"] when the file does not exist yet
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.effects import network, shell
+from gateway.effects.paths import Workspace, suspicious_unicode
+from gateway.errors import InvalidArguments
+from gateway.types import Effects, JSONObject, ToolSpec
+
+LIST_FIELDS = ("reads", "writes", "creates", "deletes", "recursive_deletes", "commands", "network", "packages", "opaque")
+
+
+def describe(spec: ToolSpec, arguments: JSONObject, workspace: Workspace) -> Effects:
+    facts: dict[str, Any] = {name: [] for name in LIST_FIELDS}
+    facts["privileged"] = False
+    cwd = workspace.root
+    if isinstance(arguments.get("cwd"), str) and spec.argument_roles.get("cwd"):
+        try:
+            cwd = workspace.locate(arguments["cwd"])
+        except InvalidArguments as exc:
+            facts["opaque"].append(f"cwd: {exc.message}")
+    for name, role in spec.argument_roles.items():
+        if name not in arguments:
+            continue
+        value = arguments[name]
+        for item in value if isinstance(value, list) else [value]:
+            if not isinstance(item, str):
+                facts["opaque"].append(f"argument {name!r} ({role}) is not a string")
+            elif role == "command":
+                merge(facts, shell.describe_command(item, workspace, cwd))
+            elif role == "url":
+                merge(facts, network.describe_url(item, workspace, via=spec.name))
+            else:
+                _path(facts, role, item, workspace, recursive=arguments.get("recursive") is True)
+    return Effects.model_validate(facts)
+
+
+def merge(facts: dict[str, Any], more: Effects) -> None:
+    """Add ``more`` to an accumulating facts dict."""
+    for key in LIST_FIELDS:
+        facts[key].extend(getattr(more, key))
+    facts["privileged"] = facts["privileged"] or more.privileged
+
+
+def _path(facts: dict[str, Any], role: str, raw: str, workspace: Workspace, recursive: bool) -> None:
+    why = suspicious_unicode(raw)
+    if why:
+        facts["opaque"].append(f"path {raw!r} contains {why}")
+    try:
+        real = workspace.locate(raw)
+    except InvalidArguments as exc:
+        facts["opaque"].append(f"path {raw!r}: {exc.message}")
+        return
+    shown = workspace.display(real)
+    if role == "read":
+        facts["reads"].append(shown)
+    elif role == "write":
+        facts["writes" if real.exists() else "creates"].append(shown)
+    elif role == "delete":
+        facts["recursive_deletes" if recursive and real.is_dir() else "deletes"].append(shown)

@@ -1,0 +1,81 @@
+"""Errors the gateway answers with.
+
+A ``GatewayError`` stops a call: the pipeline turns it into a tool error the model can read
+(``code`` and ``message``) and records it with its ``outcome``. Messages must never carry secrets.
+
+    >>> raise UnknownTool("no tool named 'fs_raed'")
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from gateway.types import Outcome
+
+
+class GatewayError(Exception):
+    code: ClassVar[str] = "gateway_error"
+    outcome: ClassVar[Outcome] = "error"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, **self.details}
+
+
+class ConfigError(GatewayError):
+    code = "config_error"
+
+
+# Refused before anything ran: the call was malformed.
+class InvalidRequest(GatewayError):
+    code = "invalid_request"
+    outcome = "invalid"
+
+
+class UnknownTool(InvalidRequest):
+    code = "unknown_tool"
+
+
+class InvalidArguments(InvalidRequest):
+    code = "invalid_arguments"
+
+
+class ArgumentsTooLarge(InvalidRequest):
+    code = "arguments_too_large"
+
+
+class PathOutsideWorkspace(InvalidRequest):
+    code = "path_outside_workspace"
+
+
+# Refused before anything ran: identity, scope or policy said no.
+class Denied(GatewayError):
+    code = "denied"
+    outcome = "denied"
+
+
+class Unauthenticated(Denied):
+    code = "unauthenticated"
+
+
+class ToolNotGranted(Denied):
+    """A tool the caller's role may not see: answered exactly like a tool that does not exist."""
+
+    code = "unknown_tool"
+
+
+# Ran, or tried to, and failed.
+class ToolFailed(GatewayError):
+    code = "tool_failed"
+
+
+class UpstreamUnavailable(ToolFailed):
+    code = "upstream_unavailable"
+
+
+class Timeout(ToolFailed):
+    code = "timeout"

@@ -1,0 +1,27 @@
+"""Revoked token ids, kept in the store so every gateway process sees a revocation on the next call.
+
+    revocations = Revocations(db)
+    revocations.revoke(jti, reason="laptop lost")
+    revocations.is_revoked(jti)
+"""
+
+from __future__ import annotations
+
+from gateway.ledger.store import Database
+from gateway.ledger.chain import utc_now
+
+
+class Revocations:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def revoke(self, jti: str, reason: str | None = None) -> bool:
+        """Returns False when the jti was already revoked."""
+        with self.db.transaction() as tx:
+            cursor = tx.execute(
+                "INSERT OR IGNORE INTO revocations (jti, time, reason) VALUES (?, ?, ?)", (jti, utc_now(), reason)
+            )
+            return cursor.rowcount == 1
+
+    def is_revoked(self, jti: str) -> bool:
+        return bool(self.db.query("SELECT 1 FROM revocations WHERE jti = ?", (jti,)))

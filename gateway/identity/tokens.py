@@ -1,0 +1,107 @@
+"""Role-scoped credentials: EdDSA-signed JWTs with a kid, checked on every call.
+
+    tokens = Tokens(KeyRing(keys_dir), roles, revocations, issuer="mcp-gateway", audience="mcp-gateway")
+    jwt, claims = tokens.issue(role="worker", agent="w1", task="T1", ttl_s=8 * 3600)
+    principal = tokens.verify(jwt)       # raises Unauthenticated with a reason that carries no key material
+
+Verification accepts only EdDSA, only a kid the key ring knows, and requires every claim; a revoked jti
+or a role without a role file is refused as well.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from typing import Any
+
+import jwt
+
+from gateway.errors import Unauthenticated
+from gateway.identity.keys import KeyRing
+from gateway.identity.roles import RoleSet
+from gateway.identity.revocations import Revocations
+from gateway.types import Principal
+
+ALGORITHM = "EdDSA"
+REQUIRED_CLAIMS = ["iss", "aud", "sub", "role", "jti", "iat", "exp"]
+LEEWAY_S = 30
+AGENT_NAME = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
+
+
+class Tokens:
+    def __init__(self, keys: KeyRing, roles: RoleSet, revocations: Revocations, issuer: str, audience: str) -> None:
+        self.keys = keys
+        self.roles = roles
+        self.revocations = revocations
+        self.issuer = issuer
+        self.audience = audience
+
+    def issue(self, role: str, agent: str, task: str | None = None, ttl_s: int = 8 * 3600) -> tuple[str, dict[str, Any]]:
+        if role not in self.roles:
+            raise Unauthenticated(f"unknown role {role!r}; roles: {', '.join(sorted(self.roles.roles))}")
+        if not AGENT_NAME.match(agent):
+            raise Unauthenticated(f"agent name {agent!r} must match {AGENT_NAME.pattern}")
+        now = int(time.time())
+        claims: dict[str, Any] = {
+            "iss": self.issuer,
+            "aud": self.audience,
+            "sub": agent,
+            "role": role,
+            "jti": secrets.token_hex(16),
+            "iat": now,
+            "nbf": now,
+            "exp": now + ttl_s,
+        }
+        if task is not None:
+            claims["task"] = task
+        kid, key = self.keys.signing_key()
+        return jwt.encode(claims, key, algorithm=ALGORITHM, headers={"kid": kid}), claims
+
+    def verify(self, token: str | None) -> Principal:
+        if not token:
+            raise Unauthenticated("no credential: send 'Authorization: Bearer <token>' (HTTP) or set GATEWAY_TOKEN")
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError:
+            raise Unauthenticated("malformed token: not a JWT with a readable header") from None
+        if header.get("alg") != ALGORITHM:
+            raise Unauthenticated(f"token algorithm {str(header.get('alg'))[:20]!r} is not accepted; only EdDSA is")
+        kid = header.get("kid")
+        key = self.keys.public_key(kid) if isinstance(kid, str) else None
+        if key is None:
+            raise Unauthenticated("token names an unknown signing key (kid); it was not issued by this gateway")
+        try:
+            claims = jwt.decode(
+                token,
+                key,
+                algorithms=[ALGORITHM],
+                audience=self.audience,
+                issuer=self.issuer,
+                leeway=LEEWAY_S,
+                options={"require": REQUIRED_CLAIMS},
+            )
+        except jwt.ExpiredSignatureError:
+            raise Unauthenticated("token expired: issue a new one with 'gateway token issue'") from None
+        except jwt.ImmatureSignatureError:
+            raise Unauthenticated("token is not yet valid (nbf/iat in the future)") from None
+        except jwt.InvalidAudienceError:
+            raise Unauthenticated("token was issued for another audience") from None
+        except jwt.InvalidIssuerError:
+            raise Unauthenticated("token was issued by another issuer") from None
+        except jwt.MissingRequiredClaimError as exc:
+            raise Unauthenticated(f"token lacks the required claim {exc.claim!r}") from None
+        except jwt.InvalidSignatureError:
+            raise Unauthenticated("token signature does not verify") from None
+        except jwt.PyJWTError:
+            raise Unauthenticated("malformed token") from None
+        role, agent, task = claims.get("role"), claims.get("sub"), claims.get("task")
+        if not isinstance(role, str) or role not in self.roles:
+            raise Unauthenticated(f"token names role {str(role)[:32]!r}, which has no role file")
+        if not isinstance(agent, str) or not AGENT_NAME.match(agent) or not isinstance(claims["jti"], str):
+            raise Unauthenticated("token has a malformed subject or jti")
+        if task is not None and not isinstance(task, str):
+            raise Unauthenticated("token has a malformed task claim")
+        if self.revocations.is_revoked(claims["jti"]):
+            raise Unauthenticated("token has been revoked")
+        return Principal(agent=agent, role=role, task=task, jti=claims["jti"], exp=int(claims["exp"]))

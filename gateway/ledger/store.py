@@ -1,0 +1,102 @@
+"""The store: SQLite in WAL mode behind a small interface.
+
+Everything that must survive a crash (ledger, tasks, claims, intents, approvals, revocations,
+checkpoints) goes through ``Database.transaction()``. Writers take the write lock up front
+(``BEGIN IMMEDIATE``), so read-check-write sequences such as claiming a task are atomic across threads
+and processes. A PostgreSQL store would implement the same two methods with row locks.
+
+    db = Database.open(Path(".gateway/gateway.db"))
+    with db.transaction() as tx:
+        tx.execute("INSERT INTO revocations (jti, time) VALUES (?, ?)", (jti, now))
+    rows = db.query("SELECT jti FROM revocations")
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+# Each entry upgrades the schema by one version; never edit an entry that has shipped, append a new one.
+MIGRATIONS: list[str] = [
+    """
+    CREATE TABLE ledger (
+        seq INTEGER PRIMARY KEY,
+        body TEXT NOT NULL,
+        prev_hash TEXT NOT NULL,
+        hash TEXT NOT NULL
+    );
+    CREATE INDEX ledger_trace ON ledger (json_extract(body, '$.trace_id'));
+    CREATE TABLE revocations (jti TEXT PRIMARY KEY, time TEXT NOT NULL, reason TEXT);
+    """,
+]
+
+
+class Transaction(Protocol):
+    def execute(self, sql: str, params: Sequence[Any] = ...) -> Any: ...
+
+
+class Store(Protocol):
+    """What the rest of the gateway needs from a store."""
+
+    def transaction(self) -> Any: ...
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]: ...
+
+
+class Database:
+    """A SQLite database file with the gateway's schema; one connection per thread."""
+
+    def __init__(self, path: Path, synchronous: str = "NORMAL") -> None:
+        self.path = path
+        self.synchronous = synchronous
+        self._local = threading.local()
+
+    @classmethod
+    def open(cls, path: Path, synchronous: str = "NORMAL") -> Database:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        db = cls(path, synchronous)
+        db._migrate()
+        return db
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={self.synchronous}")
+            conn.execute("PRAGMA foreign_keys=ON")
+            self._local.conn = conn
+        return conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        conn = self.connection
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        return self.connection.execute(sql, params).fetchall()
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def _migrate(self) -> None:
+        with self.transaction() as tx:
+            version = tx.execute("PRAGMA user_version").fetchone()[0]
+            for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+                for statement in filter(str.strip, script.split(";")):
+                    tx.execute(statement)
+                tx.execute(f"PRAGMA user_version={number}")

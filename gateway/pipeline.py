@@ -1,0 +1,365 @@
+"""The enforcement pipeline: every tools/call passes these stages, in this order.
+
+    authenticate -> resolve -> validate -> describe -> decide -> act on tier -> record intent
+        -> execute -> check, and always: record
+
+A stage is a plain async callable ``(call) -> None`` that reads and fills the ``Call`` (the spirit of
+structlog's processors). A stage stops the call by raising a ``GatewayError``, or by setting
+``call.result`` early (a tier-3 call waiting for a human); the ``record`` stage runs in every case,
+so a refused call is recorded exactly like an allowed one. Nothing executes before the write-ahead
+``record intent`` event is committed.
+
+    pipeline = Pipeline([Authenticate(auth), Resolve(catalog), ..., Execute()], finish=Record(ledger))
+    result = await pipeline(Call(tool="fs_read", arguments={"path": "README.md"}, origin=origin))
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import jsonschema
+import mcp_types as mt
+import structlog
+from pydantic import ValidationError
+
+from gateway.config import LimitsConfig
+from gateway.effects.describe import describe
+from gateway.effects.paths import Workspace
+from gateway.errors import (
+    ArgumentsTooLarge,
+    Denied,
+    GatewayError,
+    InvalidArguments,
+    ToolFailed,
+    ToolNotGranted,
+    UnknownTool,
+    UpstreamUnavailable,
+)
+from gateway.ledger.chain import Ledger, digest
+from gateway.policy.engine import PolicyEngine
+from gateway.policy.input import input_document
+from gateway.tools.catalog import Catalog
+from gateway.types import (
+    Decision,
+    Effects,
+    JSONObject,
+    Origin,
+    Outcome,
+    Principal,
+    ToolInvocation,
+    ToolSpec,
+)
+
+log = structlog.get_logger("gateway.pipeline")
+
+
+def new_id(nbytes: int = 16) -> str:
+    return secrets.token_hex(nbytes)
+
+
+@dataclass
+class Call:
+    """One tools/call on its way through the pipeline; each stage fills in its part."""
+
+    tool: str
+    arguments: JSONObject
+    origin: Origin
+    call_id: str = field(default_factory=new_id)
+    trace_id: str = field(default_factory=new_id)
+    span_id: str = field(default_factory=lambda: new_id(8))
+    started: float = field(default_factory=time.perf_counter)
+    principal: Principal | None = None
+    spec: ToolSpec | None = None
+    workspace: Workspace | None = None
+    effects: Effects | None = None
+    decision: Decision | None = None
+    safeguard: JSONObject | None = None
+    result: mt.CallToolResult | mt.InputRequiredResult | None = None
+    error: GatewayError | None = None
+    outcome: Outcome | None = None
+    detail: JSONObject = field(default_factory=dict)
+    intent_recorded: bool = False
+
+    def stop(self, error: GatewayError) -> None:
+        self.error, self.outcome = error, error.outcome
+
+    def response(self) -> mt.CallToolResult | mt.InputRequiredResult:
+        if self.error is not None:
+            return error_result(self.error, self.decision, self.call_id)
+        assert self.result is not None
+        return self.result
+
+
+def error_result(error: GatewayError, decision: Decision | None, call_id: str) -> mt.CallToolResult:
+    """A tool error the model can act on: the same facts as text and as structuredContent."""
+    structured: JSONObject = {"error": error.as_dict(), "call_id": call_id}
+    text = f"{error.code}: {error.message}"
+    if decision is not None and error.outcome == "denied":
+        structured["decision"] = decision.model_dump()
+        if decision.reasons:
+            text += "\nreasons:\n" + "\n".join(f"- {r}" for r in decision.reasons)
+    return mt.CallToolResult(content=[mt.TextContent(type="text", text=text)], structured_content=structured, is_error=True)
+
+
+Stage = Callable[[Call], Awaitable[None]]
+
+
+class Pipeline:
+    """Runs the stages in order; ``finish`` (the record stage) runs whatever happened."""
+
+    def __init__(self, stages: Sequence[Stage], finish: Stage) -> None:
+        self.stages = list(stages)
+        self.finish = finish
+
+    async def __call__(self, call: Call) -> mt.CallToolResult | mt.InputRequiredResult:
+        try:
+            for stage in self.stages:
+                await stage(call)
+                if call.result is not None:
+                    break
+        except GatewayError as error:
+            call.stop(error)
+        except Exception:
+            # a bug, not a refusal: the caller learns nothing internal, the log gets the traceback
+            log.exception("stage failed", tool=call.tool, call_id=call.call_id)
+            call.stop(ToolFailed(f"internal gateway error (call {call.call_id}); see the gateway log"))
+        await self.finish(call)
+        return call.response()
+
+
+# --- authenticate ---------------------------------------------------------------------------------
+
+
+class Verifier(Protocol):
+    def verify(self, token: str | None) -> Principal: ...
+
+
+class Authenticate:
+    """The credential becomes a Principal, on every call: an expired or revoked token stops here."""
+
+    def __init__(self, verifier: Verifier) -> None:
+        self.verifier = verifier
+
+    async def __call__(self, call: Call) -> None:
+        call.principal = self.verifier.verify(call.origin.token)
+
+
+# --- resolve --------------------------------------------------------------------------------------
+
+
+class ToolGrants(Protocol):
+    def grants(self, principal: Principal, tool: str) -> bool: ...
+
+
+class Resolve:
+    """The tool name becomes a ToolSpec, if the caller's role may see it.
+
+    A tool the role is not granted gets the same answer as a tool that does not exist, so a role
+    cannot probe for tools; the ledger still tells the two apart.
+    """
+
+    def __init__(self, catalog: Catalog, grants: ToolGrants) -> None:
+        self.catalog = catalog
+        self.grants = grants
+
+    async def __call__(self, call: Call) -> None:
+        assert call.principal is not None
+        spec = self.catalog.get(call.tool)
+        granted = self.grants.grants(call.principal, call.tool)
+        if spec is None or not granted:
+            upstream = self.catalog.pool.owner(call.tool)
+            if granted and upstream is not None and upstream.state != "up":
+                raise UpstreamUnavailable(f"upstream {upstream.prefix!r} is down: {upstream.error or 'not connected'}")
+            call.detail["tool_exists"] = spec is not None
+            message = f"no tool named {call.tool!r} is available to role {call.principal.role!r}"
+            raise ToolNotGranted(message) if spec is not None else UnknownTool(message)
+        call.spec = spec
+
+
+# --- validate -------------------------------------------------------------------------------------
+
+
+class Validate:
+    """Arguments within the size limit and valid against the tool's schema; the error names the field."""
+
+    def __init__(self, limits: LimitsConfig) -> None:
+        self.limits = limits
+        self._validators: dict[str, tuple[int, Any]] = {}
+
+    async def __call__(self, call: Call) -> None:
+        assert call.spec is not None
+        size = len(json.dumps(call.arguments, ensure_ascii=False).encode())
+        if size > self.limits.max_argument_bytes:
+            raise ArgumentsTooLarge(
+                f"arguments are {size} bytes; the limit is {self.limits.max_argument_bytes}", size=size
+            )
+        model = call.spec.arguments_model
+        if model is not None:
+            try:
+                model.model_validate(call.arguments)
+            except ValidationError as exc:
+                raise InvalidArguments(_pydantic_message(exc)) from None
+            return
+        validator = self._validator(call.spec)
+        error = next(iter(sorted(validator.iter_errors(call.arguments), key=lambda e: list(e.path))), None)
+        if error is not None:
+            where = ".".join(str(p) for p in error.absolute_path) or "(arguments)"
+            raise InvalidArguments(f"argument '{where}': {error.message[:300]}")
+
+    def _validator(self, spec: ToolSpec) -> Any:
+        key = id(spec.input_schema)
+        cached = self._validators.get(spec.name)
+        if cached is None or cached[0] != key:
+            cls = jsonschema.validators.validator_for(spec.input_schema)
+            try:
+                cls.check_schema(spec.input_schema)
+            except jsonschema.SchemaError:
+                raise InvalidArguments(f"tool {spec.name!r} has an invalid input schema; refusing to call it") from None
+            cached = (key, cls(spec.input_schema))
+            self._validators[spec.name] = cached
+        return cached[1]
+
+
+def _pydantic_message(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "(arguments)"
+    message = first["msg"]
+    if first["type"] == "extra_forbidden":
+        message = "unknown argument"
+    return f"argument '{where}': {message}"
+
+
+# --- describe -------------------------------------------------------------------------------------
+
+
+class WorkspaceFor(Protocol):
+    def __call__(self, principal: Principal) -> Workspace: ...
+
+
+class Describe:
+    def __init__(self, workspace_for: WorkspaceFor) -> None:
+        self.workspace_for = workspace_for
+
+    async def __call__(self, call: Call) -> None:
+        assert call.spec is not None and call.principal is not None
+        call.workspace = self.workspace_for(call.principal)
+        call.effects = describe(call.spec, call.arguments, call.workspace)
+
+
+# --- decide ---------------------------------------------------------------------------------------
+
+
+class Decide:
+    """Asks the policy about the call's input document; a deny stops the call here.
+
+    Acting on the tier is the next stage's business: deciding is kept apart from enforcing.
+    """
+
+    def __init__(self, engine: PolicyEngine) -> None:
+        self.engine = engine
+
+    async def __call__(self, call: Call) -> None:
+        call.decision = await self.engine.decide(policy_input(call))
+        if call.decision.action == "deny":
+            reasons = "; ".join(call.decision.reasons) or "the policy denied this call"
+            raise Denied(f"denied by policy: {reasons}", rules=call.decision.rules)
+
+
+def policy_input(call: Call) -> JSONObject:
+    assert call.principal is not None and call.effects is not None and call.workspace is not None
+    return input_document(
+        principal=call.principal,
+        spec=call.spec,
+        tool_name=call.tool,
+        arguments=call.arguments,
+        effects=call.effects,
+        workspace=str(call.workspace.root),
+        trace_id=call.trace_id,
+    )
+
+
+# --- record intent, execute -----------------------------------------------------------------------
+
+
+class RecordIntent:
+    """The write-ahead record: committed before the side effect, or the call does not run."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+
+    async def __call__(self, call: Call) -> None:
+        self.ledger.append(ledger_fields(call, "started"))
+        call.intent_recorded = True
+
+
+class Execute:
+    async def __call__(self, call: Call) -> None:
+        assert call.spec is not None and call.principal is not None and call.workspace is not None
+        progress = call.origin.progress or _no_progress
+        invocation = ToolInvocation(
+            arguments=call.arguments,
+            workspace=call.workspace,
+            progress=progress,
+            principal=call.principal,
+            input_responses=call.origin.input_responses,
+            request_state=call.origin.request_state,
+        )
+        try:
+            call.result = await call.spec.handler(invocation)
+        except GatewayError:
+            raise
+        except OSError as exc:
+            raise ToolFailed(f"{call.spec.name} failed: {exc.strerror or exc}") from None
+        call.outcome = "error" if isinstance(call.result, mt.CallToolResult) and call.result.is_error else "ok"
+
+
+async def _no_progress(progress: float, total: float | None, message: str | None) -> None:
+    return None
+
+
+# --- record ---------------------------------------------------------------------------------------
+
+
+def ledger_fields(call: Call, outcome: Outcome) -> JSONObject:
+    detail = dict(call.detail)
+    if call.error is not None:
+        detail["error"] = call.error.as_dict()
+    if call.safeguard is not None:
+        detail["safeguard"] = call.safeguard
+    if outcome != "started":
+        detail["duration_ms"] = round((time.perf_counter() - call.started) * 1000, 3)
+    return {
+        "kind": "call",
+        "call_id": call.call_id,
+        "trace_id": call.trace_id,
+        "span_id": call.span_id,
+        "principal": call.principal.model_dump() if call.principal else None,
+        "tool": call.tool,
+        "arguments_digest": digest(call.arguments),
+        "effects": call.effects.model_dump() if call.effects else None,
+        "decision": call.decision.model_dump() if call.decision else None,
+        "outcome": outcome,
+        "detail": detail,
+    }
+
+
+class Record:
+    """The final ledger event of a call; runs for every call, refused or not."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+
+    async def __call__(self, call: Call) -> None:
+        outcome: Outcome = call.outcome or ("error" if call.error else "ok")
+        try:
+            self.ledger.append(ledger_fields(call, outcome))
+        except Exception:
+            log.exception("could not record the outcome", call_id=call.call_id, outcome=outcome)
+            if not call.intent_recorded:
+                # nothing ran, but the refusal is not recorded: say so rather than pretend
+                call.stop(ToolFailed("the gateway could not record this call; nothing was run"))

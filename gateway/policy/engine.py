@@ -1,0 +1,49 @@
+"""The policy engine interface: an input document in, a Decision out. Fail closed.
+
+Two implementations: ``EmbeddedEngine`` (regorus, in-process, the default) and ``OpaEngine`` (a real OPA
+server over its REST API). Both evaluate ``data.gateway.decision``; anything else that comes back, or
+any engine error, becomes a deny that says why.
+
+    engine = EmbeddedEngine(policy_dir, data={"roles": roles.as_data()})
+    decision = await engine.decide(input_doc)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import ValidationError
+
+from gateway.types import Decision, JSONObject
+
+PACKAGE = "gateway"
+RULE = "decision"
+QUERY = f"data.{PACKAGE}.{RULE}"
+
+
+class PolicyEngine(Protocol):
+    name: str
+
+    async def decide(self, input_doc: JSONObject) -> Decision: ...
+
+    def status(self) -> JSONObject: ...
+
+
+def engine_error(reason: str) -> Decision:
+    return Decision(action="deny", tier=3, reasons=[f"policy engine error: {reason}"], rules=["engine.error"])
+
+
+def to_decision(raw: Any) -> Decision:
+    """The engine's answer as a Decision, or a deny when it is missing or malformed."""
+    if raw is None:
+        return engine_error(f"{QUERY} is undefined")
+    try:
+        return Decision.model_validate(raw)
+    except ValidationError as exc:
+        return engine_error(f"{QUERY} is malformed: {exc.errors()[0]['msg']}")
+
+
+def policy_files(directory: Path) -> list[Path]:
+    """The policy modules of a bundle; unit tests (``*_test.rego``) are not part of the decision."""
+    return sorted(p for p in directory.rglob("*.rego") if not p.name.endswith("_test.rego"))

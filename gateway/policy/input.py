@@ -1,0 +1,63 @@
+"""The policy input document (version 1): one call described as plain facts.
+
+This is the contract between the gateway and every policy (ARCHITECTURE.md section 4). Add fields
+freely; renaming or removing one is a new version.
+
+    doc = input_document(call, task=..., intent=..., workspace="/repo")
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from gateway.types import Effects, JSONObject, Principal, ToolSpec
+
+INPUT_VERSION = 1
+
+
+def input_document(
+    *,
+    principal: Principal,
+    spec: ToolSpec | None,
+    tool_name: str,
+    arguments: JSONObject,
+    effects: Effects,
+    workspace: str,
+    trace_id: str | None = None,
+    task: JSONObject | None = None,
+    intent: JSONObject | None = None,
+) -> JSONObject:
+    return {
+        "version": INPUT_VERSION,
+        "principal": principal.model_dump(),
+        "tool": {
+            "name": tool_name,
+            "provider": spec.provider if spec else None,
+            "annotations": spec.annotations if spec else None,  # untrusted hints from upstreams
+            "commit_class": spec.commit_class if spec else False,
+        },
+        "arguments": arguments,
+        "effects": effects.model_dump(),
+        "task": task,
+        "intent": intent,
+        "context": {
+            "workspace": workspace,
+            "trace_id": trace_id,
+            "time": datetime.now(UTC).isoformat(timespec="seconds"),
+        },
+    }
+
+
+def mask_secrets(value: Any) -> Any:
+    """A copy of an input document fit for a decision log: values of secret-looking keys are replaced."""
+    if isinstance(value, dict):
+        return {k: "***" if _secret_key(k) else mask_secrets(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask_secrets(v) for v in value]
+    return value
+
+
+def _secret_key(key: str) -> bool:
+    lowered = key.lower()
+    return any(word in lowered for word in ("token", "secret", "password", "passwd", "authorization", "api_key", "apikey"))

@@ -1,0 +1,71 @@
+"""Git, run as a subprocess with settings that keep a repository's own config from running code.
+
+A repository's config can name programs git runs on its behalf (fsmonitor, external diff, textconv,
+pagers, hooks). The gateway runs git for agents, so it switches those off on every call.
+
+    repo = Repo(Path("/work/repo"))
+    out = repo.run("status", "--porcelain=v1")            # raises GitError on a non-zero exit
+    out = await repo.arun("log", "--max-count=5")         # the same, off the event loop
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import anyio
+
+from gateway.errors import ToolFailed
+
+SAFE_CONFIG = (
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "diff.external=",
+    "-c",
+    "core.pager=cat",
+    "-c",
+    "credential.helper=",
+    "-c",
+    "protocol.ext.allow=never",
+)
+
+
+class GitError(ToolFailed):
+    code = "git_failed"
+
+
+class Repo:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def run(self, *args: str, check: bool = True, input: str | None = None) -> str:
+        env = {
+            **{k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TZ")},
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_AUTHOR_NAME": os.environ.get("GIT_AUTHOR_NAME", "mcp-gateway"),
+            "GIT_AUTHOR_EMAIL": os.environ.get("GIT_AUTHOR_EMAIL", "gateway@localhost"),
+            "GIT_COMMITTER_NAME": os.environ.get("GIT_COMMITTER_NAME", "mcp-gateway"),
+            "GIT_COMMITTER_EMAIL": os.environ.get("GIT_COMMITTER_EMAIL", "gateway@localhost"),
+        }
+        proc = subprocess.run(
+            ["git", *SAFE_CONFIG, "-C", str(self.root), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            input=input,
+            timeout=120,
+        )
+        if check and proc.returncode != 0:
+            raise GitError(f"git {args[0]} failed: {proc.stderr.strip() or proc.stdout.strip()}")
+        return proc.stdout
+
+    async def arun(self, *args: str, check: bool = True) -> str:
+        return await anyio.to_thread.run_sync(lambda: self.run(*args, check=check))
+
+    def is_repo(self) -> bool:
+        return self.run("rev-parse", "--is-inside-work-tree", check=False).strip() == "true"

@@ -1,0 +1,244 @@
+"""MCP wiring: the low-level SDK Server over stdio and streamable HTTP, in both protocol eras.
+
+The handlers only translate between MCP and the pipeline: tools/list shows the caller's role its
+tools, tools/call builds an ``Origin`` and a ``Call`` and runs the pipeline. Over HTTP every request
+carries a Bearer token, checked by the auth middleware before MCP sees it (401 with the reason);
+over stdio the connection's token comes from GATEWAY_TOKEN and is checked at start and on each call.
+
+    server = build_server(gateway, token=os.environ["GATEWAY_TOKEN"])    # stdio / in-process
+    app = http_app(gateway, host="127.0.0.1")                              # Starlette, for uvicorn
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import mcp_types as mt
+import structlog
+from mcp.server import Server, ServerRequestContext
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken, TokenVerifier
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from starlette.applications import Starlette
+from starlette.authentication import AuthCredentials, AuthenticationBackend
+from starlette.middleware import Middleware
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.requests import HTTPConnection, Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from gateway import __version__
+from gateway.errors import Unauthenticated
+from gateway.identity.tokens import Tokens
+from gateway.pipeline import Call
+from gateway.runtime import Gateway
+from gateway.types import JSONObject, Origin, Principal
+
+log = structlog.get_logger("gateway.server")
+
+SERVER_NAME = "mcp-policy-gateway"
+INSTRUCTIONS = (
+    "Every tool call passes a policy gateway. A refused call answers a tool error whose text and "
+    "structuredContent say why and what to do next; a tier-3 call may wait for a human's approval."
+)
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
+    """The MCP server. ``token`` is the connection's credential on stdio and in-process connections."""
+
+    def credential(ctx: ServerRequestContext[Any]) -> str | None:
+        if ctx.request is not None:  # HTTP: the bearer token the middleware already verified
+            access = get_access_token()
+            return access.token if access is not None else None
+        return token
+
+    async def list_tools(ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None) -> mt.ListToolsResult:
+        try:
+            principal = gateway.tokens.verify(credential(ctx))
+        except Unauthenticated as exc:
+            gateway.ledger.append({"kind": "list", "outcome": "denied", "detail": {"error": exc.as_dict()}})
+            raise MCPError(code=mt.INVALID_REQUEST, message=f"unauthenticated: {exc.message}") from None
+        return mt.ListToolsResult(tools=[spec.as_mcp_tool() for spec in gateway.visible_tools(principal)])
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: mt.CallToolRequestParams
+    ) -> mt.CallToolResult | mt.InputRequiredResult:
+        origin = origin_for(ctx, params, credential(ctx))
+        return await gateway.pipeline(Call(tool=params.name, arguments=dict(params.arguments or {}), origin=origin))
+
+    async def set_logging_level(ctx: ServerRequestContext[Any], params: mt.SetLevelRequestParams) -> mt.EmptyResult:
+        # Answered for handshake-era clients (and the conformance suite); the gateway's own log is structlog's.
+        return mt.EmptyResult()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # on_set_logging_level is deprecated as of 2026-07-28 (SEP-2577)
+        return Server(
+            SERVER_NAME,
+            version=__version__,
+            instructions=INSTRUCTIONS,
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+            on_set_logging_level=set_logging_level,
+        )
+
+
+def origin_for(ctx: ServerRequestContext[Any], params: mt.CallToolRequestParams, token: str | None) -> Origin:
+    session = ctx.session
+    modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+    capabilities = session.client_capabilities
+    can_elicit = (
+        not modern and capabilities is not None and capabilities.elicitation is not None and session.can_send_request
+    )
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        await session.report_progress(value, total, message)
+
+    async def elicit(message: str, schema: JSONObject) -> mt.ElicitResult:
+        return await session.elicit_form(message, schema, related_request_id=ctx.request_id)  # type: ignore[arg-type]
+
+    client = session.client_params.client_info.name if session.client_params else None
+    request: Request | None = ctx.request
+    return Origin(
+        transport="http" if request is not None else "stdio",
+        protocol_version=ctx.protocol_version,
+        token=token,
+        client_name=client,
+        session_id=request.headers.get("mcp-session-id") if request is not None else None,
+        progress=progress,
+        elicit=elicit if can_elicit else None,
+        input_responses={k: v.model_dump(by_alias=True) for k, v in (params.input_responses or {}).items()} or None,
+        request_state=params.request_state,
+    )
+
+
+# --- HTTP -----------------------------------------------------------------------------------------
+
+
+class GatewayTokenVerifier(TokenVerifier):
+    """The SDK's TokenVerifier over the gateway's tokens; ``check`` also says why a token is refused."""
+
+    def __init__(self, tokens: Tokens) -> None:
+        self.tokens = tokens
+
+    def check(self, token: str) -> AccessToken:
+        principal = self.tokens.verify(token)
+        return access_token(token, principal, self.tokens.issuer)
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        try:
+            return self.check(token)
+        except Unauthenticated:
+            return None
+
+
+def access_token(token: str, principal: Principal, issuer: str) -> AccessToken:
+    # client_id + iss + sub identify the session owner; sub is the jti, so a session is bound to the
+    # credential that opened it, not merely to the agent's name
+    return AccessToken(
+        token=token,
+        client_id=principal.agent,
+        scopes=[principal.role],
+        expires_at=principal.exp,
+        subject=principal.jti,
+        claims={"iss": issuer, "role": principal.role},
+    )
+
+
+class CredentialBackend(AuthenticationBackend):
+    """Bearer authentication that keeps the refusal's reason for the 401 answer."""
+
+    def __init__(self, verifier: GatewayTokenVerifier) -> None:
+        self.verifier = verifier
+
+    async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, AuthenticatedUser] | None:
+        header = conn.headers.get("authorization")
+        if not header:
+            conn.scope["gateway.auth_error"] = "no credential: send 'Authorization: Bearer <token>'"
+            return None
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            conn.scope["gateway.auth_error"] = "the Authorization header must be 'Bearer <token>'"
+            return None
+        try:
+            access = self.verifier.check(token.strip())
+        except Unauthenticated as exc:
+            conn.scope["gateway.auth_error"] = exc.message
+            return None
+        return AuthCredentials(access.scopes), AuthenticatedUser(access)
+
+
+class RequireCredential:
+    """ASGI wrapper: requests without a verified credential get 401 with the reason, and are recorded."""
+
+    def __init__(self, app: Any, gateway: Gateway) -> None:
+        self.app = app
+        self.gateway = gateway
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if isinstance(scope.get("user"), AuthenticatedUser):
+            await self.app(scope, receive, send)
+            return
+        reason = scope.get("gateway.auth_error", "authentication required")
+        self.gateway.ledger.append(
+            {"kind": "auth", "outcome": "denied", "detail": {"error": {"code": "unauthenticated", "message": reason}}}
+        )
+        body = json.dumps({"error": "invalid_token", "error_description": reason}).encode()
+        challenge = f'Bearer error="invalid_token", error_description="{reason.replace(chr(34), chr(39))}"'
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", challenge.encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+def http_app(gateway: Gateway, host: str = "127.0.0.1", allowed_hosts: list[str] | None = None) -> Starlette:
+    server = build_server(gateway)
+    if allowed_hosts:
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=allowed_hosts)
+    elif host in LOOPBACK:
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        )
+    else:  # bound to a public interface (e.g. in a container): bearer auth is the gate
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    manager = StreamableHTTPSessionManager(app=server, security_settings=security)
+    verifier = GatewayTokenVerifier(gateway.tokens)
+
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok", "upstreams": gateway.pool.status()})
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with gateway.running(), manager.run():
+            yield
+
+    return Starlette(
+        routes=[
+            Route("/mcp", endpoint=RequireCredential(StreamableHTTPASGIApp(manager), gateway)),
+            Route("/healthz", endpoint=health),
+        ],
+        middleware=[
+            Middleware(AuthenticationMiddleware, backend=CredentialBackend(verifier)),
+            Middleware(AuthContextMiddleware),
+        ],
+        lifespan=lifespan,
+    )

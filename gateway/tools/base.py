@@ -1,0 +1,69 @@
+"""How a built-in tool is declared: an argument model, a description and an async function.
+
+    class ReadArgs(Arguments):
+        path: str = Field(description="File to read, relative to the workspace")
+
+    async def fs_read(args: ReadArgs, inv: ToolInvocation) -> mt.CallToolResult: ...
+
+    spec = builtin("fs_read", "Read a text file.", ReadArgs, fs_read, roles={"path": "read"})
+
+The argument model gives the JSON schema the client sees and the validation the gateway applies
+(strict: no coercion, unknown fields refused).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import mcp_types as mt
+from pydantic import BaseModel, ConfigDict
+
+from gateway.types import JSONObject, ToolInvocation, ToolSpec
+
+ArgsT = TypeVar("ArgsT", bound="Arguments")
+
+
+class Arguments(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+def builtin(
+    name: str,
+    description: str,
+    model: type[ArgsT],
+    fn: Callable[[ArgsT, ToolInvocation], Awaitable[mt.CallToolResult]],
+    *,
+    roles: dict[str, str] | None = None,
+    read_only: bool = False,
+    destructive: bool = False,
+    provider: str = "builtin",
+) -> ToolSpec:
+    async def handler(inv: ToolInvocation) -> mt.CallToolResult:
+        return await fn(model.model_validate(inv.arguments), inv)
+
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    return ToolSpec(
+        name=name,
+        provider=provider,
+        description=description,
+        input_schema=schema,
+        handler=handler,
+        annotations={"readOnlyHint": read_only, "destructiveHint": destructive, "openWorldHint": False},
+        argument_roles=roles or {},
+        arguments_model=model,
+    )
+
+
+def text_result(text: str, structured: JSONObject | None = None, is_error: bool = False) -> mt.CallToolResult:
+    return mt.CallToolResult(
+        content=[mt.TextContent(type="text", text=text)], structured_content=structured, is_error=is_error
+    )
+
+
+def json_result(value: Any, is_error: bool = False) -> mt.CallToolResult:
+    """The same facts as JSON text and as structuredContent (clients show one or the other)."""
+    structured = value if isinstance(value, dict) else {"result": value}
+    return text_result(json.dumps(value, indent=2, default=str), structured, is_error)

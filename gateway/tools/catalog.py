@@ -1,0 +1,30 @@
+"""The catalog: every tool the gateway can expose, by exposed name.
+
+Built-in and gateway tools are fixed at start; upstream tools are read from the pool on each lookup,
+so a restarted upstream's tools appear as soon as it is back.
+
+    catalog = Catalog(builtins, pool)
+    catalog.get("fs_read")       # ToolSpec | None
+    catalog.all()                # every ToolSpec, built-ins first
+"""
+
+from __future__ import annotations
+
+from gateway.tools.upstream import UpstreamPool
+from gateway.types import ToolSpec
+
+
+class Catalog:
+    def __init__(self, local: list[ToolSpec], pool: UpstreamPool | None = None) -> None:
+        self.local = {spec.name: spec for spec in local}
+        self.pool = pool or UpstreamPool({})
+
+    def all(self) -> list[ToolSpec]:
+        return [*self.local.values(), *self.pool.specs()]
+
+    def get(self, name: str) -> ToolSpec | None:
+        spec = self.local.get(name)
+        if spec is not None:
+            return spec
+        upstream = self.pool.owner(name)
+        return upstream.by_name.get(name) if upstream is not None else None

@@ -1,0 +1,263 @@
+"""Built-in file tools: fs_read, fs_list, fs_search, fs_write, fs_edit, fs_delete.
+
+Every path goes through ``Workspace.resolve``: resolved, symlinks followed, and refused when it leaves
+the workspace or touches the gateway's own state. Writes are atomic (temp file, then rename).
+
+    specs = file_tools(LimitsConfig())
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import anyio
+import mcp_types as mt
+from pydantic import Field
+
+from gateway.config import LimitsConfig
+from gateway.effects.paths import Workspace
+from gateway.errors import InvalidArguments, ToolFailed
+from gateway.tools.base import Arguments, builtin, json_result, text_result
+from gateway.types import ToolInvocation, ToolSpec
+
+SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv"}
+MAX_SEARCH_FILE_BYTES = 4 * 1024 * 1024
+
+
+class ReadArgs(Arguments):
+    path: str = Field(description="File to read, relative to the workspace root")
+    offset: int = Field(0, ge=0, description="First line to return (0-based)")
+    limit: int | None = Field(None, gt=0, description="Maximum number of lines to return")
+
+
+class ListArgs(Arguments):
+    path: str = Field(".", description="Directory to list, relative to the workspace root")
+    recursive: bool = Field(False, description="List subdirectories too")
+    include_hidden: bool = Field(False, description="Include entries whose name starts with a dot")
+
+
+class SearchArgs(Arguments):
+    pattern: str = Field(min_length=1, max_length=1000, description="Regular expression (Python syntax) to find")
+    path: str = Field(".", description="File or directory to search, relative to the workspace root")
+    glob: str | None = Field(None, description="Only search files whose name matches this glob, e.g. '*.py'")
+    ignore_case: bool = Field(False, description="Match case-insensitively")
+    fixed_string: bool = Field(False, description="Treat the pattern as a literal string, not a regex")
+    max_results: int | None = Field(None, gt=0, description="Stop after this many matching lines")
+
+
+class WriteArgs(Arguments):
+    path: str = Field(description="File to write, relative to the workspace root")
+    content: str = Field(description="The complete new content of the file")
+
+
+class EditArgs(Arguments):
+    path: str = Field(description="File to edit, relative to the workspace root")
+    old_string: str = Field(min_length=1, description="Exact text to replace; it must occur exactly once")
+    new_string: str = Field(description="Text to put in its place")
+
+
+class DeleteArgs(Arguments):
+    path: str = Field(description="File or directory to delete, relative to the workspace root")
+    recursive: bool = Field(False, description="Delete a non-empty directory and everything under it")
+
+
+def file_tools(limits: LimitsConfig) -> list[ToolSpec]:
+    async def fs_read(args: ReadArgs, inv: ToolInvocation) -> mt.CallToolResult:
+        path = inv.workspace.resolve(args.path)
+        if not path.is_file():
+            raise ToolFailed(f"{args.path!r} is not a file")
+        with path.open("rb") as handle:
+            data = handle.read(limits.max_read_bytes + 1)
+        truncated = len(data) > limits.max_read_bytes
+        text = data[: limits.max_read_bytes].decode("utf-8", errors="replace")
+        lines = text.splitlines(keepends=True)
+        end = args.offset + args.limit if args.limit else None
+        body = "".join(lines[args.offset : end])
+        if truncated:
+            body += f"\n[truncated: the file is larger than {limits.max_read_bytes} bytes]"
+        return text_result(body)
+
+    async def fs_list(args: ListArgs, inv: ToolInvocation) -> mt.CallToolResult:
+        root = inv.workspace.resolve(args.path)
+        if not root.is_dir():
+            raise ToolFailed(f"{args.path!r} is not a directory")
+        entries: list[str] = []
+        for path in _walk(inv.workspace, root, args.recursive, args.include_hidden):
+            rel = path.relative_to(root).as_posix()
+            entries.append(f"{rel}/" if path.is_dir() else f"{rel}  ({path.lstat().st_size} bytes)")
+            if len(entries) >= limits.list_entries:
+                entries.append(f"[stopped after {limits.list_entries} entries]")
+                break
+        return text_result("\n".join(entries) if entries else "(empty directory)")
+
+    async def fs_search(args: SearchArgs, inv: ToolInvocation) -> mt.CallToolResult:
+        base = inv.workspace.resolve(args.path)
+        source = re.escape(args.pattern) if args.fixed_string else args.pattern
+        try:
+            regex = re.compile(source, re.IGNORECASE if args.ignore_case else 0)
+        except re.error as exc:
+            raise InvalidArguments(f"argument 'pattern': not a valid regular expression: {exc}") from None
+        cap = min(args.max_results or limits.search_results, limits.search_results)
+        files = [base] if base.is_file() else _walk(inv.workspace, base, recursive=True, include_hidden=False)
+
+        def search() -> list[str]:
+            hits: list[str] = []
+            for path in files:
+                if not path.is_file() or (args.glob and not fnmatch.fnmatch(path.name, args.glob)):
+                    continue
+                if path.stat().st_size > MAX_SEARCH_FILE_BYTES:
+                    continue
+                data = path.read_bytes()
+                if b"\x00" in data[:8192]:
+                    continue  # binary
+                rel = inv.workspace.display(path)
+                for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+                    if regex.search(line):
+                        hits.append(f"{rel}:{number}: {line[:400]}")
+                        if len(hits) >= cap:
+                            hits.append(f"[stopped after {cap} matches]")
+                            return hits
+            return hits
+
+        hits = await anyio.to_thread.run_sync(search)
+        return text_result("\n".join(hits) if hits else "no matches")
+
+    async def fs_write(args: WriteArgs, inv: ToolInvocation) -> mt.CallToolResult:
+        path = inv.workspace.resolve(args.path)
+        if path.is_dir():
+            raise ToolFailed(f"{args.path!r} is a directory")
+        existed = path.exists()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = args.content.encode("utf-8")
+        _atomic_write(path, data)
+        verb = "overwrote" if existed else "created"
+        return json_result({"path": inv.workspace.display(path), "action": verb, "bytes": len(data)})
+
+    async def fs_edit(args: EditArgs, inv: ToolInvocation) -> mt.CallToolResult:
+        path = inv.workspace.resolve(args.path)
+        if not path.is_file():
+            raise ToolFailed(f"{args.path!r} is not a file")
+        text = path.read_text(encoding="utf-8")
+        count = text.count(args.old_string)
+        if count == 0:
+            raise ToolFailed(f"old_string was not found in {args.path!r}; nothing changed")
+        if count > 1:
+            raise ToolFailed(
+                f"old_string occurs {count} times in {args.path!r}; include more surrounding text so it "
+                "matches exactly once. Nothing changed."
+            )
+        _atomic_write(path, text.replace(args.old_string, args.new_string, 1).encode("utf-8"))
+        return json_result({"path": inv.workspace.display(path), "action": "edited", "replacements": 1})
+
+    async def fs_delete(args: DeleteArgs, inv: ToolInvocation) -> mt.CallToolResult:
+        path = inv.workspace.resolve(args.path)
+        if path == inv.workspace.root:
+            raise InvalidArguments("argument 'path': refusing to delete the workspace root")
+        if not path.exists() and not path.is_symlink():
+            raise ToolFailed(f"{args.path!r} does not exist")
+        if path.is_dir() and not path.is_symlink():
+            if args.recursive:
+                shutil.rmtree(path)
+            else:
+                try:
+                    path.rmdir()
+                except OSError:
+                    raise ToolFailed(f"{args.path!r} is a non-empty directory; pass recursive=true") from None
+        else:
+            path.unlink()
+        return json_result({"path": inv.workspace.display(path), "action": "deleted"})
+
+    return [
+        builtin(
+            "fs_read",
+            "Read a UTF-8 text file from the workspace. Optional offset/limit select a range of lines.",
+            ReadArgs,
+            fs_read,
+            roles={"path": "read"},
+            read_only=True,
+        ),
+        builtin(
+            "fs_list",
+            "List the entries of a workspace directory (directories end with '/'), optionally recursively.",
+            ListArgs,
+            fs_list,
+            roles={"path": "read"},
+            read_only=True,
+        ),
+        builtin(
+            "fs_search",
+            "Search workspace files for lines matching a regular expression (grep-like). "
+            "Answers 'path:line: text' lines.",
+            SearchArgs,
+            fs_search,
+            roles={"path": "read"},
+            read_only=True,
+        ),
+        builtin(
+            "fs_write",
+            "Create or overwrite a workspace file with the given content (parent directories are created).",
+            WriteArgs,
+            fs_write,
+            roles={"path": "write"},
+        ),
+        builtin(
+            "fs_edit",
+            "Replace one exact occurrence of old_string with new_string in a workspace file. "
+            "Refuses when old_string is missing or occurs more than once.",
+            EditArgs,
+            fs_edit,
+            roles={"path": "write"},
+        ),
+        builtin(
+            "fs_delete",
+            "Delete a workspace file or empty directory; recursive=true deletes a directory tree.",
+            DeleteArgs,
+            fs_delete,
+            roles={"path": "delete"},
+            destructive=True,
+        ),
+    ]
+
+
+def _walk(workspace: Workspace, root: Path, recursive: bool, include_hidden: bool) -> list[Path]:
+    """Entries under root, sorted, skipping protected paths, VCS internals and symlinks that leave the workspace."""
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if (include_hidden or not d.startswith("."))
+            and d not in SKIP_DIRS
+            and _visible(workspace, here / d)
+        )
+        for name in sorted(dirnames) + sorted(filenames):
+            path = here / name
+            if (include_hidden or not name.startswith(".")) and _visible(workspace, path):
+                found.append(path)
+        if not recursive:
+            break
+    return found
+
+
+def _visible(workspace: Workspace, path: Path) -> bool:
+    real = Path(os.path.realpath(path))
+    return workspace.contains(real) and not workspace.is_protected(real)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        if path.exists():
+            shutil.copymode(path, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,91 @@
+"""Built-in read-only git tools: git_status, git_diff, git_log, for the workspace's repository.
+
+    specs = git_tools()
+"""
+
+from __future__ import annotations
+
+import re
+
+import mcp_types as mt
+from pydantic import Field
+
+from gateway.errors import InvalidArguments
+from gateway.repo import Repo
+from gateway.tools.base import Arguments, builtin, text_result
+from gateway.types import ToolInvocation, ToolSpec
+
+# A revision as an agent may name it; never an option (a leading '-' would be parsed as one by git).
+REVISION = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./~^@{}:-]{0,199}$")
+
+
+class StatusArgs(Arguments):
+    pass
+
+
+class DiffArgs(Arguments):
+    staged: bool = Field(False, description="Show staged changes (the index) instead of unstaged ones")
+    ref: str | None = Field(None, description="Compare the working tree with this revision, e.g. 'HEAD~1' or 'main'")
+    paths: list[str] = Field(default_factory=list, description="Limit the diff to these paths")
+
+
+class LogArgs(Arguments):
+    max_count: int = Field(20, gt=0, le=500, description="How many commits to show")
+    path: str | None = Field(None, description="Only commits that touch this path")
+
+
+def _revision(value: str) -> str:
+    if not REVISION.match(value):
+        raise InvalidArguments(f"argument 'ref': {value!r} is not a plain revision name")
+    return value
+
+
+def git_tools() -> list[ToolSpec]:
+    async def git_status(args: StatusArgs, inv: ToolInvocation) -> mt.CallToolResult:
+        out = await Repo(inv.workspace.root).arun("status", "--porcelain=v1", "--branch", "--untracked-files=all")
+        return text_result(out or "clean")
+
+    async def git_diff(args: DiffArgs, inv: ToolInvocation) -> mt.CallToolResult:
+        argv = ["diff", "--no-ext-diff", "--no-textconv", "--no-color"]
+        if args.staged:
+            argv.append("--cached")
+        if args.ref:
+            argv.append(_revision(args.ref))
+        argv.append("--")
+        argv += [inv.workspace.display(inv.workspace.resolve(p)) for p in args.paths]
+        out = await Repo(inv.workspace.root).arun(*argv)
+        return text_result(out or "no differences")
+
+    async def git_log(args: LogArgs, inv: ToolInvocation) -> mt.CallToolResult:
+        argv = ["log", f"--max-count={args.max_count}", "--no-color", "--format=%H %ad %an%n    %s", "--date=iso"]
+        if args.path:
+            argv += ["--", inv.workspace.display(inv.workspace.resolve(args.path))]
+        out = await Repo(inv.workspace.root).arun(*argv)
+        return text_result(out or "no commits")
+
+    return [
+        builtin(
+            "git_status",
+            "Show the workspace repository's branch and changed, staged and untracked files (porcelain format).",
+            StatusArgs,
+            git_status,
+            read_only=True,
+        ),
+        builtin(
+            "git_diff",
+            "Show the workspace repository's diff: unstaged changes by default, staged=true for the index, "
+            "or against a revision with ref.",
+            DiffArgs,
+            git_diff,
+            roles={"paths": "read"},
+            read_only=True,
+        ),
+        builtin(
+            "git_log",
+            "Show recent commits of the workspace repository (hash, date, author, subject).",
+            LogArgs,
+            git_log,
+            roles={"path": "read"},
+            read_only=True,
+        ),
+    ]

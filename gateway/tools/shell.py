@@ -1,0 +1,130 @@
+"""The shell_run tool: one bash command in the workspace, with a timeout, an output cap and progress.
+
+The command runs in its own process group so a timeout kills everything it started. It gets a
+minimal environment (``shell.pass_env`` in gateway.yaml): the gateway's tokens and keys never reach it.
+
+    specs = shell_tools(config.limits, config.shell)
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import anyio
+import mcp_types as mt
+from anyio.abc import ByteReceiveStream
+from pydantic import Field
+
+from gateway.config import LimitsConfig, ShellConfig
+from gateway.errors import ToolFailed
+from gateway.tools.base import Arguments, builtin, json_result
+from gateway.types import ToolInvocation, ToolSpec
+
+PROGRESS_INTERVAL_S = 1.0
+DRAIN_GRACE_S = 2.0
+
+
+class ShellArgs(Arguments):
+    command: str = Field(min_length=1, description="A bash command line, e.g. 'pytest -q tests/test_a.py'")
+    cwd: str = Field(".", description="Working directory, relative to the workspace root")
+    timeout_s: float | None = Field(None, gt=0, description="Kill the command after this many seconds")
+    max_output_bytes: int | None = Field(None, gt=0, description="Keep at most this many bytes of stdout and stderr")
+
+
+class Capture:
+    """Keeps the first ``cap`` bytes of a stream and counts the rest, draining it so the child never blocks."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.data = bytearray()
+        self.total = 0
+
+    async def drain(self, stream: ByteReceiveStream) -> None:
+        async for chunk in stream:
+            self.total += len(chunk)
+            room = self.cap - len(self.data)
+            if room > 0:
+                self.data += chunk[:room]
+
+    def text(self) -> str:
+        text = self.data.decode("utf-8", errors="replace")
+        if self.total > len(self.data):
+            text += f"\n[truncated: {self.total - len(self.data)} more bytes]"
+        return text
+
+
+def shell_tools(limits: LimitsConfig, shell: ShellConfig) -> list[ToolSpec]:
+    async def shell_run(args: ShellArgs, inv: ToolInvocation) -> mt.CallToolResult:
+        cwd = inv.workspace.resolve(args.cwd)
+        if not cwd.is_dir():
+            raise ToolFailed(f"cwd {args.cwd!r} is not a directory")
+        timeout = min(args.timeout_s or limits.shell_timeout_s, limits.shell_timeout_s)
+        cap = min(args.max_output_bytes or limits.shell_output_bytes, limits.shell_output_bytes)
+        env = {name: os.environ[name] for name in shell.pass_env if name in os.environ}
+        env["GATEWAY_WORKSPACE"] = str(inv.workspace.root)
+        stdout, stderr = Capture(cap), Capture(cap)
+        started = time.monotonic()
+        timed_out = False
+        process = await anyio.open_process(
+            ["/bin/bash", "-c", args.command],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            async with anyio.create_task_group() as tg:
+                assert process.stdout is not None and process.stderr is not None
+                tg.start_soon(stdout.drain, process.stdout)
+                tg.start_soon(stderr.drain, process.stderr)
+                with anyio.move_on_after(timeout) as scope:
+                    while process.returncode is None:
+                        with anyio.move_on_after(PROGRESS_INTERVAL_S):
+                            await process.wait()
+                        if process.returncode is None:
+                            elapsed = time.monotonic() - started
+                            await inv.progress(
+                                round(elapsed, 1), timeout, f"running {elapsed:.0f}s, {stdout.total + stderr.total} bytes"
+                            )
+                if scope.cancelled_caught:
+                    timed_out = True
+                    _kill_group(process.pid)
+                    await process.wait()
+                # a daemonised grandchild may hold the pipes open: stop reading shortly after the exit
+                tg.cancel_scope.deadline = anyio.current_time() + DRAIN_GRACE_S
+        finally:
+            if process.returncode is None:  # cancelled by the client: leave nothing running
+                _kill_group(process.pid)
+                with anyio.CancelScope(shield=True):
+                    await process.wait()
+        result = {
+            "exit_code": process.returncode,
+            "stdout": stdout.text(),
+            "stderr": stderr.text(),
+            "timed_out": timed_out,
+            "duration_s": round(time.monotonic() - started, 3),
+        }
+        if timed_out:
+            result["error"] = f"command timed out after {timeout:g}s and was killed"
+        return json_result(result, is_error=timed_out)
+
+    return [
+        builtin(
+            "shell_run",
+            "Run a bash command in the workspace (or a subdirectory via cwd). Answers the exit code, stdout and "
+            "stderr; long output is truncated, and the command is killed after timeout_s.",
+            ShellArgs,
+            shell_run,
+            roles={"command": "command", "cwd": "read"},
+        )
+    ]
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

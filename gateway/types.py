@@ -1,0 +1,169 @@
+"""Shared types: the facts that flow through the enforcement pipeline.
+
+Every stage reads and fills these models, so they live in one place and the stages import types,
+not each other (as Starlette keeps its aliases in ``starlette.types``).
+
+    >>> Principal(agent="w1", role="worker", task="T1")
+    Principal(agent='w1', role='worker', task='T1', jti=None, exp=None)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import mcp_types as mt
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from gateway.effects.paths import Workspace
+
+JSONObject = dict[str, Any]
+
+Action = Literal["allow", "ask", "deny"]
+Tier = Literal[1, 2, 3]
+
+# What happened to a call, as the ledger records it:
+#   started   the write-ahead record: decided, safeguarded, about to run
+#   ok        ran and succeeded; error: ran and failed (tool error, upstream error, timeout)
+#   denied    refused by identity, scope or policy; invalid: refused as malformed; nothing ran
+#   asked     waiting for a human (tier 3)
+Outcome = Literal["started", "ok", "error", "denied", "invalid", "asked"]
+
+ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+"""``async (progress, total, message)``: reports progress to the caller; a no-op without a progress token."""
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Principal(Frozen):
+    """Who is calling: the claims of a verified credential."""
+
+    agent: str
+    role: str
+    task: str | None = None
+    jti: str | None = None
+    exp: int | None = None
+
+
+class Redirect(Frozen):
+    op: str  # ">", ">>", "<", "&>", ">|", "<>", "<<", ...
+    target: str
+    fd: int | None = None
+
+
+class CommandEffect(Frozen):
+    """One simple command found in a shell string, after unwrapping sudo/env/bash -c and the like."""
+
+    argv: list[str]
+    redirects: list[Redirect] = Field(default_factory=list)
+    via: str = "direct"  # direct | pipe | subst | procsubst | wrapper:<name> | background | heredoc
+
+
+class NetworkEffect(Frozen):
+    host: str
+    via: str  # the program or tool that contacts it
+
+
+class PackageEffect(Frozen):
+    manager: str  # pip, npm, apt, cargo, ...
+    names: list[str] = Field(default_factory=list)
+    scope: Literal["local", "global"]
+
+
+class Effects(Frozen):
+    """Plain facts about what a call would do; no judgement.
+
+    Paths inside the workspace are relative to it (``src/a.py``); paths outside it are absolute
+    (``/etc/passwd``), after symlinks are followed. ``creates`` are writes to paths that do not exist
+    yet; ``writes`` modify existing ones.
+    """
+
+    reads: list[str] = Field(default_factory=list)
+    writes: list[str] = Field(default_factory=list)
+    creates: list[str] = Field(default_factory=list)
+    deletes: list[str] = Field(default_factory=list)
+    recursive_deletes: list[str] = Field(default_factory=list)
+    commands: list[CommandEffect] = Field(default_factory=list)
+    network: list[NetworkEffect] = Field(default_factory=list)
+    privileged: bool = False
+    packages: list[PackageEffect] = Field(default_factory=list)
+    opaque: list[str] = Field(default_factory=list)  # what could not be analysed, and why
+
+
+class Decision(Frozen):
+    """What the policy says about one call (OPA's answer, kept apart from enforcement)."""
+
+    action: Action
+    tier: Tier
+    reasons: list[str] = Field(default_factory=list)
+    rules: list[str] = Field(default_factory=list)
+
+
+ToolHandler = Callable[["ToolInvocation"], Awaitable[mt.CallToolResult | mt.InputRequiredResult]]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool the gateway exposes: where it comes from, its schema, and how its arguments map to effects.
+
+    ``argument_roles`` maps an argument name to what it means for effects: ``read``, ``write``,
+    ``delete`` (paths), ``command`` (a shell string) or ``url``. Built-in tools declare theirs; for upstream
+    tools they come from gateway.yaml, since upstream annotations are untrusted hints.
+    """
+
+    name: str
+    provider: str  # "builtin", "gateway" or "upstream:<prefix>"
+    description: str
+    input_schema: JSONObject
+    handler: ToolHandler
+    annotations: JSONObject | None = None
+    argument_roles: dict[str, str] = field(default_factory=dict)
+    commit_class: bool = False
+    upstream_name: str | None = None
+    arguments_model: type[BaseModel] | None = None  # built-ins validate with it; others with input_schema
+
+    def as_mcp_tool(self) -> mt.Tool:
+        annotations = mt.ToolAnnotations.model_validate(self.annotations) if self.annotations else None
+        return mt.Tool(
+            name=self.name, description=self.description, input_schema=self.input_schema, annotations=annotations
+        )
+
+
+@dataclass
+class ToolInvocation:
+    """What a tool handler gets: validated arguments and the place it may act in."""
+
+    arguments: JSONObject
+    workspace: Workspace
+    progress: ProgressFn
+    principal: Principal
+    input_responses: JSONObject | None = None
+    request_state: str | None = None
+
+
+@dataclass
+class Origin:
+    """How a call reached the gateway: transport facts the pipeline needs, free of SDK types.
+
+    ``elicit`` pushes a form elicitation to the client and returns its answer; it is None when the
+    connection has no back-channel (2026-07-28 era) or the client declared no elicitation capability.
+    """
+
+    transport: Literal["stdio", "http", "inprocess"]
+    protocol_version: str
+    token: str | None = None
+    client_name: str | None = None
+    session_id: str | None = None
+    progress: ProgressFn | None = None
+    elicit: Callable[[str, JSONObject], Awaitable[mt.ElicitResult]] | None = None
+    input_responses: JSONObject | None = None
+    request_state: str | None = None
+
+    @property
+    def modern(self) -> bool:
+        return self.protocol_version in MODERN_PROTOCOL_VERSIONS

@@ -1,0 +1,52 @@
+# The entry point: data.gateway.decision, combining every concern's findings.
+#
+# Each concern package contributes two sets:
+#   deny     {"rule", "reason"}          the call must not run
+#   findings {"tier", "rule", "reason"}  why the call is as risky as it is
+# The tier is the highest finding (1 when there is none). Any denial denies; otherwise a tier above
+# the role's max_tier asks a human, and the rest is allowed.
+package gateway
+
+import rego.v1
+
+import data.gateway.roles
+
+default decision := {
+	"action": "deny",
+	"tier": 3,
+	"reasons": ["no policy rule produced a decision"],
+	"rules": ["gateway.default"],
+}
+
+denials := roles.deny
+
+findings := roles.findings
+
+tier := max({1} | {f.tier | some f in findings})
+
+max_tier := object.get(data.roles, [input.principal.role, "max_tier"], 1)
+
+top_findings := [f | some f in findings; f.tier == tier]
+
+decision := {
+	"action": "deny",
+	"tier": tier,
+	"reasons": sort([d.reason | some d in denials]),
+	"rules": sort([d.rule | some d in denials]),
+} if {
+	count(denials) > 0
+}
+
+decision := {
+	"action": action,
+	"tier": tier,
+	"reasons": sort([f.reason | some f in top_findings]),
+	"rules": sort([f.rule | some f in top_findings]),
+} if {
+	count(denials) == 0
+	action := allow_or_ask
+}
+
+allow_or_ask := "ask" if tier > max_tier
+
+allow_or_ask := "allow" if tier <= max_tier

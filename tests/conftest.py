@@ -1,0 +1,143 @@
+"""Shared fixtures: real git repositories, real gateway processes, real MCP clients.
+
+    def test_x(gateway, token): ...                        # in-process Gateway on a fresh repo
+    with http_gateway(config.source) as url: ...           # `gateway serve --http` as a subprocess
+    async with http_client(url, token(config, "worker")) as client: ...
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+import yaml
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from gateway.bootstrap import init_workspace
+from gateway.config import GatewayConfig
+from gateway.repo import Repo
+from gateway.runtime import Gateway
+
+ROOT = Path(__file__).resolve().parent.parent
+NPM_MODULES = Path(os.environ.get("GATEWAY_TEST_NPM", ROOT / ".venv" / "npm" / "node_modules"))
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def make_repo(path: Path) -> Path:
+    """A git repository with a README, a src/ file and one commit on main."""
+    path.mkdir(parents=True, exist_ok=True)
+    repo = Repo(path)
+    repo.run("init", "-q", "-b", "main")
+    (path / "README.md").write_text("# demo repo\n")
+    (path / "src").mkdir()
+    (path / "src" / "app.py").write_text("def answer():\n    return 41\n")
+    repo.run("add", "-A")
+    repo.run("commit", "-q", "-m", "initial")
+    return path
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo")
+
+
+@pytest.fixture
+def config(repo: Path) -> GatewayConfig:
+    return init_workspace(repo)
+
+
+@pytest.fixture
+def gateway(config: GatewayConfig) -> Gateway:
+    return Gateway(config)
+
+
+def reconfigure(config: GatewayConfig, **changes: Any) -> GatewayConfig:
+    """Rewrite gateway.yaml with top-level keys changed, and load it again."""
+    assert config.source is not None
+    raw = yaml.safe_load(config.source.read_text())
+    raw.update(changes)
+    config.source.write_text(yaml.safe_dump(raw))
+    return GatewayConfig.load(config.source)
+
+
+def token(config: GatewayConfig, role: str, agent: str = "agent-1", task: str | None = None, ttl: int = 3600) -> str:
+    return Gateway(config).tokens.issue(role=role, agent=agent, task=task, ttl_s=ttl)[0]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def http_gateway(config_path: Path, timeout: float = 30.0) -> Iterator[str]:
+    """``gateway serve --http`` in a subprocess on a free port; yields the base URL."""
+    port = free_port()
+    log = config_path.parent / f"gateway-{port}.log"
+    with log.open("w") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gateway", "--config", str(config_path), "serve", "--http", f"127.0.0.1:{port}"],
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env=dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}"),
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"gateway exited with {proc.returncode}:\n{log.read_text()}")
+            try:
+                if httpx2.get(f"{url}/healthz", timeout=1.0).status_code == 200:
+                    break
+            except httpx2.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"gateway did not start:\n{log.read_text()}")
+            time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@asynccontextmanager
+async def http_client(url: str, bearer: str | None, mode: str = "auto", **kwargs: Any) -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {bearer}"} if bearer else None
+    async with create_mcp_http_client(headers=headers) as http:
+        async with Client(streamable_http_client(f"{url}/mcp", http_client=http), mode=mode, **kwargs) as client:
+            yield client
+
+
+def stdio_server(config: GatewayConfig, bearer: str | None) -> StdioServerParameters:
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    env.pop("GATEWAY_TOKEN", None)
+    if bearer is not None:
+        env["GATEWAY_TOKEN"] = bearer
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "gateway", "--config", str(config.source), "serve", "--stdio"], env=env
+    )
+
+
+def text_of(result: Any) -> str:
+    return "\n".join(getattr(block, "text", "") for block in result.content)
