@@ -58,6 +58,8 @@ class UpstreamConfig(Strict):
     timeout_s: Annotated[float, Field(gt=0, le=3600)] = 120.0
     # tool name (glob) -> {argument name -> role}: which argument is a path, a command or a URL
     arguments: dict[str, dict[str, ArgumentRole]] = Field(default_factory=dict)
+    # tool names (globs) the operator vouches are read-only (upstream annotations are only hints)
+    read_only: list[str] = Field(default_factory=list)
     # tool names (globs) that only the committer may run, through intent_commit
     commit_class: list[str] = Field(default_factory=list)
 
@@ -84,6 +86,14 @@ class PolicyConfig(Strict):
     opa_token: str | None = None
 
 
+class ApprovalsConfig(Strict):
+    ttl_s: Annotated[int, Field(gt=0)] = 3600  # a pending approval expires after this long
+    keepalive_s: Annotated[float, Field(gt=0)] = 10.0  # progress while a pushed elicitation waits
+    elicit_timeout_s: Annotated[float, Field(gt=0)] = 600.0
+    # clients (globs over clientInfo.name) sent straight to the pending-approval path, skipping elicitation
+    pending_clients: list[str] = Field(default_factory=list)
+
+
 class IdentityConfig(Strict):
     issuer: str = "mcp-gateway"
     audience: str = "mcp-gateway"
@@ -105,6 +115,7 @@ class GatewayConfig(Strict):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     shell: ShellConfig = Field(default_factory=ShellConfig)
     identity: IdentityConfig = Field(default_factory=IdentityConfig)
+    approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
     source: Path | None = Field(default=None, exclude=True)
 
     @field_validator("upstreams")

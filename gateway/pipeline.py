@@ -15,6 +15,7 @@ so a refused call is recorded exactly like an allowed one. Nothing executes befo
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import secrets
 import time
@@ -22,12 +23,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import anyio
 import jsonschema
 import mcp_types as mt
 import structlog
 from pydantic import ValidationError
 
-from gateway.config import LimitsConfig
+from gateway.approvals import APPROVAL_SCHEMA, Approvals, RequestStateSeal, call_key
+from gateway.checkpoints import Checkpoints
+from gateway.config import ApprovalsConfig, LimitsConfig
 from gateway.effects.describe import describe
 from gateway.effects.paths import Workspace
 from gateway.errors import (
@@ -40,6 +44,7 @@ from gateway.errors import (
     UnknownTool,
     UpstreamUnavailable,
 )
+from gateway.identity.roles import RoleSet
 from gateway.ledger.chain import Ledger, digest
 from gateway.policy.engine import PolicyEngine
 from gateway.policy.input import input_document
@@ -281,6 +286,159 @@ def policy_input(call: Call) -> JSONObject:
         workspace=str(call.workspace.root),
         trace_id=call.trace_id,
     )
+
+
+# --- act on tier ----------------------------------------------------------------------------------
+
+
+class ActOnTier:
+    """Tier 1 runs; tier 2 takes a rollback point first; a call the policy asks about waits for a human.
+
+    The asking is ``Approvals``' business (see gateway/approvals.py for the three ways to ask); this
+    stage picks the way for the call at hand and acts on the answer.
+    """
+
+    def __init__(
+        self,
+        approvals: Approvals,
+        checkpoints: Checkpoints,
+        roles: RoleSet,
+        seal: RequestStateSeal,
+        config: ApprovalsConfig,
+    ) -> None:
+        self.approvals = approvals
+        self.checkpoints = checkpoints
+        self.roles = roles
+        self.seal = seal
+        self.config = config
+
+    async def __call__(self, call: Call) -> None:
+        assert call.decision is not None and call.principal is not None and call.workspace is not None
+        if call.decision.action == "ask":
+            await self._ask(call)
+            if call.result is not None:
+                return
+        if call.decision.tier >= 2:
+            assert call.effects is not None
+            paths = [*call.effects.writes, *call.effects.creates, *call.effects.deletes, *call.effects.recursive_deletes]
+            root = call.workspace.root
+            call.safeguard = await anyio.to_thread.run_sync(lambda: self.checkpoints.take(root, call.call_id, paths))
+
+    async def _ask(self, call: Call) -> None:
+        assert call.principal is not None and call.decision is not None
+        key = call_key(call.principal, call.tool, call.arguments)
+        settled = self.approvals.consume(key, call.call_id)
+        if settled is not None:
+            answer, approval_id = settled
+            call.detail["approval"] = {"id": approval_id, "answer": answer}
+            if answer == "denied":
+                raise Denied(f"a human denied this call (approval {approval_id})", approval_id=approval_id)
+            return
+        origin = call.origin
+        answer: mt.ElicitResult | None = None
+        if origin.input_responses and "approval" in origin.input_responses:
+            if not self.seal.opens(key, origin.request_state):
+                raise Denied("the approval answer does not belong to this call (request_state mismatch)")
+            answer = mt.ElicitResult.model_validate(origin.input_responses["approval"])
+        elif self._elicits(call):
+            if origin.elicitation == "input_required":
+                request = mt.ElicitRequest(
+                    params=mt.ElicitRequestFormParams(message=approval_message(call), requested_schema=APPROVAL_SCHEMA)
+                )
+                call.result = mt.InputRequiredResult(input_requests={"approval": request}, request_state=self.seal.seal(key))
+                call.outcome = "asked"
+                return
+            answer = await self._push(call)
+        if answer is not None and answer.action != "cancel":
+            approve = answer.action == "accept" and (answer.content or {}).get("approve") is True
+            by = f"elicitation:{origin.client_name or 'client'}"
+            approval_id = self.approvals.record_answer(
+                key, call.principal, call.tool, call.arguments, approve, by, call.call_id
+            )
+            call.detail["approval"] = {"id": approval_id, "answer": "approved" if approve else "denied", "by": by}
+            if not approve:
+                raise Denied(f"the user declined this call (approval {approval_id})", approval_id=approval_id)
+            return
+        # no elicitation, a headless client, or a cancelled one: wait for a person out of band
+        pending = self.approvals.request(
+            key,
+            call.principal,
+            call.tool,
+            call.arguments,
+            {
+                "call_id": call.call_id,
+                "trace_id": call.trace_id,
+                "decision": call.decision.model_dump(),
+                "effects": call.effects.model_dump() if call.effects else None,
+            },
+        )
+        call.detail["approval"] = {"id": pending["id"], "answer": "pending"}
+        call.result = pending_result(call, pending)
+        call.outcome = "asked"
+
+    def _elicits(self, call: Call) -> bool:
+        assert call.principal is not None
+        origin = call.origin
+        if origin.elicitation == "none" or self.roles[call.principal.role].approvals == "pending":
+            return False
+        client = origin.client_name or ""
+        return not any(fnmatch.fnmatchcase(client, pattern) for pattern in self.config.pending_clients)
+
+    async def _push(self, call: Call) -> mt.ElicitResult | None:
+        """Push the question and keep the call alive with progress until the person answers."""
+        assert call.origin.elicit is not None
+        progress = call.origin.progress or _no_progress
+        answer: mt.ElicitResult | None = None
+
+        async def keepalive() -> None:
+            waited = 0.0
+            while True:
+                await anyio.sleep(self.config.keepalive_s)
+                waited += self.config.keepalive_s
+                await progress(waited, None, f"waiting for a human to approve ({waited:.0f}s)")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(keepalive)
+            with anyio.move_on_after(self.config.elicit_timeout_s):
+                answer = await call.origin.elicit(approval_message(call), APPROVAL_SCHEMA)
+            tg.cancel_scope.cancel()
+        return answer
+
+
+def approval_message(call: Call) -> str:
+    assert call.principal is not None and call.decision is not None
+    reasons = "; ".join(call.decision.reasons) or "the policy asks for a human"
+    arguments = json.dumps(call.arguments, default=str)
+    if len(arguments) > 600:
+        arguments = arguments[:600] + "..."
+    return (
+        f"Approve tier-{call.decision.tier} call {call.tool} by {call.principal.agent} ({call.principal.role})?\n"
+        f"Why it needs you: {reasons}\nArguments: {arguments}"
+    )
+
+
+def pending_result(call: Call, pending: JSONObject) -> mt.CallToolResult:
+    """Not an error (so clients do not count it as a failure), but unmistakably not run."""
+    assert call.decision is not None
+    approval_id = pending["id"]
+    structured = {
+        "status": "approval_pending",
+        "approval_id": approval_id,
+        "tier": call.decision.tier,
+        "reasons": call.decision.reasons,
+        "rules": call.decision.rules,
+        "expires": pending["expires"],
+        "next_step": f"a person runs 'gateway approvals approve {approval_id}' (or uses the review page); "
+        "then retry exactly the same call with the same arguments",
+        "call_id": call.call_id,
+    }
+    text = (
+        f"NOT RUN: this call needs a human's approval (tier {call.decision.tier}).\n"
+        f"Reasons: {'; '.join(call.decision.reasons)}\n"
+        f"Approval id: {approval_id} (expires {pending['expires']}).\n"
+        f"Next step: {structured['next_step']}."
+    )
+    return mt.CallToolResult(content=[mt.TextContent(type="text", text=text)], structured_content=structured)
 
 
 # --- record intent, execute -----------------------------------------------------------------------

@@ -42,8 +42,8 @@ class Repo:
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    def run(self, *args: str, check: bool = True, input: str | None = None) -> str:
-        env = {
+    def run(self, *args: str, check: bool = True, input: str | None = None, env: dict[str, str] | None = None) -> str:
+        environ = {
             **{k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TZ")},
             "GIT_TERMINAL_PROMPT": "0",
             "GIT_CONFIG_NOSYSTEM": "1",
@@ -51,12 +51,13 @@ class Repo:
             "GIT_AUTHOR_EMAIL": os.environ.get("GIT_AUTHOR_EMAIL", "gateway@localhost"),
             "GIT_COMMITTER_NAME": os.environ.get("GIT_COMMITTER_NAME", "mcp-gateway"),
             "GIT_COMMITTER_EMAIL": os.environ.get("GIT_COMMITTER_EMAIL", "gateway@localhost"),
+            **(env or {}),
         }
         proc = subprocess.run(
             ["git", *SAFE_CONFIG, "-C", str(self.root), *args],
             capture_output=True,
             text=True,
-            env=env,
+            env=environ,
             input=input,
             timeout=120,
         )

@@ -12,6 +12,8 @@ from contextlib import asynccontextmanager
 
 import anyio
 
+from gateway.approvals import Approvals, RequestStateSeal
+from gateway.checkpoints import Checkpoints
 from gateway.config import GatewayConfig, PolicyConfig
 from gateway.effects.paths import Workspace
 from gateway.identity.keys import KeyRing
@@ -21,6 +23,7 @@ from gateway.identity.tokens import Tokens
 from gateway.ledger.chain import Ledger
 from gateway.ledger.store import Database
 from gateway.pipeline import (
+    ActOnTier,
     Authenticate,
     Decide,
     Describe,
@@ -60,6 +63,8 @@ class Gateway:
         self.tokens = Tokens(self.keys, self.roles, self.revocations, config.identity.issuer, config.identity.audience)
         self.engine = make_engine(config.policy, {"roles": self.roles.as_data()})
         self.workspace = Workspace(config.workspace, config.protected_paths())
+        self.approvals = Approvals(self.db, self.ledger, ttl_s=config.approvals.ttl_s)
+        self.checkpoints = Checkpoints(self.db, config.checkpoints_dir)
         self.pool = UpstreamPool(config.upstreams)
         builtins = [*file_tools(config.limits), *shell_tools(config.limits, config.shell), *git_tools()]
         self.catalog = Catalog(builtins, self.pool)
@@ -70,6 +75,13 @@ class Gateway:
                 Validate(config.limits),
                 Describe(self.workspace_for),
                 Decide(self.engine),
+                ActOnTier(
+                    self.approvals,
+                    self.checkpoints,
+                    self.roles,
+                    RequestStateSeal(self.keys.secret("request-state")),
+                    config.approvals,
+                ),
                 RecordIntent(self.ledger),
                 Execute(),
             ],

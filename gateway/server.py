@@ -96,9 +96,13 @@ def origin_for(ctx: ServerRequestContext[Any], params: mt.CallToolRequestParams,
     session = ctx.session
     modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
     capabilities = session.client_capabilities
-    can_elicit = (
-        not modern and capabilities is not None and capabilities.elicitation is not None and session.can_send_request
-    )
+    declared = capabilities is not None and capabilities.elicitation is not None
+    if not declared:
+        elicitation = "none"
+    elif modern:
+        elicitation = "input_required"
+    else:
+        elicitation = "push" if session.can_send_request else "none"
 
     async def progress(value: float, total: float | None, message: str | None) -> None:
         await session.report_progress(value, total, message)
@@ -115,7 +119,8 @@ def origin_for(ctx: ServerRequestContext[Any], params: mt.CallToolRequestParams,
         client_name=client,
         session_id=request.headers.get("mcp-session-id") if request is not None else None,
         progress=progress,
-        elicit=elicit if can_elicit else None,
+        elicitation=elicitation,
+        elicit=elicit if elicitation == "push" else None,
         input_responses={k: v.model_dump(by_alias=True) for k, v in (params.input_responses or {}).items()} or None,
         request_state=params.request_state,
     )

@@ -124,6 +124,7 @@ class ToolSpec:
     annotations: JSONObject | None = None
     argument_roles: dict[str, str] = field(default_factory=dict)
     commit_class: bool = False
+    read_only: bool = False  # declared by the gateway or the operator (gateway.yaml), never by an upstream
     upstream_name: str | None = None
     arguments_model: type[BaseModel] | None = None  # built-ins validate with it; others with input_schema
 
@@ -150,8 +151,9 @@ class ToolInvocation:
 class Origin:
     """How a call reached the gateway: transport facts the pipeline needs, free of SDK types.
 
-    ``elicit`` pushes a form elicitation to the client and returns its answer; it is None when the
-    connection has no back-channel (2026-07-28 era) or the client declared no elicitation capability.
+    ``elicitation`` says how this client can be asked a question: ``push`` (2025-11-25 era, ``elicit``
+    sends the request and returns the answer), ``input_required`` (2026-07-28 era: answer an
+    InputRequiredResult, the client retries with ``input_responses``), or ``none``.
     """
 
     transport: Literal["stdio", "http", "inprocess"]
@@ -160,6 +162,7 @@ class Origin:
     client_name: str | None = None
     session_id: str | None = None
     progress: ProgressFn | None = None
+    elicitation: Literal["push", "input_required", "none"] = "none"
     elicit: Callable[[str, JSONObject], Awaitable[mt.ElicitResult]] | None = None
     input_responses: JSONObject | None = None
     request_state: str | None = None

@@ -4,12 +4,17 @@
 #   deny     {"rule", "reason"}          the call must not run
 #   findings {"tier", "rule", "reason"}  why the call is as risky as it is
 # The tier is the highest finding (1 when there is none). Any denial denies; otherwise a tier above
-# the role's max_tier asks a human, and the rest is allowed.
+# the role's max_tier asks a human, and the rest is allowed. Reasons and rules are those of the
+# findings at that tier, so a person reads why the call is tier 3, not every tier-1 fact about it.
 package gateway
 
 import rego.v1
 
+import data.gateway.commit
+import data.gateway.paths
 import data.gateway.roles
+import data.gateway.secrets
+import data.gateway.tiers
 
 default decision := {
 	"action": "deny",
@@ -18,9 +23,9 @@ default decision := {
 	"rules": ["gateway.default"],
 }
 
-denials := roles.deny
+denials := ((roles.deny | paths.deny) | secrets.deny) | commit.deny
 
-findings := roles.findings
+findings := (((roles.findings | tiers.findings) | paths.findings) | secrets.findings) | commit.findings
 
 tier := max({1} | {f.tier | some f in findings})
 

@@ -27,7 +27,6 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from gateway.bootstrap import init_workspace
 from gateway.config import GatewayConfig
 from gateway.repo import Repo
-from gateway.runtime import Gateway
 
 ROOT = Path(__file__).resolve().parent.parent
 NPM_MODULES = Path(os.environ.get("GATEWAY_TEST_NPM", ROOT / ".venv" / "npm" / "node_modules"))
@@ -63,7 +62,9 @@ def config(repo: Path) -> GatewayConfig:
 
 
 @pytest.fixture
-def gateway(config: GatewayConfig) -> Gateway:
+def gateway(config: GatewayConfig) -> Any:
+    from gateway.runtime import Gateway
+
     return Gateway(config)
 
 
@@ -77,6 +78,8 @@ def reconfigure(config: GatewayConfig, **changes: Any) -> GatewayConfig:
 
 
 def token(config: GatewayConfig, role: str, agent: str = "agent-1", task: str | None = None, ttl: int = 3600) -> str:
+    from gateway.runtime import Gateway
+
     return Gateway(config).tokens.issue(role=role, agent=agent, task=task, ttl_s=ttl)[0]
 
 

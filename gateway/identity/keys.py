@@ -83,6 +83,19 @@ class KeyRing:
         (self.directory / f"{kid}.pem").unlink()
         self._public.pop(kid, None)
 
+    def secret(self, name: str) -> bytes:
+        """A 32-byte symmetric secret for the gateway's own MACs, created on first use (owner-only)."""
+        path = self.directory / f"{name}.secret"
+        if not path.exists():
+            self.directory.mkdir(parents=True, exist_ok=True)
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:
+                return path.read_bytes()
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(secrets.token_bytes(32))
+        return path.read_bytes()
+
     def _load_private(self, kid: str) -> Ed25519PrivateKey:
         key = serialization.load_pem_private_key((self.directory / f"{kid}.pem").read_bytes(), password=None)
         if not isinstance(key, Ed25519PrivateKey):

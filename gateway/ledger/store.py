@@ -31,6 +31,30 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX ledger_trace ON ledger (json_extract(body, '$.trace_id'));
     CREATE TABLE revocations (jti TEXT PRIMARY KEY, time TEXT NOT NULL, reason TEXT);
+    CREATE TABLE checkpoints (
+        id TEXT PRIMARY KEY,
+        time TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        workspace TEXT NOT NULL,
+        ref TEXT,
+        call_id TEXT,
+        detail TEXT NOT NULL
+    );
+    CREATE TABLE approvals (
+        id TEXT PRIMARY KEY,
+        call_key TEXT NOT NULL,
+        state TEXT NOT NULL,
+        created TEXT NOT NULL,
+        expires TEXT NOT NULL,
+        principal TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        arguments_digest TEXT NOT NULL,
+        request TEXT NOT NULL,
+        settled_by TEXT,
+        settled_at TEXT,
+        used_by_call TEXT
+    );
+    CREATE INDEX approvals_key ON approvals (call_key, state);
     """,
 ]
 

@@ -36,6 +36,8 @@ def input_document(
             "provider": spec.provider if spec else None,
             "annotations": spec.annotations if spec else None,  # untrusted hints from upstreams
             "commit_class": spec.commit_class if spec else False,
+            "read_only": spec.read_only if spec else False,  # declared by the gateway or the operator
+            "analysed": analysed(spec),
         },
         "arguments": arguments,
         "effects": effects.model_dump(),
@@ -47,6 +49,16 @@ def input_document(
             "time": datetime.now(UTC).isoformat(timespec="seconds"),
         },
     }
+
+
+def analysed(spec: ToolSpec | None) -> bool:
+    """Whether the gateway can describe a call's effects: its own tools, or upstream tools the operator
+    described in gateway.yaml (argument roles or a read-only declaration)."""
+    if spec is None:
+        return False
+    if not spec.provider.startswith("upstream:"):
+        return True
+    return bool(spec.argument_roles) or spec.read_only
 
 
 def mask_secrets(value: Any) -> Any:

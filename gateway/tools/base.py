@@ -53,6 +53,7 @@ def builtin(
         handler=handler,
         annotations={"readOnlyHint": read_only, "destructiveHint": destructive, "openWorldHint": False},
         argument_roles=roles or {},
+        read_only=read_only,
         arguments_model=model,
     )
 

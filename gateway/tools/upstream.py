@@ -136,6 +136,7 @@ class Upstream:
             if fnmatch.fnmatchcase(tool.name, pattern):
                 roles.update(mapping)
         commit_class = any(fnmatch.fnmatchcase(tool.name, p) for p in self.config.commit_class)
+        read_only = any(fnmatch.fnmatchcase(tool.name, p) for p in self.config.read_only)
 
         async def handler(inv: ToolInvocation) -> mt.CallToolResult:
             return await self.call(tool.name, inv)
@@ -149,6 +150,7 @@ class Upstream:
             annotations=tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else None,
             argument_roles=roles,
             commit_class=commit_class,
+            read_only=read_only and not commit_class,
             upstream_name=tool.name,
         )
 
