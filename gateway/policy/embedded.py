@@ -60,7 +60,7 @@ class EmbeddedEngine:
         try:
             self.bundle = Bundle(directory, data)
         except Exception as exc:
-            raise ConfigError(f"policy bundle {directory} does not load: {_first_line(exc)}") from None
+            raise ConfigError(f"policy bundle {directory} does not load: {engine_message(exc)}") from None
         self.last_error: str | None = None
         self._failed_fingerprint: tuple[tuple[str, int, int], ...] | None = None
         self._checked = time.monotonic()
@@ -76,7 +76,7 @@ class EmbeddedEngine:
             engine.set_input(input_doc)
             return to_decision(engine.eval_rule(QUERY))
         except Exception as exc:  # any engine failure is a deny, never an allow
-            return engine_error(_first_line(exc))
+            return engine_error(engine_message(exc))
 
     def evaluate(self, query: str, input_doc: JSONObject) -> Any:
         engine = self._engine()
@@ -114,10 +114,11 @@ class EmbeddedEngine:
             log.info("policy reloaded", directory=str(self.bundle.directory))
         except Exception as exc:
             self._failed_fingerprint = current
-            self.last_error = _first_line(exc)
+            self.last_error = engine_message(exc)
             log.error("policy reload failed; keeping the last good bundle", error=self.last_error)
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return " ".join(text.split("\n")[:6])[:600]
+def engine_message(exc: BaseException) -> str:
+    """regorus errors carry a location, a caret snippet and a Rust backtrace; keep the first two."""
+    text = str(exc).split("Stack backtrace:")[0].strip() or type(exc).__name__
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())[:600]

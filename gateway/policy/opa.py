@@ -1,0 +1,104 @@
+"""A real OPA server as the policy engine, over OPA's REST API (opa-python-client).
+
+The gateway stays the source of truth for policy: it pushes every module of its bundle with
+``PUT /v1/policies/gateway/<file>`` (rego_compat off: a policy is never rewritten behind your back)
+and the roles with ``PUT /v1/data/roles``, then asks ``POST /v1/data/gateway/decision`` for each call.
+Changed files are pushed again; a module OPA refuses leaves the previous one in force, and the reason
+shows in ``status()``. Any transport or server error is a deny.
+
+    engine = OpaEngine(Path("policies"), {"roles": {...}}, url="http://127.0.0.1:8181")
+    decision = await engine.decide(input_doc)
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+import structlog
+from opa_client.opa_async import AsyncOpaClient
+
+from gateway.errors import ConfigError
+from gateway.policy.embedded import RELOAD_CHECK_S, fingerprint
+from gateway.policy.engine import PACKAGE, RULE, engine_error, policy_files, to_decision
+from gateway.types import Decision, JSONObject
+
+log = structlog.get_logger("gateway.policy")
+POLICY_PREFIX = "gateway"
+
+
+class OpaEngine:
+    name = "opa"
+
+    def __init__(self, directory: Path, data: JSONObject, url: str, token: str | None = None, timeout: float = 2.0):
+        parsed = urlparse(url)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ConfigError(f"policy.opa_url {url!r} must be http(s)://HOST:PORT")
+        self.directory = directory
+        self.data = data
+        self.url = url
+        self._client_args = {
+            "host": parsed.hostname,
+            "port": parsed.port or (443 if parsed.scheme == "https" else 8181),
+            "ssl": parsed.scheme == "https",
+            "token": token,
+            "timeout": timeout,
+            "retries": 1,
+        }
+        self._client: AsyncOpaClient | None = None
+        self._pushed: tuple[tuple[str, int, int], ...] | None = None
+        self._checked = 0.0
+        self.last_error: str | None = None
+
+    async def decide(self, input_doc: JSONObject) -> Decision:
+        try:
+            client = await self._ready()
+            answer = await client.query_rule(input_doc, PACKAGE, RULE)
+        except Exception as exc:  # unreachable server, HTTP error, bad JSON: all deny
+            return engine_error(f"OPA at {self.url}: {type(exc).__name__}: {str(exc)[:300]}")
+        return to_decision(answer.get("result") if isinstance(answer, dict) else None)
+
+    async def push(self) -> None:
+        """Push the bundle and the roles; raises when OPA refuses a module (the old one stays in force)."""
+        client = await self._connect()
+        current = fingerprint(self.directory)
+        await client.update_or_create_data(self.data["roles"], "roles")
+        errors = []
+        for path in policy_files(self.directory):
+            endpoint = f"{POLICY_PREFIX}/{path.relative_to(self.directory).as_posix()}"
+            try:
+                await client.update_policy_from_string(path.read_text(encoding="utf-8"), endpoint, rego_compat=False)
+            except Exception as exc:
+                errors.append(f"{path.name}: {str(exc)[:300]}")
+        self._pushed = current
+        self.last_error = "; ".join(errors) or None
+        if errors:
+            log.error("OPA refused policy modules; the previous ones stay in force", errors=errors)
+            raise ConfigError(f"OPA refused the policy: {self.last_error}")
+
+    def status(self) -> JSONObject:
+        return {"engine": self.name, "url": self.url, "directory": str(self.directory), "last_error": self.last_error}
+
+    async def _ready(self) -> AsyncOpaClient:
+        now = time.monotonic()
+        if self._pushed is None or now - self._checked >= RELOAD_CHECK_S:
+            self._checked = now
+            if self._pushed != fingerprint(self.directory):
+                try:
+                    await self.push()
+                except ConfigError:
+                    pass  # reported in status(); OPA keeps deciding with what it accepted
+        return await self._connect()
+
+    async def _connect(self) -> AsyncOpaClient:
+        if self._client is None:
+            client = AsyncOpaClient(**self._client_args)
+            await client.__aenter__()
+            self._client = client
+        return self._client
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.close_connection()
+            self._client = None

@@ -1,0 +1,37 @@
+package gateway_test.secrets
+
+import rego.v1
+
+import data.gateway.decision
+import data.gateway_test.testing
+
+reads(path) := d if {
+	d := decision with input as testing.call("planner", "fs_read", {"reads": [path]})
+		with data.roles as testing.roles
+}
+
+test_env_file_asks if {
+	d := reads(".env")
+	d.action == "ask"
+	"secrets.access" in d.rules
+}
+
+test_nested_env_and_keys_ask if {
+	reads("config/.env.production").tier == 3
+	reads("certs/server.pem").tier == 3
+	reads("deploy/id_ed25519").tier == 3
+}
+
+test_ssh_dir_outside_asks if {
+	d := reads("/root/.ssh/id_rsa")
+	"secrets.access" in d.rules
+	"paths.outside_workspace" in d.rules
+}
+
+test_env_template_is_harmless if {
+	reads(".env.example").action == "allow"
+}
+
+test_ordinary_file_is_not_a_secret if {
+	reads("src/environment.py").action == "allow"
+}
