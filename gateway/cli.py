@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.config import CONFIG_FILE, GatewayConfig, parse_listen
-from gateway.errors import GatewayError
+from gateway.errors import GatewayError, InvalidRequest
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -155,6 +155,82 @@ def cmd_ledger_verify(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    import anyio
+
+    from gateway.types import Principal
+
+    gateway = open_gateway(args)
+    try:
+        arguments = json.loads(args.args)
+    except json.JSONDecodeError as exc:
+        raise InvalidRequest(f"--args is not valid JSON: {exc}") from None
+    if not isinstance(arguments, dict):
+        raise InvalidRequest("--args must be a JSON object")
+    principal = Principal(agent=args.agent, role=args.role, task=args.task)
+
+    async def run() -> dict[str, Any]:
+        if gateway.catalog.get(args.tool) is None and gateway.pool.owner(args.tool) is not None:
+            async with gateway.running():  # an upstream tool: its schema comes from the upstream
+                return await gateway.check(principal, args.tool, arguments)
+        return await gateway.check(principal, args.tool, arguments)
+
+    emit(anyio.run(run))
+    return 0
+
+
+def cmd_policy_test(args: argparse.Namespace) -> int:
+    from gateway.identity.roles import RoleSet
+    from gateway.policy.testing import run_policy_tests
+
+    config = load_config(args)
+    directory = Path(args.dir) if args.dir else config.policy.path
+    results = run_policy_tests(directory, {"roles": RoleSet.load(config.roles).as_data()})
+    for result in results:
+        line = f"{result.status.upper():5} {result.package}.{result.name}"
+        print(line + (f"  {result.message}" if result.message else ""))
+    failed = [r for r in results if r.status != "pass"]
+    print(f"{len(results) - len(failed)}/{len(results)} passed", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def cmd_policy_eval(args: argparse.Namespace) -> int:
+    import anyio
+
+    from gateway.identity.roles import RoleSet
+    from gateway.runtime import make_engine
+
+    config = load_config(args)
+    try:
+        document = json.loads(Path(args.input).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InvalidRequest(f"cannot read the input document {args.input}: {exc}") from None
+    engine = make_engine(config.policy, {"roles": RoleSet.load(config.roles).as_data()})
+    emit(anyio.run(engine.decide, document).model_dump())
+    return 0
+
+
+def cmd_approvals(args: argparse.Namespace) -> int:
+    gateway = open_gateway(args)
+    if args.approvals_command == "list":
+        emit(gateway.approvals.list(state=None if args.all else "pending"))
+        return 0
+    if not args.id:
+        raise InvalidRequest(f"approvals {args.approvals_command} needs an approval id")
+    by = args.by or os.environ.get("USER") or "cli"
+    emit(gateway.approvals.settle(args.id, approve=args.approvals_command == "approve", by=by))
+    return 0
+
+
+def cmd_rollback(args: argparse.Namespace) -> int:
+    gateway = open_gateway(args)
+    result = gateway.checkpoints.rollback(args.checkpoint)
+    gateway.ledger.append({"kind": "rollback", "outcome": "ok", "detail": {"checkpoint": args.checkpoint,
+                                                                          "removed": result.get("removed", [])}})
+    emit(result)
+    return 0
+
+
 # --- parser ---------------------------------------------------------------------------------------
 
 
@@ -201,6 +277,34 @@ def build_parser() -> argparse.ArgumentParser:
     ledger.add_parser("verify", help="recompute the chain; name the first bad record").set_defaults(
         handler=cmd_ledger_verify
     )
+    check = commands.add_parser("check", help="print the decision for one call without running it")
+    check.add_argument("--role", required=True)
+    check.add_argument("--agent", default="cli")
+    check.add_argument("--task")
+    check.add_argument("--tool", required=True)
+    check.add_argument("--args", default="{}", help="the call's arguments as a JSON object")
+    check.set_defaults(handler=cmd_check)
+
+    policy = commands.add_parser("policy", help="test and evaluate the Rego policy").add_subparsers(
+        dest="policy_command", required=True
+    )
+    policy_test = policy.add_parser("test", help="run the Rego unit tests (test_* rules)")
+    policy_test.add_argument("dir", nargs="?", help="policy directory (default: the configured one)")
+    policy_test.set_defaults(handler=cmd_policy_test)
+    policy_eval = policy.add_parser("eval", help="the raw decision for one input document")
+    policy_eval.add_argument("--input", required=True, help="a JSON file holding the input document")
+    policy_eval.set_defaults(handler=cmd_policy_eval)
+
+    approvals = commands.add_parser("approvals", help="tier-3 approvals: list, approve ID, deny ID")
+    approvals.add_argument("approvals_command", choices=["list", "approve", "deny"])
+    approvals.add_argument("id", nargs="?")
+    approvals.add_argument("--all", action="store_true", help="list settled and used approvals too")
+    approvals.add_argument("--by", help="who settles it (default: $USER)")
+    approvals.set_defaults(handler=cmd_approvals)
+
+    rollback = commands.add_parser("rollback", help="restore the workspace to a tier-2 checkpoint")
+    rollback.add_argument("checkpoint")
+    rollback.set_defaults(handler=cmd_rollback)
     return parser
 
 

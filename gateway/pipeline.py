@@ -106,8 +106,7 @@ def error_result(error: GatewayError, decision: Decision | None, call_id: str) -
     text = f"{error.code}: {error.message}"
     if decision is not None and error.outcome == "denied":
         structured["decision"] = decision.model_dump()
-        if decision.reasons:
-            text += "\nreasons:\n" + "\n".join(f"- {r}" for r in decision.reasons)
+        text += f"\n(policy rules: {', '.join(decision.rules)}; nothing was run)"
     return mt.CallToolResult(content=[mt.TextContent(type="text", text=text)], structured_content=structured, is_error=True)
 
 
@@ -247,12 +246,22 @@ class WorkspaceFor(Protocol):
 
 
 class Describe:
+    """Arguments become Effects. Built-in tools can act only inside the workspace, so a path argument
+    that leaves it is refused here, before the policy is asked about something that could never run."""
+
     def __init__(self, workspace_for: WorkspaceFor) -> None:
         self.workspace_for = workspace_for
 
     async def __call__(self, call: Call) -> None:
         assert call.spec is not None and call.principal is not None
         call.workspace = self.workspace_for(call.principal)
+        if call.spec.provider != "upstream" and not call.spec.provider.startswith("upstream:"):
+            for name, role in call.spec.argument_roles.items():
+                if role in ("read", "write", "delete"):
+                    value = call.arguments.get(name)
+                    for raw in value if isinstance(value, list) else [value]:
+                        if isinstance(raw, str):
+                            call.workspace.resolve(raw)
         call.effects = describe(call.spec, call.arguments, call.workspace)
 
 
@@ -271,8 +280,7 @@ class Decide:
     async def __call__(self, call: Call) -> None:
         call.decision = await self.engine.decide(policy_input(call))
         if call.decision.action == "deny":
-            reasons = "; ".join(call.decision.reasons) or "the policy denied this call"
-            raise Denied(f"denied by policy: {reasons}", rules=call.decision.rules)
+            raise Denied("; ".join(call.decision.reasons) or "the policy denied this call", rules=call.decision.rules)
 
 
 def policy_input(call: Call) -> JSONObject:

@@ -22,9 +22,11 @@ from gateway.identity.roles import RoleSet
 from gateway.identity.tokens import Tokens
 from gateway.ledger.chain import Ledger
 from gateway.ledger.store import Database
+from gateway.errors import GatewayError
 from gateway.pipeline import (
     ActOnTier,
     Authenticate,
+    Call,
     Decide,
     Describe,
     Execute,
@@ -32,7 +34,9 @@ from gateway.pipeline import (
     Record,
     RecordIntent,
     Resolve,
+    Stage,
     Validate,
+    policy_input,
 )
 from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.engine import PolicyEngine
@@ -41,7 +45,7 @@ from gateway.tools.files import file_tools
 from gateway.tools.git import git_tools
 from gateway.tools.shell import shell_tools
 from gateway.tools.upstream import UpstreamPool
-from gateway.types import JSONObject, Principal, ToolSpec
+from gateway.types import Decision, JSONObject, Origin, Principal, ToolSpec
 
 
 def make_engine(config: PolicyConfig, data: JSONObject) -> PolicyEngine:
@@ -68,12 +72,16 @@ class Gateway:
         self.pool = UpstreamPool(config.upstreams)
         builtins = [*file_tools(config.limits), *shell_tools(config.limits, config.shell), *git_tools()]
         self.catalog = Catalog(builtins, self.pool)
+        # the stages that describe a call, shared by the pipeline and by `gateway check`
+        self.describing: list[Stage] = [
+            Resolve(self.catalog, self.roles),
+            Validate(config.limits),
+            Describe(self.workspace_for),
+        ]
         self.pipeline = Pipeline(
             [
                 Authenticate(self.tokens),
-                Resolve(self.catalog, self.roles),
-                Validate(config.limits),
-                Describe(self.workspace_for),
+                *self.describing,
                 Decide(self.engine),
                 ActOnTier(
                     self.approvals,
@@ -87,6 +95,19 @@ class Gateway:
             ],
             finish=Record(self.ledger),
         )
+
+    async def check(self, principal: Principal, tool: str, arguments: JSONObject) -> JSONObject:
+        """The decision for one call, without running it (``gateway check``)."""
+        call = Call(tool=tool, arguments=arguments, origin=Origin(transport="inprocess", protocol_version="check"))
+        call.principal = principal
+        try:
+            for stage in self.describing:
+                await stage(call)
+        except GatewayError as exc:
+            decision = Decision(action="deny", tier=3, reasons=[exc.message], rules=[f"gateway.{exc.code}"])
+            return {**decision.model_dump(), "effects": call.effects.model_dump() if call.effects else None}
+        decision = await self.engine.decide(policy_input(call))
+        return {**decision.model_dump(), "effects": call.effects.model_dump() if call.effects else None}
 
     def workspace_for(self, principal: Principal) -> Workspace:
         return self.workspace

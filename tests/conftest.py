@@ -144,3 +144,22 @@ def stdio_server(config: GatewayConfig, bearer: str | None) -> StdioServerParame
 
 def text_of(result: Any) -> str:
     return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+def add_role(config: GatewayConfig, name: str, tools: list[str], max_tier: int = 2, **extra: Any) -> None:
+    """Add a role by adding a role file, as a user would."""
+    role = {"name": name, "description": f"test role {name}", "tools": tools, "max_tier": max_tier, **extra}
+    (config.roles / f"{name}.yaml").write_text(yaml.safe_dump(role))
+
+
+@asynccontextmanager
+async def inproc_client(gateway: Any, bearer: str, mode: str = "auto", **kwargs: Any) -> AsyncIterator[Client]:
+    """A real SDK client connected in-process to the gateway's MCP server (the whole pipeline runs)."""
+    from gateway.server import build_server
+
+    async with gateway.running(), Client(build_server(gateway, token=bearer), mode=mode, **kwargs) as client:
+        yield client
+
+
+def ledger_rows(gateway: Any, kind: str = "call") -> list[Any]:
+    return list(reversed(gateway.ledger.events("json_extract(body, '$.kind') = ?", (kind,))))
