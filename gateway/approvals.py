@@ -84,7 +84,9 @@ class Approvals:
         self.ledger = ledger
         self.ttl_s = ttl_s
 
-    def request(self, key: str, principal: Principal, tool: str, arguments: JSONObject, about: JSONObject) -> JSONObject:
+    def request(
+        self, key: str, principal: Principal, tool: str, arguments: JSONObject, about: JSONObject
+    ) -> JSONObject:
         """A pending approval for this call key; an existing unexpired one is reused, not duplicated."""
         now = datetime.now(UTC)
         with self.db.transaction() as tx:
@@ -158,8 +160,9 @@ class Approvals:
             )
             return row["state"], row["id"]
 
-    def record_answer(self, key: str, principal: Principal, tool: str, arguments: JSONObject, approve: bool, by: str,
-                      call_id: str) -> str:
+    def record_answer(
+        self, key: str, principal: Principal, tool: str, arguments: JSONObject, approve: bool, by: str, call_id: str
+    ) -> str:
         """An answer given in-band (elicitation): stored already used by the call that asked."""
         approval_id = "ap-" + secrets.token_hex(6)
         state = "used" if approve else "denied-used"
@@ -168,8 +171,19 @@ class Approvals:
             tx.execute(
                 "INSERT INTO approvals (id, call_key, state, created, expires, principal, tool, arguments_digest, "
                 "request, settled_by, settled_at, used_by_call) VALUES (?, ?, ?, ?, ?, ?, ?, ?, '{}', ?, ?, ?)",
-                (approval_id, key, state, now, now, principal.model_dump_json(), tool, digest(arguments), by, now,
-                 call_id),
+                (
+                    approval_id,
+                    key,
+                    state,
+                    now,
+                    now,
+                    principal.model_dump_json(),
+                    tool,
+                    digest(arguments),
+                    by,
+                    now,
+                    call_id,
+                ),
             )
             row = tx.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)).fetchone()
             self._record(tx, row, "approved" if approve else "denied", by)

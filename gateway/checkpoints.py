@@ -47,7 +47,8 @@ class Checkpoints:
             kind, ref = "files", None
         with self.db.transaction() as tx:
             tx.execute(
-                "INSERT INTO checkpoints (id, time, kind, workspace, ref, call_id, detail) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO checkpoints (id, time, kind, workspace, ref, call_id, detail) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (checkpoint_id, utc_now(), kind, str(root), ref, call_id, json.dumps(detail)),
             )
         return {"id": checkpoint_id, "kind": kind, "ref": ref, "rollback": f"gateway rollback {checkpoint_id}"}

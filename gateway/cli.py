@@ -111,8 +111,12 @@ def cmd_token_issue(args: argparse.Namespace) -> int:
     gateway = open_gateway(args)
     token, claims = gateway.tokens.issue(role=args.role, agent=args.agent, task=args.task, ttl_s=args.ttl)
     gateway.ledger.append(
-        {"kind": "token", "outcome": "ok", "principal": {"agent": args.agent, "role": args.role, "task": args.task},
-         "detail": {"action": "issue", "jti": claims["jti"], "exp": claims["exp"]}}
+        {
+            "kind": "token",
+            "outcome": "ok",
+            "principal": {"agent": args.agent, "role": args.role, "task": args.task},
+            "detail": {"action": "issue", "jti": claims["jti"], "exp": claims["exp"]},
+        }
     )
     if args.json:
         emit({"token": token, "claims": claims})
@@ -225,8 +229,13 @@ def cmd_approvals(args: argparse.Namespace) -> int:
 def cmd_rollback(args: argparse.Namespace) -> int:
     gateway = open_gateway(args)
     result = gateway.checkpoints.rollback(args.checkpoint)
-    gateway.ledger.append({"kind": "rollback", "outcome": "ok", "detail": {"checkpoint": args.checkpoint,
-                                                                          "removed": result.get("removed", [])}})
+    gateway.ledger.append(
+        {
+            "kind": "rollback",
+            "outcome": "ok",
+            "detail": {"checkpoint": args.checkpoint, "removed": result.get("removed", [])},
+        }
+    )
     emit(result)
     return 0
 

@@ -107,7 +107,9 @@ def error_result(error: GatewayError, decision: Decision | None, call_id: str) -
     if decision is not None and error.outcome == "denied":
         structured["decision"] = decision.model_dump()
         text += f"\n(policy rules: {', '.join(decision.rules)}; nothing was run)"
-    return mt.CallToolResult(content=[mt.TextContent(type="text", text=text)], structured_content=structured, is_error=True)
+    return mt.CallToolResult(
+        content=[mt.TextContent(type="text", text=text)], structured_content=structured, is_error=True
+    )
 
 
 Stage = Callable[[Call], Awaitable[None]]
@@ -328,7 +330,12 @@ class ActOnTier:
                 return
         if call.decision.tier >= 2:
             assert call.effects is not None
-            paths = [*call.effects.writes, *call.effects.creates, *call.effects.deletes, *call.effects.recursive_deletes]
+            paths = [
+                *call.effects.writes,
+                *call.effects.creates,
+                *call.effects.deletes,
+                *call.effects.recursive_deletes,
+            ]
             root = call.workspace.root
             call.safeguard = await anyio.to_thread.run_sync(lambda: self.checkpoints.take(root, call.call_id, paths))
 
@@ -353,7 +360,9 @@ class ActOnTier:
                 request = mt.ElicitRequest(
                     params=mt.ElicitRequestFormParams(message=approval_message(call), requested_schema=APPROVAL_SCHEMA)
                 )
-                call.result = mt.InputRequiredResult(input_requests={"approval": request}, request_state=self.seal.seal(key))
+                call.result = mt.InputRequiredResult(
+                    input_requests={"approval": request}, request_state=self.seal.seal(key)
+                )
                 call.outcome = "asked"
                 return
             answer = await self._push(call)

@@ -1,8 +1,8 @@
 """The gateway runtime: every service the pipeline runs on, assembled from one config.
 
-    gateway = Gateway(GatewayConfig.load("gateway.yaml"))
-    async with gateway.running():          # upstream servers connected, concurrently
-        result = await gateway.pipeline(call)
+gateway = Gateway(GatewayConfig.load("gateway.yaml"))
+async with gateway.running():          # upstream servers connected, concurrently
+    result = await gateway.pipeline(call)
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from gateway.approvals import Approvals, RequestStateSeal
 from gateway.checkpoints import Checkpoints
 from gateway.config import GatewayConfig, PolicyConfig
 from gateway.effects.paths import Workspace
+from gateway.errors import GatewayError
 from gateway.identity.keys import KeyRing
 from gateway.identity.revocations import Revocations
 from gateway.identity.roles import RoleSet
 from gateway.identity.tokens import Tokens
 from gateway.ledger.chain import Ledger
 from gateway.ledger.store import Database
-from gateway.errors import GatewayError
 from gateway.pipeline import (
     ActOnTier,
     Authenticate,

@@ -62,7 +62,9 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
             return access.token if access is not None else None
         return token
 
-    async def list_tools(ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None) -> mt.ListToolsResult:
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListToolsResult:
         try:
             principal = gateway.tokens.verify(credential(ctx))
         except Unauthenticated as exc:

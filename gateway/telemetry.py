@@ -1,7 +1,7 @@
 """Logging: structlog, JSON lines on stderr (stdout belongs to the stdio transport).
 
-    configure_logging("info")
-    structlog.get_logger("gateway").info("policy reloaded", directory="...")
+configure_logging("info")
+structlog.get_logger("gateway").info("policy reloaded", directory="...")
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Shared fixtures: real git repositories, real gateway processes, real MCP clients.
 
-    def test_x(gateway, token): ...                        # in-process Gateway on a fresh repo
-    with http_gateway(config.source) as url: ...           # `gateway serve --http` as a subprocess
-    async with http_client(url, token(config, "worker")) as client: ...
+def test_x(gateway, token): ...                        # in-process Gateway on a fresh repo
+with http_gateway(config.source) as url: ...           # `gateway serve --http` as a subprocess
+async with http_client(url, token(config, "worker")) as client: ...
 """
 
 from __future__ import annotations
@@ -127,9 +127,11 @@ def http_gateway(config_path: Path, timeout: float = 30.0) -> Iterator[str]:
 @asynccontextmanager
 async def http_client(url: str, bearer: str | None, mode: str = "auto", **kwargs: Any) -> AsyncIterator[Client]:
     headers = {"Authorization": f"Bearer {bearer}"} if bearer else None
-    async with create_mcp_http_client(headers=headers) as http:
-        async with Client(streamable_http_client(f"{url}/mcp", http_client=http), mode=mode, **kwargs) as client:
-            yield client
+    async with (
+        create_mcp_http_client(headers=headers) as http,
+        Client(streamable_http_client(f"{url}/mcp", http_client=http), mode=mode, **kwargs) as client,
+    ):
+        yield client
 
 
 def stdio_server(config: GatewayConfig, bearer: str | None) -> StdioServerParameters:

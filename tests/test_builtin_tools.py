@@ -22,6 +22,7 @@ def alive(pid: int) -> bool:
         return False
     return state not in ("Z", "X")
 
+
 MODES = ["auto", "legacy"]  # 2026-07-28 and 2025-11-25
 
 
@@ -157,7 +158,9 @@ async def test_shell_run_exit_code_output_and_env(maintainer: str, gateway: Any,
 
 async def test_shell_run_caps_output(maintainer: str, gateway: Any) -> None:
     async with inproc_client(gateway, maintainer) as client:
-        result = await client.call_tool("shell_run", {"command": "head -c 5000 /dev/zero | tr '\\0' a", "max_output_bytes": 100})
+        result = await client.call_tool(
+            "shell_run", {"command": "head -c 5000 /dev/zero | tr '\\0' a", "max_output_bytes": 100}
+        )
     assert result.structured_content["stdout"].startswith("a" * 100)
     assert "truncated: 4900 more bytes" in result.structured_content["stdout"]
 

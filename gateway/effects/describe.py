@@ -17,7 +17,17 @@ from gateway.effects.paths import Workspace, suspicious_unicode
 from gateway.errors import InvalidArguments
 from gateway.types import Effects, JSONObject, ToolSpec
 
-LIST_FIELDS = ("reads", "writes", "creates", "deletes", "recursive_deletes", "commands", "network", "packages", "opaque")
+LIST_FIELDS = (
+    "reads",
+    "writes",
+    "creates",
+    "deletes",
+    "recursive_deletes",
+    "commands",
+    "network",
+    "packages",
+    "opaque",
+)
 
 
 def describe(spec: ToolSpec, arguments: JSONObject, workspace: Workspace) -> Effects:

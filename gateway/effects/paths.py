@@ -20,16 +20,19 @@ from pathlib import Path
 from gateway.errors import InvalidArguments, PathOutsideWorkspace
 
 # Characters that make a path look like something it is not: zero-width, bidi controls, BOM.
-_INVISIBLE = {"\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad"} | {chr(c) for c in range(0x202A, 0x202F)} | {
-    chr(c) for c in range(0x2066, 0x206A)
-}
+_INVISIBLE = (
+    {"\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad"}
+    | {chr(c) for c in range(0x202A, 0x202F)}
+    | {chr(c) for c in range(0x2066, 0x206A)}
+)
 
 
 def suspicious_unicode(text: str) -> str | None:
     """Why a path's characters could mislead a reader or a pattern, or None.
 
-    Invisible and bidi characters, text that NFKC-normalises to something else (full-width
-    ``．ｅｎｖ``), and a name mixing Latin with Cyrillic or Greek letters (``.еnv``) all count.
+    Invisible and bidi characters, text that NFKC-normalises to something else (a
+    full-width ``.env``), and a name mixing Latin with Cyrillic or Greek letters (``.env`` with a Cyrillic
+    ``e``) all count.
     """
     if any(ch in _INVISIBLE for ch in text):
         return "invisible or bidirectional control characters"

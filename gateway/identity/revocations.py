@@ -1,14 +1,14 @@
 """Revoked token ids, kept in the store so every gateway process sees a revocation on the next call.
 
-    revocations = Revocations(db)
-    revocations.revoke(jti, reason="laptop lost")
-    revocations.is_revoked(jti)
+revocations = Revocations(db)
+revocations.revoke(jti, reason="laptop lost")
+revocations.is_revoked(jti)
 """
 
 from __future__ import annotations
 
-from gateway.ledger.store import Database
 from gateway.ledger.chain import utc_now
+from gateway.ledger.store import Database
 
 
 class Revocations:

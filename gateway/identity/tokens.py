@@ -19,8 +19,8 @@ import jwt
 
 from gateway.errors import Unauthenticated
 from gateway.identity.keys import KeyRing
-from gateway.identity.roles import RoleSet
 from gateway.identity.revocations import Revocations
+from gateway.identity.roles import RoleSet
 from gateway.types import Principal
 
 ALGORITHM = "EdDSA"
@@ -37,7 +37,9 @@ class Tokens:
         self.issuer = issuer
         self.audience = audience
 
-    def issue(self, role: str, agent: str, task: str | None = None, ttl_s: int = 8 * 3600) -> tuple[str, dict[str, Any]]:
+    def issue(
+        self, role: str, agent: str, task: str | None = None, ttl_s: int = 8 * 3600
+    ) -> tuple[str, dict[str, Any]]:
         if role not in self.roles:
             raise Unauthenticated(f"unknown role {role!r}; roles: {', '.join(sorted(self.roles.roles))}")
         if not AGENT_NAME.match(agent):

@@ -123,7 +123,7 @@ class Ledger:
 
     def events(self, where: str = "1=1", params: tuple[Any, ...] = (), limit: int = 1000) -> list[LedgerEvent]:
         rows = self.db.query(
-            f"SELECT body, hash FROM ledger WHERE {where} ORDER BY seq DESC LIMIT ?",  # noqa: S608 - where is ours
+            f"SELECT body, hash FROM ledger WHERE {where} ORDER BY seq DESC LIMIT ?",
             (*params, limit),
         )
         return [LedgerEvent.model_validate({**json.loads(r["body"]), "hash": r["hash"]}) for r in rows]

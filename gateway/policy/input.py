@@ -72,4 +72,6 @@ def mask_secrets(value: Any) -> Any:
 
 def _secret_key(key: str) -> bool:
     lowered = key.lower()
-    return any(word in lowered for word in ("token", "secret", "password", "passwd", "authorization", "api_key", "apikey"))
+    return any(
+        word in lowered for word in ("token", "secret", "password", "passwd", "authorization", "api_key", "apikey")
+    )

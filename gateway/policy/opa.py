@@ -12,6 +12,7 @@ shows in ``status()``. Any transport or server error is a deny.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 from urllib.parse import urlparse
@@ -85,10 +86,8 @@ class OpaEngine:
         if self._pushed is None or now - self._checked >= RELOAD_CHECK_S:
             self._checked = now
             if self._pushed != fingerprint(self.directory):
-                try:
+                with contextlib.suppress(ConfigError):  # reported in status(); OPA keeps what it accepted
                     await self.push()
-                except ConfigError:
-                    pass  # reported in status(); OPA keeps deciding with what it accepted
         return await self._connect()
 
     async def _connect(self) -> AsyncOpaClient:

@@ -232,9 +232,7 @@ def _walk(workspace: Workspace, root: Path, recursive: bool, include_hidden: boo
         dirnames[:] = sorted(
             d
             for d in dirnames
-            if (include_hidden or not d.startswith("."))
-            and d not in SKIP_DIRS
-            and _visible(workspace, here / d)
+            if (include_hidden or not d.startswith(".")) and d not in SKIP_DIRS and _visible(workspace, here / d)
         )
         for name in sorted(dirnames) + sorted(filenames):
             path = here / name

@@ -1,6 +1,6 @@
 """Built-in read-only git tools: git_status, git_diff, git_log, for the workspace's repository.
 
-    specs = git_tools()
+specs = git_tools()
 """
 
 from __future__ import annotations

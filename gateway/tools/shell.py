@@ -8,6 +8,7 @@ minimal environment (``shell.pass_env`` in gateway.yaml): the gateway's tokens a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -87,7 +88,9 @@ def shell_tools(limits: LimitsConfig, shell: ShellConfig) -> list[ToolSpec]:
                         if process.returncode is None:
                             elapsed = time.monotonic() - started
                             await inv.progress(
-                                round(elapsed, 1), timeout, f"running {elapsed:.0f}s, {stdout.total + stderr.total} bytes"
+                                round(elapsed, 1),
+                                timeout,
+                                f"running {elapsed:.0f}s, {stdout.total + stderr.total} bytes",
                             )
                 if scope.cancelled_caught:
                     timed_out = True
@@ -124,7 +127,5 @@ def shell_tools(limits: LimitsConfig, shell: ShellConfig) -> list[ToolSpec]:
 
 
 def _kill_group(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass

@@ -1,7 +1,7 @@
 """A small real MCP server for the upstream tests: echo, progress, tool errors, and a tool that kills it.
 
-    python echo_server.py            # stdio
-    python echo_server.py --http 8123   # streamable HTTP at http://127.0.0.1:8123/mcp
+python echo_server.py            # stdio
+python echo_server.py --http 8123   # streamable HTTP at http://127.0.0.1:8123/mcp
 """
 
 from __future__ import annotations
