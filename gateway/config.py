@@ -94,6 +94,11 @@ class ApprovalsConfig(Strict):
     pending_clients: list[str] = Field(default_factory=list)
 
 
+class TasksConfig(Strict):
+    claim_ttl_s: Annotated[int, Field(gt=0, le=86400)] = 900
+    verification_timeout_s: Annotated[float, Field(gt=0, le=7200)] = 600.0
+
+
 class IdentityConfig(Strict):
     issuer: str = "mcp-gateway"
     audience: str = "mcp-gateway"
@@ -116,6 +121,7 @@ class GatewayConfig(Strict):
     shell: ShellConfig = Field(default_factory=ShellConfig)
     identity: IdentityConfig = Field(default_factory=IdentityConfig)
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
+    tasks: TasksConfig = Field(default_factory=TasksConfig)
     source: Path | None = Field(default=None, exclude=True)
 
     @field_validator("upstreams")

@@ -47,7 +47,7 @@ from gateway.errors import (
 from gateway.identity.roles import RoleSet
 from gateway.ledger.chain import Ledger, digest
 from gateway.policy.engine import PolicyEngine
-from gateway.policy.input import input_document
+from gateway.policy.input import input_document, tool_facts
 from gateway.tools.catalog import Catalog
 from gateway.types import (
     Decision,
@@ -81,6 +81,8 @@ class Call:
     principal: Principal | None = None
     spec: ToolSpec | None = None
     workspace: Workspace | None = None
+    task: JSONObject | None = None  # input.task: the task the caller works on, as the policy sees it
+    intent: JSONObject | None = None  # input.intent: the intent a commit-protocol call names
     effects: Effects | None = None
     decision: Decision | None = None
     safeguard: JSONObject | None = None
@@ -243,20 +245,24 @@ def _pydantic_message(exc: ValidationError) -> str:
 # --- describe -------------------------------------------------------------------------------------
 
 
-class WorkspaceFor(Protocol):
-    def __call__(self, principal: Principal) -> Workspace: ...
+class Situate(Protocol):
+    """Fills in where the call happens: ``call.workspace`` (a worker's task worktree, or the workspace),
+    ``call.task`` and ``call.intent`` for the policy, and ``call.trace_id`` (the task's or the session's)."""
+
+    def __call__(self, call: Call) -> None: ...
 
 
 class Describe:
     """Arguments become Effects. Built-in tools can act only inside the workspace, so a path argument
     that leaves it is refused here, before the policy is asked about something that could never run."""
 
-    def __init__(self, workspace_for: WorkspaceFor) -> None:
-        self.workspace_for = workspace_for
+    def __init__(self, situate: Situate) -> None:
+        self.situate = situate
 
     async def __call__(self, call: Call) -> None:
         assert call.spec is not None and call.principal is not None
-        call.workspace = self.workspace_for(call.principal)
+        self.situate(call)
+        assert call.workspace is not None
         if call.spec.provider != "upstream" and not call.spec.provider.startswith("upstream:"):
             for name, role in call.spec.argument_roles.items():
                 if role in ("read", "write", "delete"):
@@ -289,12 +295,13 @@ def policy_input(call: Call) -> JSONObject:
     assert call.principal is not None and call.effects is not None and call.workspace is not None
     return input_document(
         principal=call.principal,
-        spec=call.spec,
-        tool_name=call.tool,
+        tool=tool_facts(call.spec, call.tool),
         arguments=call.arguments,
         effects=call.effects,
         workspace=str(call.workspace.root),
         trace_id=call.trace_id,
+        task=call.task,
+        intent=call.intent,
     )
 
 
@@ -481,6 +488,7 @@ class Execute:
             workspace=call.workspace,
             progress=progress,
             principal=call.principal,
+            trace_id=call.trace_id,
             input_responses=call.origin.input_responses,
             request_state=call.origin.request_state,
         )

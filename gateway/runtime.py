@@ -7,6 +7,7 @@ async with gateway.running():          # upstream servers connected, concurrentl
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -40,12 +41,19 @@ from gateway.pipeline import (
 )
 from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.engine import PolicyEngine
+from gateway.tasks.board import TaskBoard
+from gateway.tasks.tools import task_tools
 from gateway.tools.catalog import Catalog
 from gateway.tools.files import file_tools
 from gateway.tools.git import git_tools
 from gateway.tools.shell import shell_tools
 from gateway.tools.upstream import UpstreamPool
 from gateway.types import Decision, JSONObject, Origin, Principal, ToolSpec
+
+
+def session_trace(session_id: str) -> str:
+    """The trace of a session without a task: stable for the session, unlinkable to its id."""
+    return hashlib.sha256(f"session:{session_id}".encode()).hexdigest()[:32]
 
 
 def make_engine(config: PolicyConfig, data: JSONObject) -> PolicyEngine:
@@ -70,13 +78,19 @@ class Gateway:
         self.approvals = Approvals(self.db, self.ledger, ttl_s=config.approvals.ttl_s)
         self.checkpoints = Checkpoints(self.db, config.checkpoints_dir)
         self.pool = UpstreamPool(config.upstreams)
-        builtins = [*file_tools(config.limits), *shell_tools(config.limits, config.shell), *git_tools()]
-        self.catalog = Catalog(builtins, self.pool)
+        self.board = TaskBoard(self.db, self.ledger, self.engine, config)
+        local = [
+            *file_tools(config.limits),
+            *shell_tools(config.limits, config.shell),
+            *git_tools(),
+            *task_tools(self.board),
+        ]
+        self.catalog = Catalog(local, self.pool)
         # the stages that describe a call, shared by the pipeline and by `gateway check`
         self.describing: list[Stage] = [
             Resolve(self.catalog, self.roles),
             Validate(config.limits),
-            Describe(self.workspace_for),
+            Describe(self.situate),
         ]
         self.pipeline = Pipeline(
             [
@@ -109,8 +123,19 @@ class Gateway:
         decision = await self.engine.decide(policy_input(call))
         return {**decision.model_dump(), "effects": call.effects.model_dump() if call.effects else None}
 
-    def workspace_for(self, principal: Principal) -> Workspace:
-        return self.workspace
+    def situate(self, call: Call) -> None:
+        """Where a call happens: a worker's task worktree, the task and intent the policy sees, the trace."""
+        assert call.principal is not None
+        task = self.board.task_for(call.principal)
+        named = call.arguments.get("task_id")
+        if task is None and isinstance(named, str) and call.spec is not None and call.spec.provider == "gateway":
+            task = self.board.find(named)
+        call.workspace = (self.board.workspace(task) if task else None) or self.workspace
+        call.task = self.board.policy_section(task) if task else None
+        if task is not None:
+            call.trace_id = task["trace_id"]
+        elif call.origin.session_id:
+            call.trace_id = session_trace(call.origin.session_id)
 
     def visible_tools(self, principal: Principal) -> list[ToolSpec]:
         return [spec for spec in self.catalog.all() if self.roles.grants(principal, spec.name)]

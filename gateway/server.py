@@ -12,6 +12,7 @@ over stdio the connection's token comes from GATEWAY_TOKEN and is checked at sta
 from __future__ import annotations
 
 import json
+import secrets
 import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -56,6 +57,8 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
     """The MCP server. ``token`` is the connection's credential on stdio and in-process connections."""
 
+    connection = secrets.token_hex(16)  # stdio and in-process: one connection, one session
+
     def credential(ctx: ServerRequestContext[Any]) -> str | None:
         if ctx.request is not None:  # HTTP: the bearer token the middleware already verified
             access = get_access_token()
@@ -75,7 +78,7 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
     async def call_tool(
         ctx: ServerRequestContext[Any], params: mt.CallToolRequestParams
     ) -> mt.CallToolResult | mt.InputRequiredResult:
-        origin = origin_for(ctx, params, credential(ctx))
+        origin = origin_for(ctx, params, credential(ctx), connection)
         return await gateway.pipeline(Call(tool=params.name, arguments=dict(params.arguments or {}), origin=origin))
 
     async def set_logging_level(ctx: ServerRequestContext[Any], params: mt.SetLevelRequestParams) -> mt.EmptyResult:
@@ -94,7 +97,9 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
         )
 
 
-def origin_for(ctx: ServerRequestContext[Any], params: mt.CallToolRequestParams, token: str | None) -> Origin:
+def origin_for(
+    ctx: ServerRequestContext[Any], params: mt.CallToolRequestParams, token: str | None, connection: str
+) -> Origin:
     session = ctx.session
     modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
     capabilities = session.client_capabilities
@@ -119,7 +124,8 @@ def origin_for(ctx: ServerRequestContext[Any], params: mt.CallToolRequestParams,
         protocol_version=ctx.protocol_version,
         token=token,
         client_name=client,
-        session_id=request.headers.get("mcp-session-id") if request is not None else None,
+        # HTTP: the MCP session, or the credential for sessionless 2026-07-28 requests
+        session_id=(request.headers.get("mcp-session-id") or token) if request is not None else connection,
         progress=progress,
         elicitation=elicitation,
         elicit=elicit if elicitation == "push" else None,

@@ -143,6 +143,7 @@ class ToolInvocation:
     workspace: Workspace
     progress: ProgressFn
     principal: Principal
+    trace_id: str = ""
     input_responses: JSONObject | None = None
     request_state: str | None = None
 

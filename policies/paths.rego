@@ -5,6 +5,8 @@ package gateway.paths
 
 import rego.v1
 
+import data.gateway.scope
+
 effects := input.effects
 
 touched := {p | some key in ["reads", "writes", "creates", "deletes", "recursive_deletes"]; some p in effects[key]}
@@ -83,10 +85,7 @@ deny contains {"rule": "paths.claim_not_held", "reason": msg} if {
 	msg := sprintf("the claim on task '%s' is expired or held by another agent; claim it again", [task_id])
 }
 
-in_scope(p) if {
-	some pattern in input.task.allowed_paths
-	glob.match(pattern, ["/"], p)
-}
+in_scope(p) if scope.matches_any(object.get(input.task, "allowed_paths", []), p)
 
 deny contains {"rule": "paths.out_of_scope", "reason": msg} if {
 	requires_claim

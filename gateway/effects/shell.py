@@ -105,7 +105,8 @@ class Word:
     ``literal`` is False when the value depends on the run (expansions, substitutions, brace expansion);
     then ``value`` is a best-effort rendering and ``why`` says what is unknown. ``glob`` marks unquoted
     ``*``, ``?`` or ``[..]``: the word may name many files. ``tainted`` marks a word whose substitutions
-    print downloaded or decoded bytes.
+    print downloaded or decoded bytes. ``stream`` marks ``<(..)``/``>(..)``: a pipe whose commands are
+    described on their own, so it is no file to read or write (but still no literal program text).
     """
 
     value: str
@@ -114,6 +115,7 @@ class Word:
     glob: bool = False
     why: str = ""
     tainted: bool = False
+    stream: bool = False  # the whole word is a process substitution: a pipe, not a file
 
     @staticmethod
     def of(value: str) -> Word:
@@ -539,7 +541,7 @@ class _Describer:
                 body = child
         pipe_tail: list[Node] = []
         list_tail: list[Node] = []
-        infos = [info for r in own for info in self._redirect(r, ctx, pipe_tail, list_tail)]
+        infos = self._redirects(own, ctx, pipe_tail, list_tail)
         if body is None:
             self._record([], [*redirs, *infos], ctx.via)
         elif pipe_tail:
@@ -558,15 +560,27 @@ class _Describer:
 
     # ---- redirects -------------------------------------------------------------------------------
 
+    def _redirects(self, nodes: list[Node], ctx: _Ctx, pipe_tail: list[Node], list_tail: list[Node]) -> list[_Redir]:
+        out: list[_Redir] = []
+        carry: int | None = None  # an fd the parser attached to the previous redirection
+        for node in nodes:
+            if node.type == "file_redirect":
+                redir, carry = self._file_redirect(node, ctx, carry)
+                out.append(redir)
+            else:
+                carry = None
+                out.extend(self._redirect(node, ctx, pipe_tail, list_tail))
+        return out
+
     def _redirect(self, node: Node, ctx: _Ctx, pipe_tail: list[Node], list_tail: list[Node]) -> list[_Redir]:
         if node.type == "file_redirect":
-            return [self._file_redirect(node, ctx)]
+            return [self._file_redirect(node, ctx, None)[0]]
         if node.type == "herestring_redirect":
             return [self._herestring(node, ctx)]
         return self._heredoc(node, ctx, pipe_tail, list_tail)
 
-    def _file_redirect(self, node: Node, ctx: _Ctx) -> _Redir:
-        fd: int | None = None
+    def _file_redirect(self, node: Node, ctx: _Ctx, fd: int | None) -> tuple[_Redir, int | None]:
+        """One ``[fd]op target``; returns it and an fd the parser glued onto it that belongs to the next one."""
         op = ""
         targets: list[Node] = []
         for child in node.children:
@@ -576,10 +590,17 @@ class _Describer:
                 op += _text(child)  # `3<>` parses as "<" plus an ERROR ">" (already opaque): keep "<>"
             else:
                 targets.append(child)
+        carry: int | None = None
+        if len(targets) > 1 and all(t.type == "number" for t in targets[1:]):
+            # `>a 0<b` parses as target "a" plus a number "0" that is the next redirection's fd
+            carry = int(_text(targets[-1]))
+            targets = targets[:1]
         if len(targets) != 1:
             self.opaque(f"redirection without a single target: {_short(_text(node))}")
-            return _Redir(Redirect(op=op, target=_text(node), fd=fd), kind="dup")
-        target = targets[0]
+            return _Redir(Redirect(op=op, target=_text(node), fd=fd), kind="dup"), carry
+        return self._redirect_target(targets[0], op, fd, ctx), carry
+
+    def _redirect_target(self, target: Node, op: str, fd: int | None, ctx: _Ctx) -> _Redir:
         if op in (">&", "<&") and (target.type == "number" or _text(target) == "-"):
             reads_stdin = op == "<&" or fd == 0
             return _Redir(Redirect(op=op, target=_text(target), fd=fd), kind="dup" if reads_stdin else "out")
@@ -705,7 +726,8 @@ class _Describer:
         pieces: list[tuple[str, bool]] = []
         whys: list[str] = []
         self._pieces(node, pieces, whys)
-        return self._make_word(_text(node), pieces, whys, self._tainted_since(start))
+        word = self._make_word(_text(node), pieces, whys, self._tainted_since(start))
+        return replace(word, stream=node.type == "process_substitution")
 
     def _pieces(self, node: Node, out: list[tuple[str, bool]], whys: list[str]) -> None:
         kind = node.type
@@ -823,6 +845,8 @@ class _Describer:
                 name_node = child
             elif kind != "comment":
                 rest.append(child)
+        if name_node is not None and any(c.is_missing for c in name_node.children):
+            return  # `ls |`: the parser invents an empty command; the syntax error is already opaque
         head = self._word(name_node, ctx) if name_node is not None else None
         for assignment in assignments:
             self._assignment(assignment, ctx, prefix_of=head.value if head else None)
@@ -835,7 +859,7 @@ class _Describer:
                 words.append(Word(value=_text(child), raw=_text(child), literal=False, why="unsupported syntax"))
         pipe_tail: list[Node] = []
         list_tail: list[Node] = []
-        infos = [info for r in own for info in self._redirect(r, ctx, pipe_tail, list_tail)]
+        infos = self._redirects(own, ctx, pipe_tail, list_tail)
         self._run(words, [*redirs, *infos], ctx)
         for tail in pipe_tail + list_tail:
             self.opaque(f"unsupported heredoc layout: {_short(_text(node))}")
@@ -943,7 +967,7 @@ class _Describer:
             return None
 
     def read(self, word: Word, call: _Call) -> Path | None:
-        if word.literal and (word.value in _STREAMS or word.value.startswith("/dev/fd/")):
+        if word.stream or (word.literal and (word.value in _STREAMS or word.value.startswith("/dev/fd/"))):
             return None
         path = self.locate(word, call.name)
         if path is not None:
@@ -952,7 +976,7 @@ class _Describer:
 
     def write(self, word: Word, call: _Call, modify: bool = False) -> Path | None:
         """A write: ``writes`` if the path exists (or is a glob, or ``modify``), else ``creates``."""
-        if word.literal and (word.value in _STREAMS or word.value.startswith("/dev/fd/")):
+        if word.stream or (word.literal and (word.value in _STREAMS or word.value.startswith("/dev/fd/"))):
             return None
         net = _DEV_NET.match(word.value) if word.literal else None
         if net:
@@ -1108,13 +1132,14 @@ class _Describer:
     def stdin_program(self, call: _Call) -> str | None:
         """An interpreter reading its program from stdin: the literal text, or None (opaque when unknown)."""
         ctx = call.ctx
+        source = _STDIN_NAMES.get(ctx.stdin, ctx.stdin)
         if ctx.stdin_tainted:
-            self.opaque(f"downloaded/decoded content executed: {call.name} reads its program from a {ctx.stdin}")
+            self.opaque(f"downloaded/decoded content executed: {call.name} reads its program from {source}")
         elif ctx.stdin in ("pipe", "socket", "dup"):
-            self.opaque(f"{call.name} reads its program from a {ctx.stdin} whose content is not known")
+            self.opaque(f"{call.name} reads its program from {source} whose content is not known")
         elif ctx.stdin in ("heredoc", "herestring"):
             if ctx.stdin_text is None:
-                self.opaque(f"{call.name} reads its program from a {ctx.stdin} with expansions")
+                self.opaque(f"{call.name} reads its program from {source} with expansions")
             return ctx.stdin_text
         return None
 
@@ -1127,6 +1152,15 @@ class _Describer:
         """A fixed host a program is known to contact (a registry, a mirror, a named git remote)."""
         self.network.append(NetworkEffect(host=host, via=via))
 
+
+_STDIN_NAMES = {
+    "pipe": "a pipe",
+    "socket": "a network socket",
+    "dup": "a duplicated file descriptor",
+    "heredoc": "a heredoc",
+    "herestring": "a here-string",
+    "file": "a file",
+}
 
 _STATEMENTS: dict[str, Callable[[_Describer, Node, _Ctx, list[_Redir]], None]] = {
     "program": _Describer._block,

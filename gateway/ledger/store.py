@@ -55,6 +55,27 @@ MIGRATIONS: list[str] = [
         used_by_call TEXT
     );
     CREATE INDEX approvals_key ON approvals (call_key, state);
+    CREATE TABLE tasks (
+        id TEXT PRIMARY KEY,
+        manifest TEXT NOT NULL,
+        state TEXT NOT NULL,
+        base_branch TEXT NOT NULL,
+        base_commit TEXT NOT NULL,
+        branch TEXT NOT NULL,
+        worktree TEXT,
+        owner TEXT,
+        claim_expires TEXT,
+        attempt INTEGER NOT NULL DEFAULT 0,
+        failures INTEGER NOT NULL DEFAULT 0,
+        trace_id TEXT NOT NULL,
+        submitted_by TEXT NOT NULL,
+        created TEXT NOT NULL,
+        updated TEXT NOT NULL,
+        report TEXT,
+        verification TEXT,
+        blocker TEXT,
+        note TEXT
+    );
     """,
 ]
 

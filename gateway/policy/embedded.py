@@ -78,10 +78,11 @@ class EmbeddedEngine:
         except Exception as exc:  # any engine failure is a deny, never an allow
             return engine_error(engine_message(exc))
 
-    def evaluate(self, query: str, input_doc: JSONObject) -> Any:
+    async def query(self, rule: str, input_doc: JSONObject) -> Any:
+        self._maybe_reload()
         engine = self._engine()
         engine.set_input(input_doc)
-        return engine.eval_rule(query)
+        return engine.eval_rule(f"data.{rule}")
 
     def status(self) -> JSONObject:
         return {

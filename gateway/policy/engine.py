@@ -27,6 +27,10 @@ class PolicyEngine(Protocol):
 
     async def decide(self, input_doc: JSONObject) -> Decision: ...
 
+    async def query(self, rule: str, input_doc: JSONObject) -> Any:
+        """The value of ``data.<rule>`` (dotted, e.g. ``gateway.scope.violations``); raises on engine errors."""
+        ...
+
     def status(self) -> JSONObject: ...
 
 

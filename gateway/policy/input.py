@@ -16,11 +16,21 @@ from gateway.types import Effects, JSONObject, Principal, ToolSpec
 INPUT_VERSION = 1
 
 
+def tool_facts(spec: ToolSpec | None, name: str) -> JSONObject:
+    return {
+        "name": name,
+        "provider": spec.provider if spec else None,
+        "annotations": spec.annotations if spec else None,  # untrusted hints from upstreams
+        "commit_class": spec.commit_class if spec else False,
+        "read_only": spec.read_only if spec else False,  # declared by the gateway or the operator
+        "analysed": analysed(spec),
+    }
+
+
 def input_document(
     *,
     principal: Principal,
-    spec: ToolSpec | None,
-    tool_name: str,
+    tool: JSONObject,
     arguments: JSONObject,
     effects: Effects,
     workspace: str,
@@ -31,14 +41,7 @@ def input_document(
     return {
         "version": INPUT_VERSION,
         "principal": principal.model_dump(),
-        "tool": {
-            "name": tool_name,
-            "provider": spec.provider if spec else None,
-            "annotations": spec.annotations if spec else None,  # untrusted hints from upstreams
-            "commit_class": spec.commit_class if spec else False,
-            "read_only": spec.read_only if spec else False,  # declared by the gateway or the operator
-            "analysed": analysed(spec),
-        },
+        "tool": tool,
         "arguments": arguments,
         "effects": effects.model_dump(),
         "task": task,

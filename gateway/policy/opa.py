@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import structlog
@@ -59,6 +60,12 @@ class OpaEngine:
         except Exception as exc:  # unreachable server, HTTP error, bad JSON: all deny
             return engine_error(f"OPA at {self.url}: {type(exc).__name__}: {str(exc)[:300]}")
         return to_decision(answer.get("result") if isinstance(answer, dict) else None)
+
+    async def query(self, rule: str, input_doc: JSONObject) -> Any:
+        client = await self._ready()
+        package, _, name = rule.rpartition(".")
+        answer = await client.query_rule(input_doc, package, name)
+        return answer.get("result") if isinstance(answer, dict) else None
 
     async def push(self) -> None:
         """Push the bundle and the roles; raises when OPA refuses a module (the old one stays in force)."""

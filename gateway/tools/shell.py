@@ -13,6 +13,8 @@ import os
 import signal
 import subprocess
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import anyio
 import mcp_types as mt
@@ -22,7 +24,7 @@ from pydantic import Field
 from gateway.config import LimitsConfig, ShellConfig
 from gateway.errors import ToolFailed
 from gateway.tools.base import Arguments, builtin, json_result
-from gateway.types import ToolInvocation, ToolSpec
+from gateway.types import JSONObject, ProgressFn, ToolInvocation, ToolSpec
 
 PROGRESS_INTERVAL_S = 1.0
 DRAIN_GRACE_S = 2.0
@@ -57,6 +59,74 @@ class Capture:
         return text
 
 
+@dataclass(frozen=True)
+class CommandResult:
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool
+    duration_s: float
+
+    def as_dict(self) -> JSONObject:
+        return {
+            "exit_code": self.exit_code,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "timed_out": self.timed_out,
+            "duration_s": self.duration_s,
+        }
+
+
+def sandbox_env(shell: ShellConfig, workspace: Path) -> dict[str, str]:
+    """The environment a command gets: only the pass-through variables, never the gateway's secrets."""
+    env = {name: os.environ[name] for name in shell.pass_env if name in os.environ}
+    env["GATEWAY_WORKSPACE"] = str(workspace)
+    return env
+
+
+async def run_command(
+    command: str, cwd: Path, env: dict[str, str], timeout: float, cap: int, progress: ProgressFn, label: str = ""
+) -> CommandResult:
+    """Run one bash command in its own process group; kill the group on timeout or cancellation."""
+    stdout, stderr = Capture(cap), Capture(cap)
+    started = time.monotonic()
+    timed_out = False
+    process = await anyio.open_process(
+        ["/bin/bash", "-c", command], cwd=cwd, env=env, stdin=subprocess.DEVNULL, start_new_session=True
+    )
+    try:
+        async with anyio.create_task_group() as tg:
+            assert process.stdout is not None and process.stderr is not None
+            tg.start_soon(stdout.drain, process.stdout)
+            tg.start_soon(stderr.drain, process.stderr)
+            with anyio.move_on_after(timeout) as scope:
+                while process.returncode is None:
+                    with anyio.move_on_after(PROGRESS_INTERVAL_S):
+                        await process.wait()
+                    if process.returncode is None:
+                        elapsed = time.monotonic() - started
+                        message = f"{label}running {elapsed:.0f}s, {stdout.total + stderr.total} bytes"
+                        await progress(round(elapsed, 1), timeout, message)
+            if scope.cancelled_caught:
+                timed_out = True
+                _kill_group(process.pid)
+                await process.wait()
+            # a daemonised grandchild may hold the pipes open: stop reading shortly after the exit
+            tg.cancel_scope.deadline = anyio.current_time() + DRAIN_GRACE_S
+    finally:
+        if process.returncode is None:  # cancelled by the client: leave nothing running
+            _kill_group(process.pid)
+            with anyio.CancelScope(shield=True):
+                await process.wait()
+    return CommandResult(
+        exit_code=process.returncode,
+        stdout=stdout.text(),
+        stderr=stderr.text(),
+        timed_out=timed_out,
+        duration_s=round(time.monotonic() - started, 3),
+    )
+
+
 def shell_tools(limits: LimitsConfig, shell: ShellConfig) -> list[ToolSpec]:
     async def shell_run(args: ShellArgs, inv: ToolInvocation) -> mt.CallToolResult:
         cwd = inv.workspace.resolve(args.cwd)
@@ -64,55 +134,13 @@ def shell_tools(limits: LimitsConfig, shell: ShellConfig) -> list[ToolSpec]:
             raise ToolFailed(f"cwd {args.cwd!r} is not a directory")
         timeout = min(args.timeout_s or limits.shell_timeout_s, limits.shell_timeout_s)
         cap = min(args.max_output_bytes or limits.shell_output_bytes, limits.shell_output_bytes)
-        env = {name: os.environ[name] for name in shell.pass_env if name in os.environ}
-        env["GATEWAY_WORKSPACE"] = str(inv.workspace.root)
-        stdout, stderr = Capture(cap), Capture(cap)
-        started = time.monotonic()
-        timed_out = False
-        process = await anyio.open_process(
-            ["/bin/bash", "-c", args.command],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
+        outcome = await run_command(
+            args.command, cwd, sandbox_env(shell, inv.workspace.root), timeout, cap, inv.progress
         )
-        try:
-            async with anyio.create_task_group() as tg:
-                assert process.stdout is not None and process.stderr is not None
-                tg.start_soon(stdout.drain, process.stdout)
-                tg.start_soon(stderr.drain, process.stderr)
-                with anyio.move_on_after(timeout) as scope:
-                    while process.returncode is None:
-                        with anyio.move_on_after(PROGRESS_INTERVAL_S):
-                            await process.wait()
-                        if process.returncode is None:
-                            elapsed = time.monotonic() - started
-                            await inv.progress(
-                                round(elapsed, 1),
-                                timeout,
-                                f"running {elapsed:.0f}s, {stdout.total + stderr.total} bytes",
-                            )
-                if scope.cancelled_caught:
-                    timed_out = True
-                    _kill_group(process.pid)
-                    await process.wait()
-                # a daemonised grandchild may hold the pipes open: stop reading shortly after the exit
-                tg.cancel_scope.deadline = anyio.current_time() + DRAIN_GRACE_S
-        finally:
-            if process.returncode is None:  # cancelled by the client: leave nothing running
-                _kill_group(process.pid)
-                with anyio.CancelScope(shield=True):
-                    await process.wait()
-        result = {
-            "exit_code": process.returncode,
-            "stdout": stdout.text(),
-            "stderr": stderr.text(),
-            "timed_out": timed_out,
-            "duration_s": round(time.monotonic() - started, 3),
-        }
-        if timed_out:
+        result = outcome.as_dict()
+        if outcome.timed_out:
             result["error"] = f"command timed out after {timeout:g}s and was killed"
-        return json_result(result, is_error=timed_out)
+        return json_result(result, is_error=outcome.timed_out)
 
     return [
         builtin(
