@@ -106,7 +106,7 @@ def error_result(error: GatewayError, decision: Decision | None, call_id: str) -
     """A tool error the model can act on: the same facts as text and as structuredContent."""
     structured: JSONObject = {"error": error.as_dict(), "call_id": call_id}
     text = f"{error.code}: {error.message}"
-    if decision is not None and error.outcome == "denied":
+    if decision is not None and decision.action == "deny":
         structured["decision"] = decision.model_dump()
         text += f"\n(policy rules: {', '.join(decision.rules)}; nothing was run)"
     return mt.CallToolResult(
@@ -527,6 +527,7 @@ def ledger_fields(call: Call, outcome: Outcome) -> JSONObject:
         "effects": call.effects.model_dump() if call.effects else None,
         "decision": call.decision.model_dump() if call.decision else None,
         "outcome": outcome,
+        "intent_id": call.intent["id"] if call.intent else None,
         "detail": detail,
     }
 

@@ -12,9 +12,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
+import structlog
 
 from gateway.approvals import Approvals, RequestStateSeal
 from gateway.checkpoints import Checkpoints
+from gateway.commit.executor import Committer
+from gateway.commit.intents import Intents
+from gateway.commit.tools import intent_tools
 from gateway.config import GatewayConfig, PolicyConfig
 from gateway.effects.paths import Workspace
 from gateway.errors import GatewayError
@@ -49,6 +53,8 @@ from gateway.tools.git import git_tools
 from gateway.tools.shell import shell_tools
 from gateway.tools.upstream import UpstreamPool
 from gateway.types import Decision, JSONObject, Origin, Principal, ToolSpec
+
+log = structlog.get_logger("gateway.runtime")
 
 
 def session_trace(session_id: str) -> str:
@@ -86,6 +92,9 @@ class Gateway:
             *task_tools(self.board),
         ]
         self.catalog = Catalog(local, self.pool)
+        self.intents = Intents(self.db, self.ledger)
+        self.committer = Committer(self.intents, self.board, self.catalog, config)
+        self.catalog.add(intent_tools(self.intents, self.committer, self.board, self.catalog))
         # the stages that describe a call, shared by the pipeline and by `gateway check`
         self.describing: list[Stage] = [
             Resolve(self.catalog, self.roles),
@@ -128,6 +137,12 @@ class Gateway:
         assert call.principal is not None
         task = self.board.task_for(call.principal)
         named = call.arguments.get("task_id")
+        intent_ref = call.arguments.get("intent_id")
+        if isinstance(intent_ref, str) and call.tool.startswith("intent_"):
+            intent = self.intents.find(intent_ref)
+            if intent is not None:
+                call.intent = {k: intent[k] for k in ("id", "task_id", "action", "state", "approved_by")}
+                named = intent["task_id"]
         if task is None and isinstance(named, str) and call.spec is not None and call.spec.provider == "gateway":
             task = self.board.find(named)
         call.workspace = (self.board.workspace(task) if task else None) or self.workspace
@@ -144,6 +159,8 @@ class Gateway:
     async def running(self) -> AsyncIterator[Gateway]:
         async with anyio.create_task_group() as tg:
             await self.pool.start(tg)
+            for settled in await self.committer.reconcile():
+                log.warning("reconciled an intent a crash left executing", **settled)
             try:
                 yield self
             finally:

@@ -76,6 +76,20 @@ MIGRATIONS: list[str] = [
         blocker TEXT,
         note TEXT
     );
+    CREATE TABLE intents (
+        id TEXT PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        action TEXT NOT NULL,
+        arguments TEXT NOT NULL,
+        state TEXT NOT NULL,
+        proposed_by TEXT NOT NULL,
+        approved_by TEXT,
+        committed_by TEXT,
+        outcome TEXT,
+        trace_id TEXT,
+        created TEXT NOT NULL,
+        updated TEXT NOT NULL
+    );
     """,
 ]
 

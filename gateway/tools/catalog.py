@@ -19,6 +19,12 @@ class Catalog:
         self.local = {spec.name: spec for spec in local}
         self.pool = pool or UpstreamPool({})
 
+    def add(self, specs: list[ToolSpec]) -> None:
+        for spec in specs:
+            if spec.name in self.local:
+                raise ValueError(f"tool {spec.name!r} is defined twice")
+            self.local[spec.name] = spec
+
     def all(self) -> list[ToolSpec]:
         return [*self.local.values(), *self.pool.specs()]
 

@@ -64,6 +64,12 @@ class Upstream:
         self._lost = anyio.Event()
 
     async def supervise(self) -> None:
+        try:
+            await self._keep_connected()
+        finally:  # cancelled with the gateway: nothing may use the closed session afterwards
+            self.client, self.state = None, "down"
+
+    async def _keep_connected(self) -> None:
         backoff = 0.5
         while True:
             try:
@@ -162,6 +168,8 @@ class UpstreamPool:
     async def start(self, tg: TaskGroup, timeout: float = START_TIMEOUT_S) -> None:
         """Start every upstream at once; return when each has connected or failed once (or on timeout)."""
         for upstream in self.upstreams.values():
+            upstream.first_attempt = anyio.Event()
+            upstream.state = "starting"
             tg.start_soon(upstream.supervise, name=f"upstream:{upstream.prefix}")
         with anyio.move_on_after(timeout):
             for upstream in self.upstreams.values():

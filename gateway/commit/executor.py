@@ -1,0 +1,286 @@
+"""Exactly-once execution of approved intents, and reconciliation after a crash.
+
+Actions:
+- merge: the task branch into its base branch as a ceremony: dependencies first, a merge commit that
+  carries ``Gateway-Intent: <id>``, the manifest's verification run on the result, and a revert (the
+  compensation, carrying ``Gateway-Compensates: <id>``) when that fails;
+- tag: an annotated tag whose message names the intent;
+- push: ``git push REMOTE REF`` (network egress: the policy makes it tier 3, so a human approves it);
+- upstream: one call of an upstream tool that gateway.yaml marks commit-class.
+
+A gateway killed between "executing" and "committed" reconciles on start from what git shows: a merge
+or tag that carries the intent id is finished, never redone; one that is missing had not happened, so
+the intent goes back to approved. A push or upstream call whose outcome cannot be read back is failed,
+not retried.
+
+    committer = Committer(intents, board, catalog, config)
+    await committer.reconcile()
+    outcome = await committer.commit(intent_id, principal, progress)
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import anyio
+import structlog
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
+from gateway.commit.intents import SETTLED, IntentRefused, Intents
+from gateway.config import GatewayConfig
+from gateway.effects.paths import Workspace
+from gateway.errors import GatewayError, InvalidArguments, ToolFailed
+from gateway.repo import GitError, Repo
+from gateway.tasks.board import TaskBoard
+from gateway.tools.catalog import Catalog
+from gateway.tools.shell import run_command, sandbox_env
+from gateway.types import JSONObject, Principal, ProgressFn, ToolInvocation
+
+log = structlog.get_logger("gateway.commit")
+
+
+def _no_dot_dot(value: str) -> str:
+    if ".." in value:
+        raise ValueError("must not contain '..'")
+    return value
+
+
+# a branch, tag or remote name as git accepts it, and never an option (no leading '-')
+RefName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$"), AfterValidator(_no_dot_dot)]
+WAIT_FOR_PEER_S = 600.0
+
+
+class ActionArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class MergeArgs(ActionArgs):
+    pass
+
+
+class TagArgs(ActionArgs):
+    name: RefName
+    ref: RefName | None = None
+
+
+class PushArgs(ActionArgs):
+    remote: RefName
+    ref: RefName
+
+
+class UpstreamArgs(ActionArgs):
+    tool: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+ACTION_ARGS: dict[str, type[ActionArgs]] = {
+    "merge": MergeArgs,
+    "tag": TagArgs,
+    "push": PushArgs,
+    "upstream": UpstreamArgs,
+}
+
+
+def check_arguments(action: str, arguments: JSONObject, catalog: Catalog) -> None:
+    model = ACTION_ARGS.get(action)
+    if model is None:
+        raise InvalidArguments(f"argument 'action': {action!r} is not one of {', '.join(ACTION_ARGS)}")
+    try:
+        parsed = model.model_validate(arguments)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(arguments)"
+        raise InvalidArguments(f"argument 'arguments.{where}': {first['msg']}") from None
+    if isinstance(parsed, UpstreamArgs):
+        spec = catalog.get(parsed.tool)
+        if spec is None or not spec.commit_class:
+            raise InvalidArguments(f"argument 'arguments.tool': {parsed.tool!r} is not a commit-class upstream tool")
+
+
+class Committer:
+    def __init__(self, intents: Intents, board: TaskBoard, catalog: Catalog, config: GatewayConfig) -> None:
+        self.intents = intents
+        self.board = board
+        self.catalog = catalog
+        self.config = config
+        self.repo = Repo(config.workspace)
+
+    async def commit(self, identifier: str, principal: Principal, progress: ProgressFn) -> JSONObject:
+        intent = self.intents.get(identifier)
+        if intent["state"] in SETTLED:
+            return answer(intent, replayed=True)
+        if not self.intents.begin(identifier, principal):
+            return answer(await self._wait_for_peer(identifier, progress), replayed=True)
+        try:
+            state, outcome = await self._run(intent, progress)
+        except GatewayError as exc:
+            state, outcome = "failed", {"error": exc.message}
+        except Exception as exc:  # a bug must not leave the intent executing forever
+            log.exception("intent execution failed", intent=identifier)
+            state, outcome = "failed", {"error": f"internal error: {type(exc).__name__}"}
+        after = None
+        if state == "committed" and intent["action"] == "merge":
+
+            def after(tx: Any) -> None:
+                self.board.mark_committed(tx, intent["task_id"], outcome["merge_commit"])
+
+        return answer(self.intents.finish(identifier, state, outcome, after=after, by=principal))
+
+    async def reconcile(self) -> list[JSONObject]:
+        """Settle every intent a crash left executing, from the evidence in git; never run an effect twice."""
+        settled = []
+        for intent in self.intents.by_state("executing"):
+            identifier = intent["id"]
+            action = intent["action"]
+            if action == "merge":
+                result = await self._reconcile_merge(intent)
+            elif action == "tag":
+                name = intent["arguments"]["name"]
+                message = self.repo.run("tag", "-l", "--format=%(contents)", name)
+                result = ("committed", {"tag": name, "reconciled": True}) if identifier in message else None
+            else:
+                result = (
+                    "failed",
+                    {
+                        "error": "the gateway stopped during this call; its outcome is unknown and it is not retried",
+                        "reconciled": True,
+                    },
+                )
+            if result is None:
+                self.intents.requeue(identifier)
+                settled.append({"intent_id": identifier, "state": "approved"})
+                continue
+            state, outcome = result
+            after = None
+            if state == "committed" and action == "merge":
+
+                def after(tx: Any, task_id: str = intent["task_id"], sha: str = outcome["merge_commit"]) -> None:
+                    self.board.mark_committed(tx, task_id, sha)
+
+            settled.append(answer(self.intents.finish(identifier, state, outcome, after=after)))
+        return settled
+
+    # --- actions ----------------------------------------------------------------------------------
+
+    async def _run(self, intent: JSONObject, progress: ProgressFn) -> tuple[str, JSONObject]:
+        action, arguments = intent["action"], intent["arguments"]
+        if action == "merge":
+            return await self._merge(intent, progress)
+        if action == "tag":
+            ref = arguments.get("ref") or "HEAD"
+            await self.repo.arun("tag", "-a", arguments["name"], "-m", f"Gateway-Intent: {intent['id']}", ref)
+            return "committed", {"tag": arguments["name"], "commit": self.repo.run("rev-parse", ref).strip()}
+        if action == "push":
+            await self.repo.arun("push", "--", arguments["remote"], arguments["ref"])
+            return "committed", {"pushed": arguments["ref"], "remote": arguments["remote"]}
+        spec = self.catalog.get(arguments["tool"])
+        if spec is None or not spec.commit_class:
+            raise ToolFailed(f"{arguments['tool']!r} is no longer a commit-class tool")
+        result = await spec.handler(
+            ToolInvocation(
+                arguments=arguments["arguments"],
+                workspace=Workspace(self.config.workspace, self.config.protected_paths()),
+                progress=progress,
+                principal=Principal(agent="gateway", role="committer"),
+            )
+        )
+        text = "\n".join(getattr(block, "text", "") for block in getattr(result, "content", []))
+        state = "failed" if getattr(result, "is_error", False) else "committed"
+        return state, {"tool": arguments["tool"], "result": text[:4000]}
+
+    async def _merge(self, intent: JSONObject, progress: ProgressFn) -> tuple[str, JSONObject]:
+        task = self.board.get(intent["task_id"])
+        states = {t["task_id"]: t["state"] for t in self.board.list()}
+        waiting = [d for d in task["manifest"]["depends_on"] if states.get(d) != "committed"]
+        if waiting:
+            raise ToolFailed(f"merge in dependency order: {', '.join(waiting)} must be committed first")
+        verified = (task.get("verification") or {}).get("commit")
+        branch_head = self.repo.run("rev-parse", task["branch"]).strip()
+        if task["state"] != "verified" or verified != branch_head:
+            raise ToolFailed(f"task {task['id']!r} is {task['state']} and its branch is not the verified commit")
+        current = self.repo.run("symbolic-ref", "--short", "-q", "HEAD", check=False).strip()
+        if current != task["base_branch"]:
+            raise ToolFailed(f"the workspace is on {current or 'a detached HEAD'}, not {task['base_branch']!r}")
+        message = (
+            f"Merge task {task['id']}: {task['manifest']['objective'][:200]}\n\n"
+            f"Gateway-Intent: {intent['id']}\nGateway-Task: {task['id']}\n"
+        )
+        try:
+            await self.repo.arun("merge", "--no-ff", "--no-edit", "-m", message, task["branch"])
+        except GitError as exc:
+            await self.repo.arun("merge", "--abort", check=False)
+            raise ToolFailed(f"the merge did not apply cleanly and was aborted: {exc.message}") from None
+        merge_commit = self.repo.run("rev-parse", "HEAD").strip()
+        return await self._verify_merge(intent, task, merge_commit, progress)
+
+    async def _verify_merge(
+        self, intent: JSONObject, task: JSONObject, merge_commit: str, progress: ProgressFn
+    ) -> tuple[str, JSONObject]:
+        root = self.config.workspace
+        env = sandbox_env(self.config.shell, root)
+        commands = task["manifest"]["verification"]
+        for index, command in enumerate(commands, start=1):
+            await progress(index - 1, len(commands), f"post-merge verification [{index}/{len(commands)}]")
+            result = await run_command(
+                command, root, env, self.config.tasks.verification_timeout_s, 16_384, progress, label="post-merge "
+            )
+            if result.exit_code != 0:
+                revert = await self._compensate(intent, merge_commit)
+                return "compensated", {
+                    "merge_commit": merge_commit,
+                    "revert_commit": revert,
+                    "failed_command": command,
+                    "exit_code": result.exit_code,
+                    "output": (result.stdout + result.stderr)[-2000:],
+                }
+        return "committed", {"merge_commit": merge_commit, "verification": commands}
+
+    async def _compensate(self, intent: JSONObject, merge_commit: str) -> str:
+        await self.repo.arun("revert", "-m", "1", "--no-commit", merge_commit)
+        message = (
+            f"Revert merge {merge_commit[:12]}: post-merge verification failed\n\nGateway-Compensates: {intent['id']}\n"
+        )
+        await self.repo.arun("commit", "-q", "--no-verify", "-m", message)
+        return self.repo.run("rev-parse", "HEAD").strip()
+
+    async def _reconcile_merge(self, intent: JSONObject) -> tuple[str, JSONObject] | None:
+        task = self.board.get(intent["task_id"])
+        base = task["base_branch"]
+        merged = self._commit_with(f"Gateway-Intent: {intent['id']}", base)
+        if merged is None:
+            return None  # the merge never happened: safe to execute once more
+        reverted = self._commit_with(f"Gateway-Compensates: {intent['id']}", base)
+        if reverted is not None:
+            return "compensated", {"merge_commit": merged, "revert_commit": reverted, "reconciled": True}
+        state, outcome = await self._verify_merge(intent, task, merged, _no_progress)
+        return state, {**outcome, "reconciled": True}
+
+    def _commit_with(self, trailer: str, branch: str) -> str | None:
+        out = self.repo.run("log", "--format=%H", "--fixed-strings", f"--grep={trailer}", branch)
+        found = out.split()
+        return found[0] if found else None
+
+    async def _wait_for_peer(self, identifier: str, progress: ProgressFn) -> JSONObject:
+        """Another call is executing this intent: wait for its outcome rather than run it again."""
+        with anyio.move_on_after(WAIT_FOR_PEER_S):
+            waited = 0.0
+            while True:
+                intent = self.intents.get(identifier)
+                if intent["state"] != "executing":
+                    return intent
+                await anyio.sleep(0.1)
+                waited += 0.1
+                if round(waited, 1) % 5 == 0:
+                    await progress(waited, None, "waiting for the concurrent commit of this intent")
+        raise IntentRefused(f"intent {identifier[:12]} is still executing in another call; try again later")
+
+
+def answer(intent: JSONObject, replayed: bool = False) -> JSONObject:
+    result = {"intent_id": intent["id"], "state": intent["state"], "outcome": intent["outcome"]}
+    if replayed:
+        result["replayed"] = True
+    return result
+
+
+async def _no_progress(progress: float, total: float | None, message: str | None) -> None:
+    return None

@@ -1,0 +1,161 @@
+"""Intents: irreversible side effects proposed, approved against a passed verification, executed once.
+
+States: proposed -> approved -> executing -> committed | failed | compensated. The move to executing is
+one transaction that only one caller can win (the write-ahead record of the side effect); a replay or a
+concurrent duplicate gets the recorded outcome instead of a second run.
+
+    intents = Intents(db, ledger)
+    intent = intents.propose("T1", "merge", {}, by=principal)      # the same proposal, the same id
+    intents.approve(intent["id"], by=verifier, task=task)
+    won = intents.begin(intent["id"], by=committer)                 # True for exactly one caller
+    intents.finish(intent["id"], "committed", {"merge_commit": sha})
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from typing import Any, Literal
+
+from gateway.errors import Denied, InvalidRequest
+from gateway.ledger.chain import Ledger, canonical_json, utc_now
+from gateway.ledger.store import Database
+from gateway.types import JSONObject, Principal
+
+Action = Literal["merge", "tag", "push", "upstream"]
+ACTIONS: tuple[str, ...] = ("merge", "tag", "push", "upstream")
+SETTLED = ("committed", "failed", "compensated")
+
+
+class IntentRefused(Denied):
+    code = "intent_refused"
+
+
+def intent_id(task_id: str, action: str, arguments: JSONObject) -> str:
+    """sha256 of the canonical JSON of (task id, action, arguments): the same proposal, the same id."""
+    return hashlib.sha256(canonical_json([task_id, action, arguments]).encode()).hexdigest()
+
+
+class Intents:
+    def __init__(self, db: Database, ledger: Ledger) -> None:
+        self.db = db
+        self.ledger = ledger
+
+    def get(self, identifier: str) -> JSONObject:
+        found = self.find(identifier)
+        if found is None:
+            raise IntentRefused(f"no intent {identifier!r}")
+        return found
+
+    def find(self, identifier: str) -> JSONObject | None:
+        rows = self.db.query("SELECT * FROM intents WHERE id = ?", (identifier,))
+        return _intent(rows[0]) if rows else None
+
+    def by_state(self, state: str) -> list[JSONObject]:
+        return [_intent(r) for r in self.db.query("SELECT * FROM intents WHERE state = ? ORDER BY created", (state,))]
+
+    def propose(self, task_id: str, action: str, arguments: JSONObject, by: Principal, trace_id: str) -> JSONObject:
+        if action not in ACTIONS:
+            raise InvalidRequest(f"argument 'action': {action!r} is not one of {', '.join(ACTIONS)}")
+        identifier = intent_id(task_id, action, arguments)
+        with self.db.transaction() as tx:
+            existing = tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,)).fetchone()
+            if existing is not None:
+                return _intent(existing)
+            now = utc_now()
+            tx.execute(
+                "INSERT INTO intents (id, task_id, action, arguments, state, proposed_by, trace_id, created, updated) "
+                "VALUES (?, ?, ?, ?, 'proposed', ?, ?, ?, ?)",
+                (identifier, task_id, action, canonical_json(arguments), by.agent, trace_id, now, now),
+            )
+            self._event(tx, identifier, "propose", by, task_id=task_id, action=action)
+            return _intent(tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,)).fetchone())
+
+    def approve(self, identifier: str, by: Principal, task: JSONObject) -> JSONObject:
+        verification = task.get("verification") or {}
+        with self.db.transaction() as tx:
+            intent = self._locked(tx, identifier)
+            if intent["state"] != "proposed":
+                if intent["state"] == "approved":
+                    return intent
+                raise IntentRefused(
+                    f"intent {identifier[:12]} is {intent['state']}; only a proposed intent is approved"
+                )
+            if task["state"] == "quarantined":
+                raise IntentRefused(f"task {task['id']!r} is quarantined after a scope violation; it is never merged")
+            if not verification.get("passed"):
+                raise IntentRefused(f"task {task['id']!r} has no passing verification; run verify_run first")
+            if task["state"] not in ("verified", "committed"):
+                raise IntentRefused(f"task {task['id']!r} is {task['state']}; its last verification is stale")
+            self._set(tx, identifier, state="approved", approved_by=by.agent)
+            self._event(tx, identifier, "approve", by, verified_commit=verification.get("commit"))
+            return _intent(tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,)).fetchone())
+
+    def begin(self, identifier: str, by: Principal) -> bool:
+        """approved -> executing, committed before the side effect runs. False: someone else has it, or it
+        is settled (the caller answers the recorded outcome)."""
+        with self.db.transaction() as tx:
+            intent = self._locked(tx, identifier)
+            if intent["state"] in ("executing", *SETTLED):
+                return False
+            if intent["state"] != "approved":
+                raise IntentRefused(f"intent {identifier[:12]} is {intent['state']}; a verifier must approve it first")
+            self._set(tx, identifier, state="executing", committed_by=by.agent)
+            self._event(tx, identifier, "execute", by, action=intent["action"])
+            return True
+
+    def finish(
+        self, identifier: str, state: str, outcome: JSONObject, after: Any = None, by: Principal | None = None
+    ) -> JSONObject:
+        """executing -> committed | failed | compensated, with ``after(tx)`` in the same transaction."""
+        with self.db.transaction() as tx:
+            intent = self._locked(tx, identifier)
+            if intent["state"] != "executing":
+                return intent
+            self._set(tx, identifier, state=state, outcome=json.dumps(outcome, default=str))
+            self._event(tx, identifier, state, by, outcome=outcome)
+            if after is not None:
+                after(tx)
+            return _intent(tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,)).fetchone())
+
+    def requeue(self, identifier: str) -> None:
+        """executing -> approved, when reconciliation shows the effect never happened."""
+        with self.db.transaction() as tx:
+            if self._locked(tx, identifier)["state"] == "executing":
+                self._set(tx, identifier, state="approved")
+                self._event(tx, identifier, "requeue", None, why="the effect had not happened when the gateway stopped")
+
+    def _locked(self, tx: sqlite3.Connection, identifier: str) -> JSONObject:
+        row = tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,)).fetchone()
+        if row is None:
+            raise IntentRefused(f"no intent {identifier!r}")
+        return _intent(row)
+
+    def _set(self, tx: sqlite3.Connection, identifier: str, **columns: Any) -> None:
+        assignments = ", ".join(f"{name} = ?" for name in columns)
+        tx.execute(
+            f"UPDATE intents SET {assignments}, updated = ? WHERE id = ?", (*columns.values(), utc_now(), identifier)
+        )
+
+    def _event(self, tx: sqlite3.Connection, identifier: str, step: str, by: Principal | None, **detail: Any) -> None:
+        trace = tx.execute("SELECT trace_id FROM intents WHERE id = ?", (identifier,)).fetchone()
+        self.ledger.append_in(
+            tx,
+            {
+                "kind": "intent",
+                "trace_id": trace["trace_id"] if trace else None,
+                "principal": by.model_dump() if by else None,
+                "tool": f"intent.{step}",
+                "outcome": "error" if step == "failed" else "ok",
+                "intent_id": identifier,
+                "detail": {"step": step, **detail},
+            },
+        )
+
+
+def _intent(row: sqlite3.Row) -> JSONObject:
+    intent = dict(row)
+    intent["arguments"] = json.loads(intent["arguments"])
+    intent["outcome"] = json.loads(intent["outcome"]) if intent["outcome"] else None
+    return intent

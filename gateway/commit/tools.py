@@ -1,0 +1,76 @@
+"""The commit-protocol tools of ARCHITECTURE.md section 5: intent_propose, intent_approve, intent_commit.
+
+specs = intent_tools(intents, committer, board, catalog)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as mt
+from pydantic import Field
+
+from gateway.commit.executor import Committer, check_arguments
+from gateway.commit.intents import Intents
+from gateway.tasks.board import TaskBoard
+from gateway.tasks.models import TaskId
+from gateway.tools.base import Arguments, builtin, json_result
+from gateway.tools.catalog import Catalog
+from gateway.types import ToolInvocation, ToolSpec
+
+
+class ProposeArgs(Arguments):
+    task_id: TaskId
+    action: str = Field(description="merge | tag | push | upstream")
+    arguments: dict[str, Any] = Field(
+        default_factory=dict,
+        description="merge: {}; tag: {name, ref?}; push: {remote, ref}; upstream: {tool, arguments}",
+    )
+
+
+class IntentArgs(Arguments):
+    intent_id: str = Field(pattern=r"^[0-9a-f]{64}$", description="The id intent_propose answered")
+
+
+def intent_tools(intents: Intents, committer: Committer, board: TaskBoard, catalog: Catalog) -> list[ToolSpec]:
+    async def intent_propose(args: ProposeArgs, inv: ToolInvocation) -> mt.CallToolResult:
+        board.get(args.task_id)
+        check_arguments(args.action, args.arguments, catalog)
+        intent = intents.propose(args.task_id, args.action, args.arguments, inv.principal, inv.trace_id)
+        return json_result({"intent_id": intent["id"], "state": intent["state"]})
+
+    async def intent_approve(args: IntentArgs, inv: ToolInvocation) -> mt.CallToolResult:
+        intent = intents.get(args.intent_id)
+        approved = intents.approve(args.intent_id, inv.principal, board.get(intent["task_id"]))
+        return json_result({"intent_id": approved["id"], "state": approved["state"]})
+
+    async def intent_commit(args: IntentArgs, inv: ToolInvocation) -> mt.CallToolResult:
+        outcome = await committer.commit(args.intent_id, inv.principal, inv.progress)
+        return json_result(outcome, is_error=outcome["state"] != "committed")
+
+    def tool(name: str, description: str, model: type[Any], fn: Any) -> ToolSpec:
+        return builtin(name, description, model, fn, provider="gateway")
+
+    return [
+        tool(
+            "intent_propose",
+            "Propose an irreversible action for a task (merge, tag, push, or a commit-class upstream tool). "
+            "Answers a deterministic intent id: proposing the same thing twice gives the same intent.",
+            ProposeArgs,
+            intent_propose,
+        ),
+        tool(
+            "intent_approve",
+            "Approve a proposed intent (verifier): only when the task's latest verification passed and the task "
+            "is not quarantined.",
+            IntentArgs,
+            intent_approve,
+        ),
+        tool(
+            "intent_commit",
+            "Execute an approved intent exactly once (committer). A replay or a concurrent duplicate answers the "
+            "recorded outcome and changes nothing.",
+            IntentArgs,
+            intent_commit,
+        ),
+    ]

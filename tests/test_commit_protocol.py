@@ -1,0 +1,258 @@
+"""The commit protocol: intents executed exactly once, across replays, concurrency and a SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from conftest import (
+    BIN,
+    add_role,
+    free_port,
+    http_client,
+    http_gateway,
+    inproc_client,
+    ledger_rows,
+    reconfigure,
+    text_of,
+    token,
+)
+
+from gateway.repo import Repo
+from gateway.runtime import Gateway
+
+pytestmark = pytest.mark.anyio
+
+
+def merges(repo: Path) -> list[str]:
+    return Repo(repo).run("log", "--merges", "--format=%H %s", "main").splitlines()
+
+
+async def verified_task(config: Any, verification: list[str] | None = None) -> Gateway:
+    """Planner submits T1, a worker makes answer() return 42 and reports, the verifier passes it."""
+    gateway = Gateway(config)
+    checks = verification or ["grep -q 'return 42' src/app.py"]
+    manifest = {"task_id": "T1", "objective": "answer 42", "allowed_paths": ["src/**"], "verification": checks}
+    async with inproc_client(gateway, token(config, "planner", agent="planner")) as client:
+        assert not (await client.call_tool("task_submit", {"manifest": manifest})).is_error
+    async with inproc_client(gateway, token(config, "worker", agent="worker")) as client:
+        await client.call_tool("task_claim", {"task_id": "T1"})
+        await client.call_tool("fs_edit", {"path": "src/app.py", "old_string": "41", "new_string": "42"})
+        record = {"task_id": "T1", "status": "done", "files_changed": ["src/app.py"]}
+        assert not (await client.call_tool("task_report", {"record": record})).is_error
+    async with inproc_client(gateway, token(config, "verifier", agent="verifier")) as client:
+        assert (await client.call_tool("verify_run", {"task_id": "T1"})).structured_content["passed"]
+    return gateway
+
+
+async def approved_merge(config: Any, **kwargs: Any) -> tuple[Gateway, str]:
+    gateway = await verified_task(config, **kwargs)
+    async with inproc_client(gateway, token(config, "planner", agent="planner")) as client:
+        proposed = await client.call_tool("intent_propose", {"task_id": "T1", "action": "merge", "arguments": {}})
+        again = await client.call_tool("intent_propose", {"task_id": "T1", "action": "merge", "arguments": {}})
+    intent_id = proposed.structured_content["intent_id"]
+    assert again.structured_content["intent_id"] == intent_id and len(intent_id) == 64
+    async with inproc_client(gateway, token(config, "verifier", agent="verifier")) as client:
+        approved = await client.call_tool("intent_approve", {"intent_id": intent_id})
+    assert approved.structured_content["state"] == "approved", text_of(approved)
+    return gateway, intent_id
+
+
+async def test_commit_twice_in_a_row_gives_one_merge(config: Any, repo: Path) -> None:
+    gateway, intent_id = await approved_merge(config)
+    async with inproc_client(gateway, token(config, "committer", agent="committer")) as client:
+        first = await client.call_tool("intent_commit", {"intent_id": intent_id})
+        second = await client.call_tool("intent_commit", {"intent_id": intent_id})
+    assert first.structured_content["state"] == "committed", text_of(first)
+    assert second.structured_content == {**first.structured_content, "replayed": True}
+    assert len(merges(repo)) == 1
+    merge = first.structured_content["outcome"]["merge_commit"]
+    assert f"Gateway-Intent: {intent_id}" in Repo(repo).run("log", "-1", "--format=%B", merge)
+    assert "return 42" in (repo / "src" / "app.py").read_text()
+    assert gateway.board.get("T1")["state"] == "committed"
+    steps = [r.detail["step"] for r in ledger_rows(gateway, kind="intent")]
+    assert steps == ["propose", "approve", "execute", "committed"]
+
+
+async def test_twenty_concurrent_commits_give_one_merge(config: Any, repo: Path) -> None:
+    _, intent_id = await approved_merge(config)
+    bearers = [token(config, "committer", agent=f"committer-{i}") for i in range(20)]
+    outcomes: list[dict[str, Any]] = []
+    with http_gateway(config.source) as url:
+
+        async def commit(bearer: str) -> None:
+            async with http_client(url, bearer) as client:
+                outcomes.append((await client.call_tool("intent_commit", {"intent_id": intent_id})).structured_content)
+
+        async with anyio.create_task_group() as tg:
+            for bearer in bearers:
+                tg.start_soon(commit, bearer)
+    assert len(outcomes) == 20 and all(o["state"] == "committed" for o in outcomes)
+    assert len({o["outcome"]["merge_commit"] for o in outcomes}) == 1
+    assert sum(1 for o in outcomes if not o.get("replayed")) == 1
+    assert len(merges(repo)) == 1
+
+
+async def test_gateway_killed_mid_commit_reconciles_to_one_merge(config: Any, repo: Path) -> None:
+    """SIGKILL while the post-merge verification runs (after the merge commit, before "committed")."""
+    marker = repo / "verification-started"  # the post-merge run happens in the workspace itself
+    check = "grep -q 'return 42' src/app.py && touch verification-started && sleep 5"
+    _, intent_id = await approved_merge(config, verification=[check])
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gateway", "--config", str(config.source), "serve", "--http", f"127.0.0.1:{port}"],
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}"),
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        with anyio.fail_after(30):
+            while True:
+                try:
+                    await anyio.connect_tcp("127.0.0.1", port)
+                    break
+                except OSError:
+                    await anyio.sleep(0.1)
+
+        async def commit() -> None:
+            async with http_client(url, token(config, "committer")) as client:
+                await client.call_tool("intent_commit", {"intent_id": intent_id})
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(commit)
+            with anyio.fail_after(30):
+                while not marker.exists():
+                    await anyio.sleep(0.05)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
+            tg.cancel_scope.cancel()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    killed = Gateway(config)
+    assert killed.intents.get(intent_id)["state"] == "executing"
+    assert len(merges(repo)) == 1
+    with http_gateway(config.source) as restarted:  # a fresh gateway reconciles on start
+        async with http_client(restarted, token(config, "committer")) as client:
+            replay = (await client.call_tool("intent_commit", {"intent_id": intent_id})).structured_content
+    assert replay["state"] == "committed" and replay["outcome"]["reconciled"]
+    assert len(merges(repo)) == 1
+    assert Gateway(config).board.get("T1")["state"] == "committed"
+    assert Gateway(config).ledger.verify().ok
+
+
+async def test_failing_post_merge_verification_reverts_and_compensates(config: Any, repo: Path) -> None:
+    gateway, intent_id = await approved_merge(config, verification=["grep -q 'return 42' src/app.py", "test ! -f STOP"])
+    (repo / "STOP").write_text("main moved on after the task was verified\n")
+    Repo(repo).run("add", "STOP")
+    Repo(repo).run("commit", "-q", "-m", "main moves on")
+    async with inproc_client(gateway, token(config, "committer")) as client:
+        result = await client.call_tool("intent_commit", {"intent_id": intent_id})
+    outcome = result.structured_content
+    assert result.is_error and outcome["state"] == "compensated"
+    assert outcome["outcome"]["failed_command"] == "test ! -f STOP"
+    revert = outcome["outcome"]["revert_commit"]
+    assert f"Gateway-Compensates: {intent_id}" in Repo(repo).run("log", "-1", "--format=%B", revert)
+    assert "return 41" in (repo / "src" / "app.py").read_text(), "the merge must be undone"
+    assert [r.detail["step"] for r in ledger_rows(gateway, kind="intent")][-1] == "compensated"
+
+
+async def test_protocol_refusals(config: Any, repo: Path) -> None:
+    gateway = await verified_task(config)
+    planner, verifier = token(config, "planner"), token(config, "verifier")
+    worker, committer = token(config, "worker", agent="worker"), token(config, "committer")
+    async with inproc_client(gateway, planner) as client:
+        proposed = await client.call_tool("intent_propose", {"task_id": "T1", "action": "merge", "arguments": {}})
+        bad_action = await client.call_tool("intent_propose", {"task_id": "T1", "action": "deploy", "arguments": {}})
+        bad_tag = await client.call_tool(
+            "intent_propose", {"task_id": "T1", "action": "tag", "arguments": {"name": "--force"}}
+        )
+        planner_approves = await client.call_tool(
+            "intent_approve", {"intent_id": proposed.structured_content["intent_id"]}
+        )
+    intent_id = proposed.structured_content["intent_id"]
+    assert bad_action.is_error and "'action'" in text_of(bad_action)
+    assert bad_tag.is_error and "name" in text_of(bad_tag)
+    assert planner_approves.is_error and planner_approves.structured_content["error"]["code"] == "unknown_tool"
+    async with inproc_client(gateway, committer) as client:
+        unapproved = await client.call_tool("intent_commit", {"intent_id": intent_id})
+        unknown = await client.call_tool("intent_commit", {"intent_id": "0" * 64})
+    assert unapproved.is_error and "commit.not_approved" in unapproved.structured_content["decision"]["rules"]
+    assert unknown.is_error and "missing" in text_of(unknown)
+    async with inproc_client(gateway, verifier) as client:
+        await client.call_tool("intent_approve", {"intent_id": intent_id})
+    async with inproc_client(gateway, worker) as client:
+        not_committer = await client.call_tool("intent_commit", {"intent_id": intent_id})
+    assert not_committer.is_error and not_committer.structured_content["error"]["code"] == "unknown_tool"
+    assert merges(repo) == []
+    denied = [r for r in ledger_rows(gateway) if r.tool.startswith("intent_") and r.outcome in ("denied", "invalid")]
+    assert len(denied) >= 6
+
+
+async def test_quarantined_task_cannot_be_approved(config: Any) -> None:
+    gateway = Gateway(config)
+    manifest = {"task_id": "T1", "objective": "x", "allowed_paths": ["src/**"], "verification": ["true"]}
+    async with inproc_client(gateway, token(config, "planner")) as client:
+        await client.call_tool("task_submit", {"manifest": manifest})
+        proposed = await client.call_tool("intent_propose", {"task_id": "T1", "action": "merge", "arguments": {}})
+    async with inproc_client(gateway, token(config, "worker", agent="w")) as client:
+        await client.call_tool("task_claim", {"task_id": "T1"})
+        await client.call_tool(
+            "shell_run", {"command": "python3 -c \"import os; os.mkdir('docs'); open('docs/x','w').write('x')\""}
+        )
+        await client.call_tool("task_report", {"record": {"task_id": "T1", "status": "done"}})
+    async with inproc_client(gateway, token(config, "verifier")) as client:
+        refused = await client.call_tool("intent_approve", {"intent_id": proposed.structured_content["intent_id"]})
+    assert refused.is_error and "quarantined" in text_of(refused)
+
+
+async def test_commit_class_upstream_tool_runs_only_through_intent_commit(config: Any, repo: Path) -> None:
+    echo = str(Path(__file__).parent / "servers" / "echo_server.py")
+    add_role(config, "operator", ["*"], max_tier=2, commit=True)
+    config = reconfigure(
+        config, upstreams={"deploy": {"command": sys.executable, "args": [echo], "commit_class": ["echo"]}}
+    )
+    gateway = await verified_task(config)
+    async with inproc_client(gateway, token(config, "operator")) as client:
+        direct = await client.call_tool("deploy__echo", {"text": "ship it"})
+        proposed = await client.call_tool(
+            "intent_propose",
+            {
+                "task_id": "T1",
+                "action": "upstream",
+                "arguments": {"tool": "deploy__echo", "arguments": {"text": "ship"}},
+            },
+        )
+    assert direct.is_error and direct.structured_content["decision"]["rules"] == ["commit.direct_call"]
+    intent_id = proposed.structured_content["intent_id"]
+    async with inproc_client(gateway, token(config, "verifier")) as client:
+        await client.call_tool("intent_approve", {"intent_id": intent_id})
+    async with inproc_client(gateway, token(config, "committer")) as client:
+        first = await client.call_tool("intent_commit", {"intent_id": intent_id})
+        again = await client.call_tool("intent_commit", {"intent_id": intent_id})
+    assert first.structured_content["outcome"]["result"] == "ship"
+    assert again.structured_content["replayed"]
+
+
+def test_ledger_verify_names_the_edited_row(config: Any) -> None:
+    gateway = Gateway(config)
+    for outcome in ["ok", "denied", "ok"]:
+        gateway.ledger.append({"outcome": outcome})
+    cli = [sys.executable, "-m", "gateway", "--config", str(config.source), "ledger", "verify"]
+    assert subprocess.run(cli, capture_output=True, timeout=30).returncode == 0
+    body = json.loads(gateway.db.query("SELECT body FROM ledger WHERE seq = 2")[0]["body"])
+    body["outcome"] = "ok"
+    with gateway.db.transaction() as tx:
+        tx.execute(
+            "UPDATE ledger SET body = ? WHERE seq = 2", (json.dumps(body, sort_keys=True, separators=(",", ":")),)
+        )
+    broken = subprocess.run(cli, capture_output=True, text=True, timeout=30)
+    assert broken.returncode == 1
+    assert json.loads(broken.stdout)["first_bad"] == 2 and "seq 2" in broken.stderr
