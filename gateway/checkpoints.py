@@ -17,6 +17,7 @@ import os
 import secrets
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from gateway.errors import ConfigError, ToolFailed
@@ -34,13 +35,14 @@ class Checkpoints:
         self.db = db
         self.directory = directory
 
-    def take(self, root: Path, call_id: str, paths: list[str]) -> JSONObject:
+    def take(self, root: Path, call_id: str, paths: list[str], exclude: Sequence[str] = ()) -> JSONObject:
+        """``exclude``: workspace-relative paths left out (the gateway's own config), never rolled back."""
         checkpoint_id = "cp-" + secrets.token_hex(6)
         repo = Repo(root)
         if repo.is_repo():
-            commit = snapshot(repo, f"gateway checkpoint {checkpoint_id} before call {call_id}")
+            commit = snapshot(repo, f"gateway checkpoint {checkpoint_id} before call {call_id}", list(exclude))
             repo.run("update-ref", REF_PREFIX + checkpoint_id, commit)
-            detail: JSONObject = {"commit": commit}
+            detail: JSONObject = {"commit": commit, "exclude": list(exclude)}
             kind, ref = "git", REF_PREFIX + checkpoint_id
         else:
             detail = {"files": self._copy(root, checkpoint_id, paths)}
@@ -66,7 +68,7 @@ class Checkpoints:
         cp = self.get(checkpoint_id)
         root = Path(cp["workspace"])
         if cp["kind"] == "git":
-            return restore(Repo(root), cp["detail"]["commit"])
+            return restore(Repo(root), cp["detail"]["commit"], cp["detail"].get("exclude", []))
         restored, removed = [], []
         for rel, saved in cp["detail"]["files"].items():
             target = root / rel
@@ -114,7 +116,7 @@ class Checkpoints:
         return saved
 
 
-def snapshot(repo: Repo, message: str) -> str:
+def snapshot(repo: Repo, message: str, exclude: list[str]) -> str:
     """A commit of the working tree as it is now, through a throwaway index."""
     with tempfile.TemporaryDirectory() as tmp:
         index = os.path.join(tmp, "index")
@@ -122,15 +124,17 @@ def snapshot(repo: Repo, message: str) -> str:
         head = repo.run("rev-parse", "--verify", "-q", "HEAD", check=False).strip()
         if head:
             repo.run("read-tree", head, env=env)
-        repo.run("add", "-A", "--", ".", env=env)
+        if exclude:
+            repo.run("rm", "-q", "--cached", "--ignore-unmatch", "--", *exclude, env=env)
+        repo.run("add", "-A", "--", ".", *[f":(exclude,literal){p}" for p in exclude], env=env)
         tree = repo.run("write-tree", env=env).strip()
     parents = ["-p", head] if head else []
     return repo.run("commit-tree", tree, *parents, "-m", message).strip()
 
 
-def restore(repo: Repo, commit: str) -> JSONObject:
+def restore(repo: Repo, commit: str, exclude: list[str]) -> JSONObject:
     """Make the working tree match ``commit`` (tracked and untracked files), leaving HEAD alone."""
-    now = set(_worktree_files(repo))
+    now = set(_worktree_files(repo)) - set(exclude)
     then = set(repo.run("ls-tree", "-r", "-z", "--name-only", commit).split("\0")) - {""}
     with tempfile.TemporaryDirectory() as tmp:
         env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}

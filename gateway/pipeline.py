@@ -343,8 +343,11 @@ class ActOnTier:
                 *call.effects.deletes,
                 *call.effects.recursive_deletes,
             ]
-            root = call.workspace.root
-            call.safeguard = await anyio.to_thread.run_sync(lambda: self.checkpoints.take(root, call.call_id, paths))
+            workspace = call.workspace
+            own = [workspace.display(p) for p in workspace.protected if workspace.contains(p)]
+            call.safeguard = await anyio.to_thread.run_sync(
+                lambda: self.checkpoints.take(workspace.root, call.call_id, paths, exclude=own)
+            )
 
     async def _ask(self, call: Call) -> None:
         assert call.principal is not None and call.decision is not None

@@ -889,7 +889,9 @@ def test_every_simple_command_is_found(ws: Workspace) -> None:
         "case y in *) m;; esac; fn() { n; }; echo $(o) `p` <(q) >(r); s &"
     )
     names = sorted({c.argv[0] for c in run(command, ws).commands if c.argv})
-    assert names == sorted(["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "echo"])
+    assert names == sorted(
+        ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "echo"]
+    )
 
 
 def test_commands_of_a_broken_string_are_still_listed(ws: Workspace) -> None:

@@ -1,0 +1,189 @@
+"""What each tier does: tier 2 leaves a working rollback point; tier 3 waits for a human, through pushed
+elicitation (2025-11-25), InputRequiredResult (2026-07-28), or the pending-approval path."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import mcp_types as mt
+import pytest
+from conftest import add_role, inproc_client, ledger_rows, text_of, token
+
+from gateway.repo import Repo
+from gateway.runtime import Gateway
+
+pytestmark = pytest.mark.anyio
+
+TIER3 = {"command": "cat /etc/hostname"}  # reads outside the workspace: tier 3, and harmless to run
+
+
+@pytest.fixture
+def operator(config: Any) -> str:
+    add_role(config, "operator", ["fs_*", "shell_run", "git_*"], max_tier=2)
+    return token(config, "operator", agent="op")
+
+
+@pytest.fixture
+def headless(config: Any) -> str:
+    add_role(config, "headless", ["fs_*", "shell_run"], max_tier=2, approvals="pending")
+    return token(config, "headless", agent="bot")
+
+
+def cli(config: Any, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gateway", "--config", str(config.source), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def answering(action: str, approve: bool | None = None) -> Any:
+    asked: list[str] = []
+
+    async def callback(context: Any, params: mt.ElicitRequestParams) -> mt.ElicitResult:
+        asked.append(params.message)
+        content = {"approve": approve} if approve is not None else None
+        return mt.ElicitResult(action=action, content=content)
+
+    callback.asked = asked  # type: ignore[attr-defined]
+    return callback
+
+
+# --- tier 2 ---------------------------------------------------------------------------------------
+
+
+async def test_tier_2_takes_a_checkpoint_that_rolls_back(operator: str, config: Any, repo: Path) -> None:
+    gateway = Gateway(config)
+    (repo / "scratch.txt").write_text("untracked before\n")
+    async with inproc_client(gateway, operator) as client:
+        edited = await client.call_tool("fs_edit", {"path": "src/app.py", "old_string": "41", "new_string": "0"})
+        await client.call_tool("fs_write", {"path": "src/new.py", "content": "x = 1\n"})
+    assert not edited.is_error
+    decided = [r for r in ledger_rows(gateway) if r.tool == "fs_edit" and r.outcome == "ok"][-1]
+    assert decided.decision["tier"] == 2
+    checkpoint = decided.detail["safeguard"]["id"]
+    assert Repo(repo).run("rev-parse", f"refs/gateway/checkpoints/{checkpoint}").strip()
+    (repo / "scratch.txt").write_text("changed after\n")
+    (repo / "gateway.yaml").write_text((repo / "gateway.yaml").read_text() + "# edited by the operator\n")
+    assert "return 0" in (repo / "src" / "app.py").read_text()
+    rolled = cli(config, "rollback", checkpoint)
+    assert rolled.returncode == 0, rolled.stderr
+    assert "return 41" in (repo / "src" / "app.py").read_text()
+    assert not (repo / "src" / "new.py").exists(), "files created after the checkpoint are removed"
+    assert (repo / "scratch.txt").read_text() == "untracked before\n", "untracked files are restored too"
+    assert "edited by the operator" in (repo / "gateway.yaml").read_text(), "the gateway's own config is left alone"
+    assert Repo(repo).run("status", "--porcelain").split() == ["??", "gateway.yaml", "??", "scratch.txt"]
+
+
+async def test_tier_1_takes_no_checkpoint(operator: str, config: Any) -> None:
+    gateway = Gateway(config)
+    async with inproc_client(gateway, operator) as client:
+        await client.call_tool("fs_read", {"path": "README.md"})
+    assert "safeguard" not in ledger_rows(gateway)[-1].detail
+
+
+def test_rollback_of_unknown_checkpoint_fails_clearly(config: Any) -> None:
+    result = cli(config, "rollback", "cp-nope")
+    assert result.returncode == 2 and "no checkpoint" in result.stderr
+
+
+# --- tier 3: pending approval ---------------------------------------------------------------------
+
+
+async def test_pending_approval_approved_then_used_once(headless: str, config: Any) -> None:
+    gateway = Gateway(config)
+    async with inproc_client(gateway, headless) as client:
+        first = await client.call_tool("shell_run", TIER3)
+    pending = first.structured_content
+    assert pending["status"] == "approval_pending" and not first.is_error
+    assert "NOT RUN" in text_of(first) and pending["approval_id"] in text_of(first)
+    listed = json.loads(cli(config, "approvals", "list").stdout)
+    assert [a["id"] for a in listed] == [pending["approval_id"]]
+    approved = cli(config, "approvals", "approve", pending["approval_id"], "--by", "alice")
+    assert approved.returncode == 0, approved.stderr
+    async with inproc_client(gateway, headless) as client:
+        ran = await client.call_tool("shell_run", TIER3)
+        other = await client.call_tool("shell_run", {"command": "cat /etc/hosts"})
+        again = await client.call_tool("shell_run", TIER3)
+    assert ran.structured_content["exit_code"] == 0
+    assert other.structured_content["status"] == "approval_pending", "an approval binds to the exact call"
+    assert again.structured_content["status"] == "approval_pending", "an approval is used once"
+    assert json.loads(cli(config, "approvals", "list", "--all").stdout)[-1]["settled_by"] == "alice"
+
+
+async def test_pending_approval_denied(headless: str, config: Any) -> None:
+    gateway = Gateway(config)
+    async with inproc_client(gateway, headless) as client:
+        pending = (await client.call_tool("shell_run", TIER3)).structured_content
+        assert cli(config, "approvals", "deny", pending["approval_id"]).returncode == 0
+        refused = await client.call_tool("shell_run", TIER3)
+    assert refused.is_error and "denied" in text_of(refused)
+    assert ledger_rows(gateway)[-1].outcome == "denied"
+    assert cli(config, "approvals", "approve", pending["approval_id"]).returncode == 2, "settled once only"
+
+
+async def test_pending_approval_is_bound_to_the_agent(headless: str, config: Any) -> None:
+    gateway = Gateway(config)
+    other = token(config, "headless", agent="someone-else")
+    async with inproc_client(gateway, headless) as client:
+        pending = (await client.call_tool("shell_run", TIER3)).structured_content
+    cli(config, "approvals", "approve", pending["approval_id"])
+    async with inproc_client(gateway, other) as client:
+        assert (await client.call_tool("shell_run", TIER3)).structured_content["status"] == "approval_pending"
+
+
+# --- tier 3: elicitation --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])  # pushed elicitation; InputRequiredResult
+async def test_elicitation_approves(operator: str, config: Any, mode: str) -> None:
+    gateway = Gateway(config)
+    callback = answering("accept", approve=True)
+    async with inproc_client(gateway, operator, mode=mode, elicitation_callback=callback) as client:
+        result = await client.call_tool("shell_run", TIER3)
+    assert result.structured_content["exit_code"] == 0, text_of(result)
+    assert len(callback.asked) == 1 and "cat /etc/hostname" in callback.asked[0]
+    assert "reaches outside the workspace" in callback.asked[0]
+    approval = ledger_rows(gateway)[-1].detail["approval"]
+    assert approval["answer"] == "approved" and approval["by"].startswith("elicitation:")
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+@pytest.mark.parametrize(("action", "approve"), [("decline", None), ("accept", False)])
+async def test_elicitation_denies(operator: str, config: Any, mode: str, action: str, approve: bool | None) -> None:
+    gateway = Gateway(config)
+    async with inproc_client(gateway, operator, mode=mode, elicitation_callback=answering(action, approve)) as client:
+        result = await client.call_tool("shell_run", TIER3)
+    assert result.is_error and "declined" in text_of(result)
+    assert ledger_rows(gateway)[-1].outcome == "denied"
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_cancelled_elicitation_falls_back_to_pending(operator: str, config: Any, mode: str) -> None:
+    """Claude Code in -p mode answers every elicitation with cancel: that is not a denial."""
+    gateway = Gateway(config)
+    async with inproc_client(gateway, operator, mode=mode, elicitation_callback=answering("cancel")) as client:
+        result = await client.call_tool("shell_run", TIER3)
+    assert result.structured_content["status"] == "approval_pending"
+
+
+async def test_client_without_elicitation_gets_pending(operator: str, config: Any) -> None:
+    gateway = Gateway(config)
+    async with inproc_client(gateway, operator, mode="legacy") as client:
+        result = await client.call_tool("shell_run", TIER3)
+    assert result.structured_content["status"] == "approval_pending"
+
+
+async def test_forged_request_state_is_refused(operator: str, config: Any) -> None:
+    gateway = Gateway(config)
+    async with inproc_client(gateway, operator) as client:
+        forged = {"approval": mt.ElicitResult(action="accept", content={"approve": True})}
+        result = await client.session.call_tool(
+            "shell_run", TIER3, input_responses=forged, request_state="00.ff", allow_input_required=True
+        )
+    assert result.is_error and "does not belong to this call" in text_of(result)
