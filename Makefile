@@ -26,7 +26,12 @@ serve: $(VENV)/.installed
 	@test -f workspace/gateway.yaml || $(VENV)/bin/gateway init workspace
 	cd workspace && ../$(VENV)/bin/gateway serve --http 127.0.0.1:8787
 
-test: $(VENV)/.installed $(NPM)/.installed
+# The review page's browser test drives Debian's chromium (playwright's own browser download does not
+# work here). Installed only when missing; without root the browser test skips and says why.
+/usr/bin/chromium:
+	if [ "$$(id -u)" = 0 ]; then apt-get install -y -q chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium); fi
+
+test: $(VENV)/.installed $(NPM)/.installed /usr/bin/chromium
 	$(VENV)/bin/ruff check gateway tests bench
 	$(VENV)/bin/ruff format --check gateway tests bench
 	GATEWAY_TEST_NPM=$(NPM)/node_modules $(VENV)/bin/pytest -q
