@@ -240,6 +240,42 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_task(args: argparse.Namespace) -> int:
+    import anyio
+    import yaml
+
+    from gateway.tasks.models import TaskManifest
+    from gateway.tasks.tools import parse_artifact
+
+    gateway = open_gateway(args)
+    if args.task_command == "list":
+        emit({"tasks": gateway.board.list()})
+        return 0
+    if not args.target:
+        raise InvalidRequest(
+            f"task {args.task_command} needs {'a manifest FILE' if args.task_command == 'submit' else 'an ID'}"
+        )
+    if args.task_command == "show":
+        emit(gateway.board.get(args.target))
+        return 0
+    try:
+        raw = yaml.safe_load(Path(args.target).read_text())  # YAML is a superset of JSON: either works
+    except (OSError, yaml.YAMLError) as exc:
+        raise InvalidRequest(f"cannot read the manifest {args.target}: {exc}") from None
+    if not isinstance(raw, dict):
+        raise InvalidRequest(f"the manifest {args.target} must be a mapping of TaskManifest fields")
+    manifest = parse_artifact(TaskManifest, raw, "manifest")
+    by = os.environ.get("USER") or "cli"
+    emit(anyio.run(lambda: gateway.board.submit(manifest, by=by, trace_id=None)))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from gateway.demo import main as demo
+
+    return demo(args.dir)
+
+
 # --- parser ---------------------------------------------------------------------------------------
 
 
@@ -314,6 +350,15 @@ def build_parser() -> argparse.ArgumentParser:
     rollback = commands.add_parser("rollback", help="restore the workspace to a tier-2 checkpoint")
     rollback.add_argument("checkpoint")
     rollback.set_defaults(handler=cmd_rollback)
+
+    demo = commands.add_parser("demo", help="the four-role workflow against a scratch repository, end to end")
+    demo.add_argument("--dir", help="where to make the scratch repository (default: a new temporary directory)")
+    demo.set_defaults(handler=cmd_demo)
+
+    task = commands.add_parser("task", help="tasks: submit FILE, list, show ID")
+    task.add_argument("task_command", choices=["submit", "list", "show"])
+    task.add_argument("target", nargs="?", metavar="FILE|ID")
+    task.set_defaults(handler=cmd_task)
     return parser
 
 

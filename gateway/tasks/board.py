@@ -15,6 +15,7 @@ appends its ledger event, so the state and its record never disagree.
 from __future__ import annotations
 
 import json
+import secrets
 import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -129,7 +130,9 @@ class TaskBoard:
 
     # --- planner ----------------------------------------------------------------------------------
 
-    async def submit(self, manifest: TaskManifest, by: str, trace_id: str) -> JSONObject:
+    async def submit(self, manifest: TaskManifest, by: str, trace_id: str | None) -> JSONObject:
+        """Open a task. It gets a trace of its own, carried from this manifest to its merge commit;
+        ``trace_id`` (the submitter's session trace) is kept in the submit event as the link back."""
         if not self.repo.is_repo():
             raise InvalidRequest("the workspace is not a git repository; tasks need one for their worktrees")
         base_branch = self.repo.run("symbolic-ref", "--short", "-q", "HEAD", check=False).strip()
@@ -151,6 +154,7 @@ class TaskBoard:
                 if not tx.execute("SELECT 1 FROM tasks WHERE id = ?", (dependency,)).fetchone():
                     raise InvalidRequest(f"manifest field 'depends_on': no task {dependency!r}")
             now = utc_now()
+            task_trace = secrets.token_hex(16)
             tx.execute(
                 "INSERT INTO tasks (id, manifest, state, base_branch, base_commit, branch, trace_id, submitted_by, "
                 "created, updated) VALUES (?, ?, 'open', ?, ?, ?, ?, ?, ?, ?)",
@@ -160,14 +164,22 @@ class TaskBoard:
                     base_branch,
                     base_commit,
                     f"task/{manifest.task_id}",
-                    trace_id,
+                    task_trace,
                     by,
                     now,
                     now,
                 ),
             )
-            self._event(tx, manifest.task_id, "submit", by=by, trace_id=trace_id, base=base_commit)
-        return {"task_id": manifest.task_id, "state": "open", "base_branch": base_branch, "trace_id": trace_id}
+            self._event(
+                tx,
+                manifest.task_id,
+                "submit",
+                by=by,
+                submitted_in=trace_id,
+                base=base_commit,
+                manifest=manifest.model_dump(),
+            )
+        return {"task_id": manifest.task_id, "state": "open", "base_branch": base_branch, "trace_id": task_trace}
 
     # --- worker -----------------------------------------------------------------------------------
 

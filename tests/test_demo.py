@@ -1,0 +1,38 @@
+"""`gateway demo` from the installed command: four roles, one task, every step checked by the demo itself."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from gateway.repo import Repo
+
+
+def test_demo_runs_end_to_end_and_prints_the_trace(tmp_path: Path) -> None:
+    scratch = tmp_path / "demo"
+    done = subprocess.run(
+        [sys.executable, "-m", "gateway", "demo", "--dir", str(scratch)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    for step in ("task_submit", "DENIED", "waits for approval", "approved", "passed", "committed: merge", "replay"):
+        assert step in out, f"{step!r} missing from:\n{out}"
+    merges = Repo(scratch).run("log", "--merges", "--format=%H", "main").split()
+    assert len(merges) == 1
+    trace = out.split("from the manifest to the merge commit", 1)[1]
+    assert "fix-add" in trace and merges[0][:12] in trace, trace
+    assert re.search(r"task_submit|submit", trace)
+
+
+def test_demo_refuses_a_directory_that_is_not_empty(tmp_path: Path) -> None:
+    (tmp_path / "keep.txt").write_text("mine")
+    done = subprocess.run(
+        [sys.executable, "-m", "gateway", "demo", "--dir", str(tmp_path)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode != 0 and "not empty" in done.stderr
+    assert (tmp_path / "keep.txt").read_text() == "mine"
