@@ -276,6 +276,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return demo(args.dir)
 
 
+def cmd_hook(args: argparse.Namespace) -> int:
+    from gateway.hook import decide
+
+    # Claude Code reads the answer as JSON on stdout and shows the reason; exit 0 even for "deny".
+    emit(decide(load_config(args), sys.stdin.read(), role=args.role, agent=args.agent))
+    return 0
+
+
 # --- parser ---------------------------------------------------------------------------------------
 
 
@@ -350,6 +358,12 @@ def build_parser() -> argparse.ArgumentParser:
     rollback = commands.add_parser("rollback", help="restore the workspace to a tier-2 checkpoint")
     rollback.add_argument("checkpoint")
     rollback.set_defaults(handler=cmd_rollback)
+
+    hook = commands.add_parser("hook", help="answer an agent's own tool hook with the gateway's policy")
+    hook.add_argument("client", choices=["claude-code"])
+    hook.add_argument("--role", default="worker", help="role to decide as when GATEWAY_TOKEN is not set")
+    hook.add_argument("--agent", default="claude-code")
+    hook.set_defaults(handler=cmd_hook)
 
     demo = commands.add_parser("demo", help="the four-role workflow against a scratch repository, end to end")
     demo.add_argument("--dir", help="where to make the scratch repository (default: a new temporary directory)")

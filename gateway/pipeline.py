@@ -336,18 +336,7 @@ class ActOnTier:
             if call.result is not None:
                 return
         if call.decision.tier >= 2:
-            assert call.effects is not None
-            paths = [
-                *call.effects.writes,
-                *call.effects.creates,
-                *call.effects.deletes,
-                *call.effects.recursive_deletes,
-            ]
-            workspace = call.workspace
-            own = [workspace.display(p) for p in workspace.protected if workspace.contains(p)]
-            call.safeguard = await anyio.to_thread.run_sync(
-                lambda: self.checkpoints.take(workspace.root, call.call_id, paths, exclude=own)
-            )
+            call.safeguard = await take_safeguard(self.checkpoints, call)
 
     async def _ask(self, call: Call) -> None:
         assert call.principal is not None and call.decision is not None
@@ -430,6 +419,15 @@ class ActOnTier:
                 answer = await call.origin.elicit(approval_message(call), APPROVAL_SCHEMA)
             tg.cancel_scope.cancel()
         return answer
+
+
+async def take_safeguard(checkpoints: Checkpoints, call: Call) -> JSONObject:
+    """Tier 2's safeguard: a checkpoint of what the call may change, taken before it runs."""
+    assert call.effects is not None and call.workspace is not None
+    paths = [*call.effects.writes, *call.effects.creates, *call.effects.deletes, *call.effects.recursive_deletes]
+    workspace = call.workspace
+    own = [workspace.display(p) for p in workspace.protected if workspace.contains(p)]
+    return await anyio.to_thread.run_sync(lambda: checkpoints.take(workspace.root, call.call_id, paths, exclude=own))
 
 
 def approval_message(call: Call) -> str:

@@ -121,16 +121,22 @@ class Gateway:
 
     async def check(self, principal: Principal, tool: str, arguments: JSONObject) -> JSONObject:
         """The decision for one call, without running it (``gateway check``)."""
+        call = await self.checked_call(principal, tool, arguments)
+        assert call.decision is not None
+        return {**call.decision.model_dump(), "effects": call.effects.model_dump() if call.effects else None}
+
+    async def checked_call(self, principal: Principal, tool: str, arguments: JSONObject) -> Call:
+        """A call taken through describe and decide only; a refusal on the way becomes a deny decision."""
         call = Call(tool=tool, arguments=arguments, origin=Origin(transport="inprocess", protocol_version="check"))
         call.principal = principal
         try:
             for stage in self.describing:
                 await stage(call)
         except GatewayError as exc:
-            decision = Decision(action="deny", tier=3, reasons=[exc.message], rules=[f"gateway.{exc.code}"])
-            return {**decision.model_dump(), "effects": call.effects.model_dump() if call.effects else None}
-        decision = await self.engine.decide(policy_input(call))
-        return {**decision.model_dump(), "effects": call.effects.model_dump() if call.effects else None}
+            call.decision = Decision(action="deny", tier=3, reasons=[exc.message], rules=[f"gateway.{exc.code}"])
+            return call
+        call.decision = await self.engine.decide(policy_input(call))
+        return call
 
     def situate(self, call: Call) -> None:
         """Where a call happens: a worker's task worktree, the task and intent the policy sees, the trace."""

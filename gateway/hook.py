@@ -1,0 +1,157 @@
+"""``gateway hook claude-code``: Claude Code's PreToolUse hook, answered by the gateway's own policy.
+
+For teams that keep Claude Code's built-in tools (Bash, Read, Write, Edit, ...) instead of routing all work
+through the gateway's MCP tools. Each built-in call is translated to the gateway tool with the same effects
+(Bash -> shell_run, Edit -> fs_edit, ...), described and decided exactly as ``gateway check`` would, recorded
+in the ledger (kind "hook"), and answered in Claude Code's vocabulary, which is also the policy's:
+
+    allow  the policy allows it (tier 1 or 2)
+    ask    tier 3: Claude Code asks the person at the keyboard
+    deny   the policy denies it; the reason is shown to the model
+
+Fail closed: unreadable input, a tool the hook cannot translate, a bad GATEWAY_TOKEN or an engine error is
+never "allow". A tier-2 "allow" takes its checkpoint before answering, so ``gateway rollback`` undoes what
+Claude Code then does.
+
+    echo '{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"cwd":"/repo"}' \\
+        | gateway --config /repo/gateway.yaml hook claude-code --role worker
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from gateway.config import GatewayConfig
+from gateway.errors import GatewayError, InvalidRequest
+from gateway.types import JSONObject, Principal
+
+# Claude Code's vocabulary is the policy's own.
+ANSWERS = {"allow": "allow", "ask": "ask", "deny": "deny"}
+
+
+class Untranslatable(InvalidRequest):
+    """A tool the hook cannot describe (WebFetch, another MCP server's tool): tier 3, so a person decides."""
+
+    code = "hook_untranslatable"
+
+
+def workspace_path(value: Any, workspace: Path, cwd: Path, what: str) -> str:
+    """A Claude Code path (absolute, or relative to its cwd) as the gateway's tools take it.
+
+    Inside the workspace it becomes relative; outside it stays absolute, and the gateway refuses it.
+    """
+    if not isinstance(value, str) or not value:
+        raise InvalidRequest(f"{what} is missing or not a string")
+    resolved = Path(value) if os.path.isabs(value) else cwd / value
+    try:
+        return str(resolved.relative_to(workspace)) or "."
+    except ValueError:
+        return str(resolved)
+
+
+def translate(tool_name: str, tool_input: JSONObject, workspace: Path, cwd: Path) -> tuple[str, JSONObject]:
+    """The gateway tool and arguments with the same effects as a Claude Code built-in call."""
+
+    def path(key: str, default: str | None = None) -> str:
+        return workspace_path(tool_input.get(key, default), workspace, cwd, f"{tool_name}: {key!r}")
+
+    if tool_name == "Bash":
+        command = tool_input.get("command")
+        if not isinstance(command, str):
+            raise InvalidRequest("Bash: 'command' is missing or not a string")
+        arguments: JSONObject = {"command": command}
+        if cwd != workspace:
+            arguments["cwd"] = workspace_path(str(cwd), workspace, workspace, "Bash: cwd")
+        return "shell_run", arguments
+    if tool_name == "Read":
+        return "fs_read", {"path": path("file_path")}
+    if tool_name == "Edit" and tool_input.get("old_string"):
+        edit = {"old_string": str(tool_input["old_string"]), "new_string": str(tool_input.get("new_string", ""))}
+        return "fs_edit", {"path": path("file_path"), **edit}
+    if tool_name in ("Write", "Edit", "MultiEdit"):
+        # MultiEdit, and an Edit that creates a file, have the effects of a write of the whole file
+        return "fs_write", {"path": path("file_path"), "content": str(tool_input.get("content", ""))}
+    if tool_name == "NotebookEdit":
+        return "fs_write", {"path": path("notebook_path"), "content": ""}
+    if tool_name == "Glob":
+        return "fs_list", {"path": path("path", str(cwd))}
+    if tool_name == "Grep":
+        pattern = tool_input.get("pattern")
+        pattern = pattern if isinstance(pattern, str) and pattern else "."
+        return "fs_search", {"pattern": pattern, "path": path("path", str(cwd))}
+    raise Untranslatable(f"the gateway cannot analyse Claude Code's {tool_name!r} tool: a person decides (tier 3)")
+
+
+def answer(decision: str, reason: str) -> JSONObject:
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": decision,
+            "permissionDecisionReason": reason,
+        }
+    }
+
+
+def principal_for(gateway: Any, role: str, agent: str) -> Principal:
+    """The token in GATEWAY_TOKEN when there is one (verified: a bad one is refused), else the --role given."""
+    token = os.environ.get("GATEWAY_TOKEN")
+    if token:
+        return gateway.tokens.verify(token)  # type: ignore[no-any-return]
+    return Principal(agent=agent, role=role)
+
+
+async def safeguarded(gateway: Any, principal: Principal, tool: str, arguments: JSONObject) -> JSONObject:
+    """The policy's decision; a tier-2 "allow" takes its checkpoint now, before Claude Code runs the tool."""
+    from gateway.pipeline import take_safeguard
+
+    call = await gateway.checked_call(principal, tool, arguments)
+    checked: JSONObject = {**call.decision.model_dump(), "effects": call.effects.model_dump() if call.effects else None}
+    if call.decision.action == "allow" and call.decision.tier >= 2:
+        checked["checkpoint"] = (await take_safeguard(gateway.checkpoints, call))["id"]
+    return checked
+
+
+def decide(config: GatewayConfig, raw: str, role: str, agent: str) -> JSONObject:
+    """Answer one PreToolUse hook input (the JSON Claude Code writes to the hook's stdin)."""
+    from gateway.runtime import Gateway
+
+    gateway = Gateway(config)
+    tool_name = "?"
+    principal: Principal | None = None
+    try:
+        event = json.loads(raw)
+        if not isinstance(event, dict) or not isinstance(event.get("tool_input"), dict):
+            raise InvalidRequest("hook input is not a PreToolUse event with a tool_input object")
+        tool_name = str(event.get("tool_name"))
+        cwd = Path(event["cwd"]) if isinstance(event.get("cwd"), str) else config.workspace
+        principal = principal_for(gateway, role, agent)
+        tool, arguments = translate(tool_name, event["tool_input"], config.workspace, cwd)
+        checked = anyio.run(safeguarded, gateway, principal, tool, arguments)
+    except (GatewayError, ValueError) as exc:
+        message = exc.message if isinstance(exc, GatewayError) else f"hook input is not JSON: {exc}"
+        # Cannot be analysed: a tool we cannot describe is asked about; bad input or credentials are denied.
+        action = "ask" if isinstance(exc, Untranslatable) else "deny"
+        rule = f"gateway.{exc.code}" if isinstance(exc, GatewayError) else "gateway.invalid_request"
+        checked = {"action": action, "tier": 3, "reasons": [message], "rules": [rule], "effects": None}
+        tool = None
+    decision = ANSWERS.get(str(checked.get("action")), "deny")
+    reason = "; ".join(checked.get("reasons") or []) or f"policy: {decision}"
+    rules = ", ".join(checked.get("rules") or [])
+    gateway.ledger.append(
+        {
+            "kind": "hook",
+            "principal": principal.model_dump() if principal else None,
+            "tool": tool or tool_name,
+            "effects": checked.get("effects"),
+            "decision": {k: checked.get(k) for k in ("action", "tier", "reasons", "rules")},
+            "outcome": {"allow": "allowed", "ask": "asked", "deny": "denied"}[decision],
+            "detail": {"client": "claude-code", "claude_tool": tool_name, "checkpoint": checked.get("checkpoint")},
+        }
+    )
+    saved = f" (checkpoint {checked['checkpoint']}: gateway rollback undoes it)" if checked.get("checkpoint") else ""
+    return answer(decision, f"gateway policy (tier {checked.get('tier')}, {rules}): {reason}{saved}")
