@@ -226,6 +226,21 @@ def cmd_approvals(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_trace(args: argparse.Namespace) -> int:
+    from gateway.ledger.store import Database
+    from gateway.traces import Filters, Traces, render_trace, render_trace_list
+
+    traces = Traces(Database.open(load_config(args).store_path))
+    if args.trace_command == "show":
+        trace = traces.get(args.id)
+        emit(trace.as_dict()) if args.json else render_trace(trace)
+        return 0
+    filters = Filters(args.role, args.agent, args.task, args.tier, args.rule, args.outcome, denied=args.denied)
+    found = traces.list(filters, limit=args.limit)
+    emit({"traces": [s.as_dict() for s in found]}) if args.json else render_trace_list(found)
+    return 0
+
+
 def cmd_rollback(args: argparse.Namespace) -> int:
     gateway = open_gateway(args)
     result = gateway.checkpoints.rollback(args.checkpoint)
@@ -354,6 +369,25 @@ def build_parser() -> argparse.ArgumentParser:
     approvals.add_argument("--all", action="store_true", help="list settled and used approvals too")
     approvals.add_argument("--by", help="who settles it (default: $USER)")
     approvals.set_defaults(handler=cmd_approvals)
+
+    trace = commands.add_parser("trace", help="traces from the ledger: list, show ID").add_subparsers(
+        dest="trace_command", required=True
+    )
+    trace_list = trace.add_parser("list", help="one line per trace: refused first, then asked, then the rest")
+    trace_list.add_argument("--denied", action="store_true", help="only traces with a refused call")
+    trace_list.add_argument("--role")
+    trace_list.add_argument("--agent")
+    trace_list.add_argument("--task")
+    trace_list.add_argument("--tier", type=int, choices=[1, 2, 3])
+    trace_list.add_argument("--rule", help="a rule, or a rule prefix such as 'paths'")
+    trace_list.add_argument("--outcome", choices=["ok", "error", "denied", "invalid", "asked", "started"])
+    trace_list.add_argument("--limit", type=int, help="at most this many traces")
+    trace_list.add_argument("--json", action="store_true", help="print the traces as JSON")
+    trace_list.set_defaults(handler=cmd_trace)
+    trace_show = trace.add_parser("show", help="one trace as a tree: calls, decisions, task and intent steps")
+    trace_show.add_argument("id", help="a trace id, a unique prefix of one, or a task id")
+    trace_show.add_argument("--json", action="store_true", help="print the trace as JSON")
+    trace_show.set_defaults(handler=cmd_trace)
 
     rollback = commands.add_parser("rollback", help="restore the workspace to a tier-2 checkpoint")
     rollback.add_argument("checkpoint")

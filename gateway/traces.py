@@ -1,0 +1,822 @@
+"""Traces: the ledger read back as one story per task or session (``gateway trace``, the /ui review pages).
+
+A trace is every ledger row that shares a trace id: a task's trace (ARCHITECTURE.md section 5: from the
+manifest's submission to its merge commit) or a session's trace (calls outside any task). Tool calls come
+first-class (the write-ahead "started" row and the final row joined by call id); task, intent, approval and
+rollback rows become steps, nested under the call that caused them when the ledger shows which one did.
+Approval and rollback rows carry no trace id of their own: they are joined through the call they belong to
+(approval request -> call id; settlement -> approval id; rollback -> the checkpoint a call took).
+
+This module is the one read model: the CLI and the web pages only format what it answers.
+
+    traces = Traces(gateway.db)
+    for summary in traces.list(Filters(denied=True)):        # refused first, then asked, then the rest
+        print(summary.trace_id, summary.denied)
+    trace = traces.get("T1")                                # a trace id, a unique prefix, or a task id
+    render_trace(trace, Console())                          # the rich tree; trace.as_dict() is the JSON form
+
+The ledger keeps only a digest of each call's arguments. Arguments are shown where another record proves
+them: a tier-3 approval request stores them, and the commit-protocol tools' arguments are rebuilt from the
+task and intent records and shown only when they hash to the recorded digest. All arguments pass
+``mask_secrets`` before anyone sees them.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from gateway.errors import GatewayError
+from gateway.ledger.chain import digest
+from gateway.ledger.store import Database
+from gateway.policy.input import mask_secrets
+from gateway.types import JSONObject
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+REFUSED = ("denied", "invalid")  # refused before anything ran: by identity/scope/policy, or as malformed
+PROTOCOL_TOOLS = ("task_", "intent_", "verify_run")  # gateway tools whose work appears as task/intent steps
+MAX_LISTED = 8  # paths or commands shown per effect kind before "+N more"
+
+
+class UnknownTrace(GatewayError):
+    code = "unknown_trace"
+    outcome = "invalid"
+
+
+def clean(value: Any, limit: int | None = None) -> str:
+    """Text fit for a terminal or a page: control and format characters (ESC, bidi overrides, newlines)
+    become visible escapes, so a hostile argument cannot drive the terminal or disguise itself."""
+    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+    out = []
+    for ch in text:
+        if ch.isprintable() or ch == " ":
+            out.append(ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 0x100:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(f"\\u{ord(ch):04x}")
+    result = "".join(out)
+    if limit is not None and len(result) > limit:
+        result = result[: limit - 1] + "…"
+    return result
+
+
+# --- the model ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Filters:
+    """Which calls to show. A trace matches when any of its calls does."""
+
+    role: str | None = None
+    agent: str | None = None
+    task: str | None = None
+    tier: int | None = None
+    rule: str | None = None  # exact, or a prefix ending at a dot: "paths" matches "paths.out_of_scope"
+    outcome: str | None = None
+    denied: bool = False  # only refused calls (outcome denied or invalid)
+
+    def active(self) -> bool:
+        return any(v not in (None, "", False) for v in asdict(self).values())
+
+    def matches(self, call: CallView) -> bool:
+        if self.denied and call.outcome not in REFUSED:
+            return False
+        if self.role and call.role != self.role:
+            return False
+        if self.agent and call.agent != self.agent:
+            return False
+        if self.task and call.task != self.task:
+            return False
+        if self.tier is not None and call.tier != self.tier:
+            return False
+        if self.outcome and call.outcome != self.outcome:
+            return False
+        return not self.rule or any(r == self.rule or r.startswith(self.rule.rstrip(".") + ".") for r in call.rules)
+
+
+@dataclass
+class Step:
+    """A task, intent, approval or rollback row: something that happened to the work, not a tool call."""
+
+    seq: int
+    time: str
+    kind: str
+    name: str  # task.claim, intent.committed, approval.approved, rollback, ...
+    outcome: str
+    principal: JSONObject | None
+    summary: str
+    detail: JSONObject
+    intent_id: str | None = None
+    trace_id: str | None = None
+    links: list[JSONObject] = field(default_factory=list)  # {"trace_id", "why"}: another trace this one touches
+
+    @property
+    def actor(self) -> str | None:
+        if self.principal:
+            return f"{self.principal.get('agent')} ({self.principal.get('role')})"
+        by = self.detail.get("by") or self.detail.get("owner")
+        return str(by) if by else None
+
+    def as_dict(self) -> JSONObject:
+        return {"type": "step", **asdict(self), "actor": self.actor}
+
+
+@dataclass
+class CallView:
+    """One tool call: its write-ahead row and its final row joined, with the decision and what it did."""
+
+    call_id: str
+    trace_id: str | None
+    span_id: str | None
+    seq: int  # the first row's seq; ``final_seq`` is the last row's (None while no final row exists)
+    final_seq: int | None
+    time: str
+    end_time: str
+    principal: JSONObject | None
+    tool: str | None
+    outcome: str  # ok | error | denied | invalid | asked, or started: no final row (in flight, or interrupted)
+    decision: JSONObject | None
+    rules: list[str]
+    reasons: list[str]
+    decided_by: str  # "policy", or "gateway" when the call stopped before the policy was asked
+    error: JSONObject | None
+    effects: JSONObject
+    effects_summary: list[str]
+    arguments_digest: str | None
+    arguments: JSONObject | None = None  # masked; None when no record proves them
+    arguments_source: str | None = None
+    approval: JSONObject | None = None
+    safeguard: JSONObject | None = None
+    intent_id: str | None = None
+    duration_ms: float | None = None
+    task: str | None = None
+    steps: list[Step] = field(default_factory=list)
+    links: list[JSONObject] = field(default_factory=list)
+
+    @property
+    def role(self) -> str | None:
+        return (self.principal or {}).get("role")
+
+    @property
+    def agent(self) -> str | None:
+        return (self.principal or {}).get("agent")
+
+    @property
+    def action(self) -> str | None:
+        return (self.decision or {}).get("action")
+
+    @property
+    def tier(self) -> int | None:
+        return (self.decision or {}).get("tier")
+
+    @property
+    def refused(self) -> bool:
+        return self.outcome in REFUSED
+
+    def as_dict(self) -> JSONObject:
+        data = asdict(self)
+        data["steps"] = [s.as_dict() for s in self.steps]
+        return {
+            "type": "call",
+            **data,
+            "role": self.role,
+            "agent": self.agent,
+            "action": self.action,
+            "tier": self.tier,
+        }
+
+
+@dataclass
+class TraceSummary:
+    trace_id: str
+    kind: str  # "task" or "session"
+    task_id: str | None
+    first: str
+    last: str
+    calls: int
+    denied: int  # refused calls: outcome denied or invalid
+    asked: int  # calls left waiting for a person (their final outcome is "asked")
+    errors: int
+    agents: list[str]
+    roles: list[str]
+    side_effects: list[str]  # merge commits, tags, pushes, reverts, quarantines, rollbacks
+    checkpoints: int
+
+    def as_dict(self) -> JSONObject:
+        return asdict(self)
+
+
+@dataclass
+class Trace:
+    summary: TraceSummary
+    entries: list[CallView | Step]  # top level, in ledger order; steps caused by a call are nested in it
+
+    @property
+    def trace_id(self) -> str:
+        return self.summary.trace_id
+
+    def calls(self) -> list[CallView]:
+        return [e for e in self.entries if isinstance(e, CallView)]
+
+    def as_dict(self) -> JSONObject:
+        return {**self.summary.as_dict(), "entries": [e.as_dict() for e in self.entries]}
+
+
+# --- reading the ledger ---------------------------------------------------------------------------
+
+
+class Traces:
+    """The read model over one store. Each query reads the ledger afresh (one scan, in seq order)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def list(self, filters: Filters | None = None, limit: int | None = None) -> list[TraceSummary]:
+        """Traces with at least one matching call (all traces when no filter is set): refused first, then
+        asked, then the rest; newest first within each group."""
+        index = _Index.load(self.db)
+        filters = filters or Filters()
+        found = [
+            index.summary(trace_id)
+            for trace_id, entries in index.traces.items()
+            if not filters.active() or any(filters.matches(c) for c in _calls(entries))
+        ]
+        found.sort(key=lambda s: s.last, reverse=True)
+        found.sort(key=lambda s: (s.denied == 0, s.asked == 0))
+        return found[:limit] if limit else found
+
+    def get(self, ref: str) -> Trace:
+        index = _Index.load(self.db)
+        trace_id = index.resolve(ref)
+        return Trace(index.summary(trace_id), index.traces[trace_id])
+
+    def calls(self, filters: Filters | None = None) -> list[CallView]:
+        """Matching calls across all traces: refused first, then asked, then the rest; newest first in each."""
+        index = _Index.load(self.db)
+        filters = filters or Filters()
+        found = [c for c in index.calls.values() if filters.matches(c)]
+        found.sort(key=lambda c: c.seq, reverse=True)
+        found.sort(key=lambda c: (not c.refused, c.outcome != "asked"))
+        return found
+
+    def refused_credentials(self, limit: int = 50) -> list[JSONObject]:
+        """Requests refused before any principal existed (kind "auth"): newest first."""
+        rows = self.db.query(
+            "SELECT body FROM ledger WHERE json_extract(body, '$.kind') = 'auth' ORDER BY seq DESC LIMIT ?", (limit,)
+        )
+        return [json.loads(r["body"]) for r in rows]
+
+
+def _calls(entries: list[CallView | Step]) -> list[CallView]:
+    return [e for e in entries if isinstance(e, CallView)]
+
+
+class _Index:
+    def __init__(self) -> None:
+        self.calls: dict[str, CallView] = {}
+        self.traces: dict[str, list[CallView | Step]] = {}
+        self.task_traces: dict[str, str] = {}  # trace id -> task id
+        self.tasks: dict[str, str] = {}  # task id -> trace id
+
+    @classmethod
+    def load(cls, db: Database) -> _Index:
+        index = cls()
+        rows = [json.loads(r["body"]) for r in db.query("SELECT body FROM ledger ORDER BY seq")]
+        for task in db.query("SELECT id, trace_id FROM tasks"):
+            index.task_traces[task["trace_id"]] = task["id"]
+            index.tasks[task["id"]] = task["trace_id"]
+        proofs = _Proofs(db)
+        index._build(rows, proofs)
+        return index
+
+    def _build(self, rows: list[JSONObject], proofs: _Proofs) -> None:
+        grouped: dict[str, list[JSONObject]] = {}
+        for row in rows:
+            if row.get("kind") == "call" and row.get("call_id"):
+                grouped.setdefault(row["call_id"], []).append(row)
+        for call_id, call_rows in grouped.items():
+            view = _call_view(call_id, call_rows)
+            view.task = (view.principal or {}).get("task") or self.task_traces.get(view.trace_id or "")
+            self.calls[call_id] = view
+        approval_trace: dict[str, str] = {}
+        approval_calls: dict[str, list[CallView]] = {}
+        checkpoint_trace: dict[str, str] = {}
+        for view in self.calls.values():
+            if view.approval and view.approval.get("id") and view.trace_id:
+                approval_calls.setdefault(view.approval["id"], []).append(view)
+            if view.safeguard and view.safeguard.get("id") and view.trace_id:
+                checkpoint_trace[view.safeguard["id"]] = view.trace_id
+        for row in rows:  # an approval belongs to the trace of the call that asked for it
+            detail = row.get("detail") or {}
+            if row.get("kind") == "approval" and detail.get("action") == "request":
+                asked = self.calls.get(detail.get("call_id") or "")
+                if asked is not None and asked.trace_id:
+                    approval_trace[detail["approval_id"]] = asked.trace_id
+        for approval_id, users in approval_calls.items():
+            approval_trace.setdefault(approval_id, users[0].trace_id or "")
+        for view in self.calls.values():
+            if view.trace_id:
+                self.traces.setdefault(view.trace_id, []).append(view)
+        protocol: dict[str, list[CallView]] = {}
+        for view in self.calls.values():
+            if view.trace_id and (view.tool or "").startswith(PROTOCOL_TOOLS):
+                protocol.setdefault(view.trace_id, []).append(view)
+        for row in rows:
+            kind = row.get("kind")
+            if kind not in ("task", "intent", "approval", "rollback"):
+                continue
+            detail = row.get("detail") or {}
+            trace_id = row.get("trace_id")
+            if kind == "approval":
+                trace_id = approval_trace.get(detail.get("approval_id") or "")
+            elif kind == "rollback":
+                trace_id = checkpoint_trace.get(detail.get("checkpoint") or "")
+            if not trace_id:
+                continue
+            step = _step(row, trace_id)
+            parent = self._parent(step, protocol.get(trace_id, []), approval_calls)
+            if step.name == "task.submit" and detail.get("submitted_in"):
+                session = detail["submitted_in"]
+                step.links.append({"trace_id": session, "why": "submitted from this trace"})
+                submitter = _covering(step, protocol.get(session, []), "task_submit")
+                if submitter is not None:
+                    submitter.links.append({"trace_id": trace_id, "why": f"opened task {detail.get('task_id')}"})
+            if parent is not None:
+                parent.steps.append(step)
+            else:
+                self.traces.setdefault(trace_id, []).append(step)
+        for entries in self.traces.values():
+            entries.sort(key=lambda e: e.seq)
+        for view in self.calls.values():
+            view.arguments, view.arguments_source = proofs.arguments(view, self)
+
+    def _parent(
+        self, step: Step, protocol: list[CallView], approval_calls: dict[str, list[CallView]]
+    ) -> CallView | None:
+        detail = step.detail
+        if step.kind == "approval":
+            if detail.get("action") == "request":
+                return self.calls.get(detail.get("call_id") or "")
+            for user in approval_calls.get(detail.get("approval_id") or "", []):  # answered in-band
+                if user.seq <= step.seq <= (user.final_seq or step.seq):
+                    return user
+            return None
+        if step.kind in ("task", "intent"):
+            return _covering(step, protocol)
+        return None
+
+    def summary(self, trace_id: str) -> TraceSummary:
+        entries = self.traces[trace_id]
+        calls = _calls(entries)
+        steps = [s for e in entries for s in ([e] if isinstance(e, Step) else e.steps)]
+        times = [e.time for e in entries] + [c.end_time for c in calls] + [s.time for s in steps]
+        task_id = self.task_traces.get(trace_id)
+        return TraceSummary(
+            trace_id=trace_id,
+            kind="task" if task_id else "session",
+            task_id=task_id,
+            first=min(times),
+            last=max(times),
+            calls=len(calls),
+            denied=sum(1 for c in calls if c.refused),
+            asked=sum(1 for c in calls if c.outcome == "asked"),
+            errors=sum(1 for c in calls if c.outcome == "error"),
+            agents=sorted({c.agent for c in calls if c.agent}),
+            roles=sorted({c.role for c in calls if c.role}),
+            side_effects=[effect for s in steps if (effect := _side_effect(s))],
+            checkpoints=sum(1 for c in calls if c.safeguard),
+        )
+
+    def resolve(self, ref: str) -> str:
+        ref = ref.strip()
+        if ref in self.traces:
+            return ref
+        if ref in self.tasks and self.tasks[ref] in self.traces:
+            return self.tasks[ref]
+        if len(ref) >= 4:
+            matches = [t for t in self.traces if t.startswith(ref.lower())]
+            if len(matches) == 1:
+                return matches[0]
+            if len(matches) > 1:
+                raise UnknownTrace(f"trace prefix {clean(ref, 80)!r} is ambiguous: {len(matches)} traces match")
+        raise UnknownTrace(f"no trace {clean(ref, 80)!r}: give a trace id (or a unique prefix) or a task id")
+
+
+def _covering(step: Step, candidates: list[CallView], tool: str | None = None) -> CallView | None:
+    """The protocol call whose rows bracket this step (the step was written while the call ran)."""
+    inside = [
+        c
+        for c in candidates
+        if (tool is None or c.tool == tool) and c.seq < step.seq and (c.final_seq is None or step.seq < c.final_seq)
+    ]
+    if not inside:
+        return None
+    agent = (step.principal or {}).get("agent") or step.detail.get("by") or step.detail.get("owner")
+    same = [c for c in inside if c.agent == agent]
+    return (same or inside)[-1]
+
+
+def _call_view(call_id: str, rows: list[JSONObject]) -> CallView:
+    first = rows[0]
+    finals = [r for r in rows if r.get("outcome") != "started"]
+    last = finals[-1] if finals else rows[-1]
+    detail = last.get("detail") or {}
+    decision = last.get("decision") or first.get("decision")
+    error = detail.get("error")
+    if decision:
+        rules, reasons, decided_by = list(decision.get("rules") or []), list(decision.get("reasons") or []), "policy"
+    else:
+        code = (error or {}).get("code")
+        rules = [f"gateway.{code}"] if code else []
+        reasons = [error["message"]] if error and error.get("message") else []
+        decided_by = "gateway"
+    effects = {k: v for k, v in (last.get("effects") or first.get("effects") or {}).items() if v}
+    return CallView(
+        call_id=call_id,
+        trace_id=last.get("trace_id") or first.get("trace_id"),
+        span_id=last.get("span_id"),
+        seq=first["seq"],
+        final_seq=last["seq"] if finals else None,
+        time=first["time"],
+        end_time=last["time"],
+        principal=last.get("principal") or first.get("principal"),
+        tool=last.get("tool"),
+        outcome=last.get("outcome") if finals else "started",
+        decision=decision,
+        rules=rules,
+        reasons=reasons,
+        decided_by=decided_by,
+        error=error,
+        effects=effects,
+        effects_summary=effects_summary(effects),
+        arguments_digest=last.get("arguments_digest"),
+        approval=detail.get("approval"),
+        safeguard=detail.get("safeguard"),
+        intent_id=last.get("intent_id"),
+        duration_ms=detail.get("duration_ms"),
+    )
+
+
+def _step(row: JSONObject, trace_id: str) -> Step:
+    detail = row.get("detail") or {}
+    kind = row["kind"]
+    if kind == "approval":
+        name = f"approval.{detail.get('action', '?')}"
+    elif kind == "rollback":
+        name = "rollback"
+    else:
+        name = row.get("tool") or kind
+    step = Step(
+        seq=row["seq"],
+        time=row["time"],
+        kind=kind,
+        name=name,
+        outcome=row.get("outcome", "ok"),
+        principal=row.get("principal"),
+        summary="",
+        detail=detail,
+        intent_id=row.get("intent_id"),
+        trace_id=trace_id,
+    )
+    step.summary = step_summary(step)
+    return step
+
+
+# --- arguments: shown only where a record proves them ---------------------------------------------
+
+
+class _Proofs:
+    def __init__(self, db: Database) -> None:
+        self.by_digest: dict[str, JSONObject] = {}
+        for row in db.query("SELECT arguments_digest, request FROM approvals ORDER BY created"):
+            request = json.loads(row["request"] or "{}")
+            if isinstance(request.get("arguments"), dict):
+                self.by_digest.setdefault(row["arguments_digest"], request["arguments"])
+        self.intents = [
+            {"task_id": r["task_id"], "action": r["action"], "arguments": json.loads(r["arguments"])}
+            for r in db.query("SELECT task_id, action, arguments FROM intents")
+        ]
+
+    def arguments(self, call: CallView, index: _Index) -> tuple[JSONObject | None, str | None]:
+        recorded = call.arguments_digest
+        if not recorded:
+            return None, None
+        if recorded in self.by_digest:
+            return mask_secrets(self.by_digest[recorded]), "as stored with the approval request"
+        candidates: list[JSONObject] = []
+        if call.intent_id:
+            candidates.append({"intent_id": call.intent_id})
+        tool = call.tool or ""
+        if tool.startswith("task_") or tool == "verify_run":
+            candidates += [{"task_id": t} for t in {call.task, *index.tasks} if t]
+        if tool == "intent_propose":
+            candidates += self.intents
+        for candidate in candidates:
+            if digest(candidate) == recorded:
+                return mask_secrets(candidate), "rebuilt from the task and intent records; matches the recorded digest"
+        return None, None
+
+
+# --- words ----------------------------------------------------------------------------------------
+
+
+def _listed(items: list[Any]) -> str:
+    shown = [clean(i, 200) for i in items[:MAX_LISTED]]
+    more = f" (+{len(items) - MAX_LISTED} more)" if len(items) > MAX_LISTED else ""
+    return ", ".join(shown) + more
+
+
+def effects_summary(effects: JSONObject) -> list[str]:
+    """Effects as short phrases: "modifies src/app.py", "runs `rm -rf /`", "contacts example.com (curl)"."""
+    lines = []
+    for key, verb in (
+        ("reads", "reads"),
+        ("writes", "modifies"),
+        ("creates", "creates"),
+        ("deletes", "deletes"),
+        ("recursive_deletes", "deletes recursively"),
+    ):
+        if effects.get(key):
+            lines.append(f"{verb} {_listed(effects[key])}")
+    for command in (effects.get("commands") or [])[:MAX_LISTED]:
+        text = clean(shlex.join(str(a) for a in command.get("argv") or []), 300)
+        redirects = " ".join(f"{r.get('op')} {clean(r.get('target'), 100)}" for r in command.get("redirects") or [])
+        via = command.get("via")
+        lines.append(
+            f"runs `{text}{' ' + redirects if redirects else ''}`"
+            + (f" (via {via})" if via and via != "direct" else "")
+        )
+    if len(effects.get("commands") or []) > MAX_LISTED:
+        lines.append(f"(+{len(effects['commands']) - MAX_LISTED} more commands)")
+    for net in (effects.get("network") or [])[:MAX_LISTED]:
+        lines.append(f"contacts {clean(net.get('host'), 200)} ({clean(net.get('via'), 60)})")
+    if effects.get("privileged"):
+        lines.append("asks for privilege")
+    for package in effects.get("packages") or []:
+        names = _listed(package.get("names") or [])
+        lines.append(f"installs {names} ({package.get('manager')}, {package.get('scope')})")
+    if effects.get("opaque"):
+        lines.append(f"cannot analyse: {_listed(effects['opaque'])}")
+    return lines
+
+
+def _short(sha: Any) -> str:
+    return clean(sha)[:12] if sha else "?"
+
+
+def step_summary(step: Step) -> str:
+    d = step.detail
+    action = step.name.split(".", 1)[-1]
+    if step.kind == "task":
+        manifest = d.get("manifest") or {}
+        said = {
+            "submit": lambda: (
+                f"task {clean(d.get('task_id'))} submitted by {clean(d.get('by'))}: "
+                f'"{clean(manifest.get("objective"), 160)}"'
+                f"; allowed paths {_listed(manifest.get('allowed_paths') or [])}"
+                f"; verification {_listed(manifest.get('verification') or []) or '(none)'}"
+            ),
+            "claim": lambda: f"claimed by {clean(d.get('owner'))} (attempt {d.get('attempt')})",
+            "renew": lambda: f"claim renewed by {clean(d.get('owner'))}",
+            "claim_expired": lambda: f"claim of {clean(d.get('owner'))} expired (attempt {d.get('attempt')})",
+            "report": lambda: (
+                f"reported: task branch commit {_short(d.get('commit'))}"
+                + (f"; changed but not reported: {_listed(d['unreported'])}" if d.get("unreported") else "")
+                + (f"; reported but unchanged: {_listed(d['phantom'])}" if d.get("phantom") else "")
+            ),
+            "quarantine": lambda: (
+                f"QUARANTINED (scope violation): commit {_short(d.get('commit'))} changed "
+                f"{_listed(d.get('violations') or [])} outside the allowed paths"
+            ),
+            "verify": lambda: (
+                f"verification {'passed' if d.get('passed') else 'FAILED'} on {_short(d.get('commit'))}"
+                f" (by {clean(d.get('by'))})"
+            ),
+            "committed": lambda: f"merged into the base branch: merge commit {clean(d.get('merge_commit'))}",
+            "block": lambda: f"BLOCKED after {d.get('failures')} failed attempts" + _why(d),
+            "attempt_failed": lambda: f"attempt failed ({d.get('failures')} so far)" + _why(d),
+            "blocker_report": lambda: f"blocker reported by {clean(d.get('by'))}: {clean(d.get('blocker'), 300)}",
+        }.get(action)
+        return said() if said else _generic(d, skip=("task_id", "action"))
+    if step.kind == "intent":
+        ident = _short(step.intent_id)
+        outcome = d.get("outcome") or {}
+        said = {
+            "propose": lambda: f"intent {ident} proposed: {clean(d.get('action'))} for task {clean(d.get('task_id'))}",
+            "approve": lambda: f"intent {ident} approved (verified commit {_short(d.get('verified_commit'))})",
+            "execute": lambda: f"intent {ident} executing: {clean(d.get('action'))}",
+            "committed": lambda: f"intent {ident} committed: {_outcome_words(outcome)}",
+            "failed": lambda: f"intent {ident} FAILED: {clean(outcome.get('error') or outcome, 300)}",
+            "compensated": lambda: f"intent {ident} COMPENSATED: {_outcome_words(outcome)}",
+            "requeue": lambda: f"intent {ident} requeued: {clean(d.get('why'))}",
+        }.get(action)
+        return said() if said else _generic(d, skip=("step",))
+    if step.kind == "approval":
+        ident = clean(d.get("approval_id"))
+        if action == "request":
+            return f"approval {ident} requested: waits for a person"
+        return f"approval {ident} {clean(action)} by {clean(d.get('by'))}"
+    if step.kind == "rollback":
+        removed = d.get("removed") or []
+        return f"rolled back to checkpoint {clean(d.get('checkpoint'))}" + (
+            f"; removed {_listed(removed)}" if removed else ""
+        )
+    return _generic(d)
+
+
+def _why(d: JSONObject) -> str:
+    return f": {clean(d.get('why'), 200)}" if d.get("why") else ""
+
+
+def _outcome_words(outcome: JSONObject) -> str:
+    parts = []
+    if outcome.get("merge_commit"):
+        parts.append(f"merge commit {clean(outcome['merge_commit'])}")
+    if outcome.get("revert_commit"):
+        parts.append(f"reverted by {clean(outcome['revert_commit'])}")
+    if outcome.get("failed_command"):
+        parts.append(f"post-merge check failed: {clean(outcome['failed_command'], 200)}")
+    if outcome.get("tag"):
+        parts.append(
+            f"tag {clean(outcome['tag'])}" + (f" at {_short(outcome.get('commit'))}" if outcome.get("commit") else "")
+        )
+    if outcome.get("pushed"):
+        parts.append(f"pushed {clean(outcome['pushed'])} to {clean(outcome.get('remote'))}")
+    if "result" in outcome:
+        parts.append(f"upstream result {clean(outcome['result'], 200)}")
+    if outcome.get("reconciled"):
+        parts.append("(reconciled after a restart)")
+    return "; ".join(parts) or clean(outcome, 300)
+
+
+def _side_effect(step: Step) -> str | None:
+    d = step.detail
+    outcome = d.get("outcome") or {}
+    if step.name == "intent.committed":
+        if outcome.get("merge_commit"):
+            return f"merge {_short(outcome['merge_commit'])}"
+        if outcome.get("tag"):
+            return f"tag {clean(outcome['tag'], 60)}"
+        if outcome.get("pushed"):
+            return f"push {clean(outcome['pushed'], 60)}"
+        return "upstream commit"
+    if step.name == "intent.compensated":
+        return f"revert {_short(outcome.get('revert_commit'))}"
+    if step.name == "intent.failed":
+        return "commit failed"
+    if step.name == "task.quarantine":
+        return f"quarantined {clean(d.get('task_id'), 40)}"
+    if step.name == "rollback":
+        return f"rollback {clean(d.get('checkpoint'), 40)}"
+    return None
+
+
+def _generic(detail: JSONObject, skip: tuple[str, ...] = ()) -> str:
+    return "; ".join(f"{k}={clean(v, 120)}" for k, v in detail.items() if k not in skip) or "(no detail)"
+
+
+def short_time(iso: str) -> str:
+    """10:36:20.491 from an ISO timestamp."""
+    return iso[11:23] if len(iso) >= 23 else iso
+
+
+def day_time(iso: str) -> str:
+    """2026-11-23 10:36:20 from an ISO timestamp."""
+    return iso[:19].replace("T", " ")
+
+
+# --- the terminal ---------------------------------------------------------------------------------
+
+OUTCOME_STYLE = {
+    "ok": "green",
+    "error": "red",
+    "denied": "bold red",
+    "invalid": "bold red",
+    "asked": "bold yellow",
+    "started": "yellow",
+}
+
+
+def call_label(call: CallView) -> Any:
+    from rich.text import Text
+
+    text = Text()
+    text.append(f"{short_time(call.time)} ", style="dim")
+    text.append(clean(call.tool or "?", 80), style="bold")
+    text.append(f"  {clean(call.agent or '?', 64)} ({clean(call.role or '?', 32)})", style="cyan")
+    if call.decision:
+        text.append(f"  {call.action} tier {call.tier}", style="magenta")
+    text.append(f"  [{', '.join(clean(r, 80) for r in call.rules) or 'no rule'}]", style="dim")
+    text.append(f"  → {call.outcome}", style=OUTCOME_STYLE.get(call.outcome, ""))
+    return text
+
+
+def call_tree(call: CallView) -> Any:
+    from rich.text import Text
+    from rich.tree import Tree
+
+    node = Tree(call_label(call))
+    for reason in call.reasons:
+        node.add(Text(f"reason: {clean(reason, 500)}"))
+    if call.error and call.decided_by == "policy" and call.error.get("message") not in call.reasons:
+        node.add(Text(f"error: {clean(call.error.get('code'))}: {clean(call.error.get('message'), 500)}"))
+    for line in call.effects_summary:
+        node.add(Text(f"effect: {line}"))
+    if call.arguments is not None:
+        node.add(Text(f"arguments: {clean(call.arguments, 600)}  [{call.arguments_source}]"))
+    if call.approval:
+        ap = call.approval
+        by = f" by {clean(ap['by'])}" if ap.get("by") else ""
+        node.add(Text(f"approval {clean(ap.get('id'))}: {clean(ap.get('answer'))}{by}", style="yellow"))
+    if call.safeguard:
+        node.add(
+            Text(
+                f"checkpoint {clean(call.safeguard.get('id'))} (undo: {clean(call.safeguard.get('rollback'))})",
+                style="dim",
+            )
+        )
+    for link in call.links:
+        node.add(Text(f"→ trace {link['trace_id']} ({clean(link['why'])})", style="blue"))
+    for step in call.steps:
+        node.add(step_label(step))
+    return node
+
+
+def step_label(step: Step) -> Any:
+    from rich.text import Text
+
+    text = Text()
+    text.append(f"{short_time(step.time)} ", style="dim")
+    text.append(step.name, style="bold blue" if step.outcome == "ok" else "bold red")
+    text.append(f"  {step.summary}")
+    if step.actor and step.kind != "approval":
+        text.append(f"  ({clean(step.actor, 100)})", style="cyan")
+    for link in step.links:
+        text.append(f"  → trace {link['trace_id']} ({clean(link['why'])})", style="blue")
+    return text
+
+
+def trace_heading(summary: TraceSummary) -> str:
+    what = f"task {clean(summary.task_id)}" if summary.task_id else "session"
+    parts = [
+        f"trace {summary.trace_id} · {what} · {day_time(summary.first)} → {day_time(summary.last)}",
+        f"{summary.calls} calls · {summary.denied} denied · {summary.asked} asked · {summary.errors} errors",
+    ]
+    if summary.side_effects:
+        parts.append("side effects: " + ", ".join(summary.side_effects))
+    return " · ".join(parts)
+
+
+def terminal() -> Console:
+    """A rich Console on stdout; when stdout is not a terminal (a pipe, a file, a test), lines are not cut."""
+    from rich.console import Console
+
+    console = Console()
+    return console if console.is_terminal else Console(width=400, soft_wrap=True)
+
+
+def render_trace(trace: Trace, console: Console | None = None) -> None:
+    """Print one trace as a rich tree: the trace, its calls in order (principal, tool, decision, outcome,
+    effects) with the task, intent and approval steps they caused. ``console``: a rich Console (default:
+    a new one on stdout)."""
+    from rich.text import Text
+    from rich.tree import Tree
+
+    console = console or terminal()
+    tree = Tree(Text(trace_heading(trace.summary), style="bold"))
+    for entry in trace.entries:
+        if isinstance(entry, CallView):
+            tree.add(call_tree(entry))
+        else:
+            tree.add(step_label(entry))
+    console.print(tree)
+
+
+def render_trace_list(summaries: list[TraceSummary], console: Console | None = None) -> None:
+    """One line per trace: id, task or session, first and last time, calls, denied, asked, side effects."""
+    from rich.text import Text
+
+    console = console or terminal()
+    if not summaries:
+        console.print("no traces match", style="dim")
+        return
+    console.print(
+        Text(f"{'TRACE':32}  {'TASK/SESSION':16}  {'FIRST':19}  {'LAST':19}  CALLS DENIED ASKED  SIDE EFFECTS"),
+        style="bold",
+    )
+    for s in summaries:
+        what = clean(s.task_id, 16) if s.task_id else "session"
+        line = Text(f"{s.trace_id:32}  {what:16}  {day_time(s.first):19}  {day_time(s.last):19}  {s.calls:5} ")
+        line.append(f"{s.denied:6}", style="bold red" if s.denied else "")
+        line.append(f" {s.asked:5}", style="bold yellow" if s.asked else "")
+        line.append(f"  {', '.join(s.side_effects) or '-'}")
+        console.print(line)
