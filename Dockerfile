@@ -1,0 +1,26 @@
+# The gateway as a service: streamable HTTP on :8787, the workspace mounted at /workspace.
+#   docker build -t mcp-policy-gateway .
+#   docker run --rm -p 8787:8787 -v "$PWD:/workspace" mcp-policy-gateway
+# On first start it runs `gateway init` in /workspace (gateway.yaml, keys and policy in .gateway/, git-ignored).
+FROM python:3.11-slim
+
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends git nodejs npm \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --create-home --uid 10001 gateway
+
+WORKDIR /opt/gateway
+COPY pyproject.toml README.md ./
+COPY gateway ./gateway
+COPY policies ./policies
+COPY roles ./roles
+RUN pip install --no-cache-dir .
+
+# `gateway init` copies the default roles and policies from here.
+ENV GATEWAY_DEFAULTS=/opt/gateway \
+    PYTHONUNBUFFERED=1
+USER gateway
+WORKDIR /workspace
+EXPOSE 8787
+# Listen on all interfaces inside the container; publish the port only where agents can reach it.
+CMD ["sh", "-c", "test -f gateway.yaml || gateway init . && exec gateway serve --http 0.0.0.0:8787"]
