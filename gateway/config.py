@@ -109,6 +109,18 @@ class ShellConfig(Strict):
     pass_env: list[str] = Field(default_factory=lambda: ["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR"])
 
 
+class TelemetryConfig(Strict):
+    """OpenTelemetry export and the decision log. Spans are exported only when an OTLP endpoint is set here
+    or in OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; otherwise nothing leaves the host."""
+
+    # OTLP/HTTP collector: a base URL (http://collector:4318, "/v1/traces" is appended) or the full traces URL
+    otlp_endpoint: str | None = None
+    otlp_headers: dict[str, str] = Field(default_factory=dict)  # ${VAR} is taken from the environment
+    otlp_timeout_s: Annotated[float, Field(gt=0, le=300)] = 10.0
+    service_name: str | None = None  # resource service.name; default OTEL_SERVICE_NAME, else "mcp-gateway"
+    decision_log: bool = True  # write <state_dir>/decisions.jsonl, one masked entry per policy decision
+
+
 class GatewayConfig(Strict):
     version: Literal[1] = 1
     workspace: Path = Path(".")
@@ -122,6 +134,7 @@ class GatewayConfig(Strict):
     identity: IdentityConfig = Field(default_factory=IdentityConfig)
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
     tasks: TasksConfig = Field(default_factory=TasksConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     source: Path | None = Field(default=None, exclude=True)
 
     @field_validator("upstreams")

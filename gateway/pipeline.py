@@ -21,7 +21,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import jsonschema
@@ -59,6 +59,9 @@ from gateway.types import (
     ToolInvocation,
     ToolSpec,
 )
+
+if TYPE_CHECKING:
+    from gateway.telemetry import Telemetry
 
 log = structlog.get_logger("gateway.pipeline")
 
@@ -125,19 +128,28 @@ class Pipeline:
         self.finish = finish
 
     async def __call__(self, call: Call) -> mt.CallToolResult | mt.InputRequiredResult:
-        try:
-            for stage in self.stages:
-                await stage(call)
-                if call.result is not None:
-                    break
-        except GatewayError as error:
-            call.stop(error)
-        except Exception:
-            # a bug, not a refusal: the caller learns nothing internal, the log gets the traceback
-            log.exception("stage failed", tool=call.tool, call_id=call.call_id)
-            call.stop(ToolFailed(f"internal gateway error (call {call.call_id}); see the gateway log"))
-        await self.finish(call)
-        return call.response()
+        # every log line written during the call names it; the trace is rebound once situate picks it
+        names = {"trace_id": call.trace_id, "span_id": call.span_id, "call_id": call.call_id}
+        with structlog.contextvars.bound_contextvars(**names):
+            trace_id = call.trace_id
+            try:
+                for stage in self.stages:
+                    await stage(call)
+                    if call.trace_id != trace_id:
+                        trace_id = call.trace_id
+                        structlog.contextvars.bind_contextvars(trace_id=trace_id)
+                    if call.result is not None:
+                        break
+            except GatewayError as error:
+                call.stop(error)
+            except Exception:
+                # a bug, not a refusal: the caller learns nothing internal, the log gets the traceback
+                log.exception("stage failed", tool=call.tool, call_id=call.call_id)
+                call.stop(ToolFailed(f"internal gateway error (call {call.call_id}); see the gateway log"))
+            if call.trace_id != trace_id:
+                structlog.contextvars.bind_contextvars(trace_id=call.trace_id)
+            await self.finish(call)
+            return call.response()
 
 
 # --- authenticate ---------------------------------------------------------------------------------
@@ -534,12 +546,23 @@ def ledger_fields(call: Call, outcome: Outcome) -> JSONObject:
 
 
 class Record:
-    """The final ledger event of a call; runs for every call, refused or not."""
+    """The final ledger event of a call; runs for every call, refused or not.
 
-    def __init__(self, ledger: Ledger) -> None:
+    With ``telemetry``, the same call also gets its decision log entry (``detail.decision_id`` in the
+    ledger event) and its OpenTelemetry span (the event's ``span_id``)."""
+
+    def __init__(self, ledger: Ledger, telemetry: Telemetry | None = None) -> None:
         self.ledger = ledger
+        self.telemetry = telemetry
 
     async def __call__(self, call: Call) -> None:
+        if self.telemetry is None:
+            self._append(call)
+            return
+        with self.telemetry.recording(call):
+            self._append(call)
+
+    def _append(self, call: Call) -> None:
         outcome: Outcome = call.outcome or ("error" if call.error else "ok")
         try:
             self.ledger.append(ledger_fields(call, outcome))

@@ -47,6 +47,7 @@ from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.engine import PolicyEngine
 from gateway.tasks.board import TaskBoard
 from gateway.tasks.tools import task_tools
+from gateway.telemetry import Telemetry
 from gateway.tools.catalog import Catalog
 from gateway.tools.files import file_tools
 from gateway.tools.git import git_tools
@@ -73,6 +74,7 @@ def make_engine(config: PolicyConfig, data: JSONObject) -> PolicyEngine:
 class Gateway:
     def __init__(self, config: GatewayConfig) -> None:
         self.config = config
+        self.telemetry = Telemetry.from_config(config)
         self.db = Database.open(config.store_path)
         self.ledger = Ledger(self.db)
         self.roles = RoleSet.load(config.roles)
@@ -116,7 +118,7 @@ class Gateway:
                 RecordIntent(self.ledger),
                 Execute(),
             ],
-            finish=Record(self.ledger),
+            finish=Record(self.ledger, self.telemetry),
         )
 
     async def check(self, principal: Principal, tool: str, arguments: JSONObject) -> JSONObject:
@@ -171,3 +173,4 @@ class Gateway:
                 yield self
             finally:
                 tg.cancel_scope.cancel()
+                self.telemetry.flush()

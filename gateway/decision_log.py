@@ -1,0 +1,153 @@
+"""The decision log: one JSON line per policy decision, shaped like OPA's decision logs.
+
+Every call the policy decided on gets an entry, allowed, asked or denied, in ``<state_dir>/decisions.jsonl``
+(append-only, one line each) and at debug level in the structlog stream. The entry carries the policy input
+with secrets masked, never the caller's token: keys that look secret (``mask_secrets``) and values that look
+like credentials (``KEY=value`` assignments to secret-looking names, bearer tokens, JWTs, cloud and forge keys,
+private key blocks) become ``"***"``, and ``masked`` lists where (JSON pointers, as OPA does).
+
+    log = DecisionLog(state_dir / "decisions.jsonl", labels={"app": "mcp-gateway", "version": "0.1.0"})
+    entry = log.record(input_doc, decision.model_dump(), trace_id=..., span_id=..., call_id=...)
+    entry["decision_id"]   # also in the call's ledger event, detail.decision_id
+
+    {"decision_id": "5f0c...", "timestamp": "2026-...Z", "path": "gateway/decision", "input": {...},
+     "result": {"action": "deny", "tier": 3, "reasons": [...], "rules": [...]}, "masked": ["/input/arguments/token"],
+     "labels": {"app": "mcp-gateway", "version": "0.1.0", ...}, "trace_id": "...", "span_id": "...", "call_id": "..."}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from gateway.policy.input import mask_secrets
+from gateway.types import JSONObject
+
+DECISION_PATH = "gateway/decision"
+MASK = "***"
+
+log = structlog.get_logger("gateway.decisions")
+
+_SECRET_NAME = r"[A-Za-z0-9_.-]*(?:SECRET|TOKEN|PASSWORD|PASSWD|PWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL)\w*"
+# each pattern: the whole match is replaced by <keep>***<tail>
+_SECRET_VALUES = [
+    # NAME=value, NAME: value, "name": "value", --password=value, export AWS_SECRET_ACCESS_KEY=...
+    re.compile(rf"""(?i)(?P<keep>\b{_SECRET_NAME}["']?\s*[=:]\s*)(?:"[^"]*"|'[^']*'|[^\s"',;&|)]+)"""),
+    re.compile(r"""(?i)(?P<keep>\bauthorization["']?\s*[=:]\s*["']?(?:(?:bearer|basic|token)\s+)?)[^\s"',;]+"""),
+    re.compile(r"(?i)(?P<keep>\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{8,}"),
+    re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),  # a JWT
+    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),  # AWS access key id
+    re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,})"),
+    re.compile(r"\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}|xox[abposr]-[A-Za-z0-9-]{10,})"),
+    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)", re.DOTALL),
+    re.compile(r"(?i)(?P<keep>\b[a-z][a-z0-9+.-]*://[^:/@\s]+:)[^@/\s]+(?P<tail>@)"),  # user:password@ in a URL
+]
+
+
+def mask_text(text: str) -> str:
+    """The text with every credential-looking value replaced by ``***``."""
+    for pattern in _SECRET_VALUES:
+        text = pattern.sub(_replace, text)
+    return text
+
+
+def _replace(match: re.Match[str]) -> str:
+    groups = match.groupdict()
+    return f"{groups.get('keep') or ''}{MASK}{groups.get('tail') or ''}"
+
+
+def redact(document: Any) -> tuple[Any, list[str]]:
+    """A masked copy of a document (``mask_secrets`` for keys, ``mask_text`` for values) and the JSON pointers
+    of what was masked."""
+    masked: list[str] = []
+    return _mask_values(mask_secrets(document), document, "", masked), masked
+
+
+def _mask_values(value: Any, original: Any, pointer: str, masked: list[str]) -> Any:
+    if isinstance(value, dict):
+        source = original if isinstance(original, dict) else {}
+        return {k: _mask_values(v, source.get(k), f"{pointer}/{_escape(k)}", masked) for k, v in value.items()}
+    if isinstance(value, list):
+        source = original if isinstance(original, list) and len(original) == len(value) else [None] * len(value)
+        return [
+            _mask_values(v, o, f"{pointer}/{i}", masked) for i, (v, o) in enumerate(zip(value, source, strict=True))
+        ]
+    if isinstance(value, str):
+        if value == MASK and original != MASK:
+            masked.append(pointer)  # masked by key
+            return value
+        cleaned = mask_text(value)
+        if cleaned != value:
+            masked.append(pointer)
+        return cleaned
+    return value
+
+
+def _escape(key: Any) -> str:
+    return str(key).replace("~", "~0").replace("/", "~1")
+
+
+class DecisionLog:
+    """Appends decision entries to a JSON-lines file (``path`` None: structlog only)."""
+
+    def __init__(self, path: Path | None, labels: JSONObject) -> None:
+        self.path = path
+        self.labels = labels
+        self._lock = threading.Lock()
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+
+    def record(
+        self,
+        input_document: JSONObject,
+        result: JSONObject,
+        *,
+        trace_id: str | None,
+        span_id: str | None,
+        call_id: str | None = None,
+        decision_id: str | None = None,
+    ) -> JSONObject:
+        masked_input, masked = redact(input_document)
+        entry: JSONObject = {
+            "decision_id": decision_id or str(uuid.uuid4()),
+            "timestamp": datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z"),
+            "path": DECISION_PATH,
+            "input": masked_input,
+            "result": result,
+            "labels": self.labels,
+            "trace_id": trace_id,
+            "span_id": span_id,
+            "call_id": call_id,
+        }
+        if masked:
+            entry["masked"] = [f"/input{pointer}" for pointer in masked]
+        self.write(entry)
+        log.debug("decision", decision=entry)
+        return entry
+
+    def write(self, entry: JSONObject) -> None:
+        if self.path is None:
+            return
+        line = (json.dumps(entry, ensure_ascii=False, separators=(",", ":"), default=str) + "\n").encode()
+        # one write() on an O_APPEND descriptor: lines from concurrent gateway processes do not interleave
+        with self._lock:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+
+
+def read_entries(path: Path) -> list[JSONObject]:
+    """Every entry of a decision log file, oldest first."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
