@@ -43,6 +43,7 @@ from gateway.identity.tokens import Tokens
 from gateway.pipeline import Call
 from gateway.runtime import Gateway
 from gateway.types import JSONObject, Origin, Principal
+from gateway.web import ui_routes
 
 log = structlog.get_logger("gateway.server")
 
@@ -248,6 +249,7 @@ def http_app(gateway: Gateway, host: str = "127.0.0.1", allowed_hosts: list[str]
         routes=[
             Route("/mcp", endpoint=RequireCredential(StreamableHTTPASGIApp(manager), gateway)),
             Route("/healthz", endpoint=health),
+            *ui_routes(gateway),  # the review pages (gateway/web): approvers only
         ],
         middleware=[
             Middleware(AuthenticationMiddleware, backend=CredentialBackend(verifier)),

@@ -756,7 +756,7 @@ def step_label(step: Step) -> Any:
 
     text = Text()
     text.append(f"{short_time(step.time)} ", style="dim")
-    text.append(step.name, style="bold blue" if step.outcome == "ok" else "bold red")
+    text.append(step.name, style="bold red" if step.outcome in ("denied", "error") else "bold blue")
     text.append(f"  {step.summary}")
     if step.actor and step.kind != "approval":
         text.append(f"  ({clean(step.actor, 100)})", style="cyan")
