@@ -227,10 +227,9 @@ def cmd_approvals(args: argparse.Namespace) -> int:
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
-    from gateway.ledger.store import Database
     from gateway.traces import Filters, Traces, render_trace, render_trace_list
 
-    traces = Traces(Database.open(load_config(args).store_path))
+    traces = Traces.for_config(load_config(args))
     if args.trace_command == "show":
         trace = traces.get(args.id)
         emit(trace.as_dict()) if args.json else render_trace(trace)

@@ -15,10 +15,11 @@ This module is the one read model: the CLI and the web pages only format what it
     trace = traces.get("T1")                                # a trace id, a unique prefix, or a task id
     render_trace(trace, Console())                          # the rich tree; trace.as_dict() is the JSON form
 
-The ledger keeps only a digest of each call's arguments. Arguments are shown where another record proves
-them: a tier-3 approval request stores them, and the commit-protocol tools' arguments are rebuilt from the
-task and intent records and shown only when they hash to the recorded digest. All arguments pass
-``mask_secrets`` before anyone sees them.
+The ledger keeps only a digest of each call's arguments. Arguments come from the decision log (its entry
+holds the policy input, secrets masked; named by the ledger row's ``detail.decision_id``), else from a tier-3
+approval request, else rebuilt from the task and intent records for the commit-protocol tools. The decision
+log is not hash-chained, so an unmasked copy is checked against the ledger's digest and the source says
+whether it matches. Every copy is masked (``gateway.decision_log.redact``) before anyone sees it.
 """
 
 from __future__ import annotations
@@ -26,16 +27,19 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gateway.decision_log import redact
 from gateway.errors import GatewayError
 from gateway.ledger.chain import digest
 from gateway.ledger.store import Database
-from gateway.policy.input import mask_secrets
 from gateway.types import JSONObject
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from gateway.config import GatewayConfig
 
 REFUSED = ("denied", "invalid")  # refused before anything ran: by identity/scope/policy, or as malformed
 PROTOCOL_TOOLS = ("task_", "intent_", "verify_run")  # gateway tools whose work appears as task/intent steps
@@ -154,6 +158,7 @@ class CallView:
     arguments_digest: str | None
     arguments: JSONObject | None = None  # masked; None when no record proves them
     arguments_source: str | None = None
+    decision_id: str | None = None
     approval: JSONObject | None = None
     safeguard: JSONObject | None = None
     intent_id: str | None = None
@@ -237,8 +242,15 @@ class Trace:
 class Traces:
     """The read model over one store. Each query reads the ledger afresh (one scan, in seq order)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, decision_log: Path | None = None) -> None:
         self.db = db
+        self.decision_log = decision_log
+
+    @classmethod
+    def for_config(cls, config: GatewayConfig, db: Database | None = None) -> Traces:
+        """The traces of a configured gateway: its store, and its decision log when it writes one."""
+        decisions = config.state_dir / "decisions.jsonl" if config.telemetry.decision_log else None
+        return cls(db or Database.open(config.store_path), decisions)
 
     def list(self, filters: Filters | None = None, limit: int | None = None) -> list[TraceSummary]:
         """Traces with at least one matching call (all traces when no filter is set): refused first, then
@@ -257,6 +269,7 @@ class Traces:
     def get(self, ref: str) -> Trace:
         index = _Index.load(self.db)
         trace_id = index.resolve(ref)
+        _Proofs(self.db, self.decision_log).attach(_calls(index.traces[trace_id]), index)
         return Trace(index.summary(trace_id), index.traces[trace_id])
 
     def calls(self, filters: Filters | None = None) -> list[CallView]:
@@ -266,6 +279,7 @@ class Traces:
         found = [c for c in index.calls.values() if filters.matches(c)]
         found.sort(key=lambda c: c.seq, reverse=True)
         found.sort(key=lambda c: (not c.refused, c.outcome != "asked"))
+        _Proofs(self.db, self.decision_log).attach(found, index)
         return found
 
     def refused_credentials(self, limit: int = 50) -> list[JSONObject]:
@@ -294,11 +308,10 @@ class _Index:
         for task in db.query("SELECT id, trace_id FROM tasks"):
             index.task_traces[task["trace_id"]] = task["id"]
             index.tasks[task["id"]] = task["trace_id"]
-        proofs = _Proofs(db)
-        index._build(rows, proofs)
+        index._build(rows)
         return index
 
-    def _build(self, rows: list[JSONObject], proofs: _Proofs) -> None:
+    def _build(self, rows: list[JSONObject]) -> None:
         grouped: dict[str, list[JSONObject]] = {}
         for row in rows:
             if row.get("kind") == "call" and row.get("call_id"):
@@ -356,8 +369,6 @@ class _Index:
                 self.traces.setdefault(trace_id, []).append(step)
         for entries in self.traces.values():
             entries.sort(key=lambda e: e.seq)
-        for view in self.calls.values():
-            view.arguments, view.arguments_source = proofs.arguments(view, self)
 
     def _parent(
         self, step: Step, protocol: list[CallView], approval_calls: dict[str, list[CallView]]
@@ -459,6 +470,7 @@ def _call_view(call_id: str, rows: list[JSONObject]) -> CallView:
         effects=effects,
         effects_summary=effects_summary(effects),
         arguments_digest=last.get("arguments_digest"),
+        decision_id=detail.get("decision_id"),
         approval=detail.get("approval"),
         safeguard=detail.get("safeguard"),
         intent_id=last.get("intent_id"),
@@ -495,35 +507,77 @@ def _step(row: JSONObject, trace_id: str) -> Step:
 
 
 class _Proofs:
-    def __init__(self, db: Database) -> None:
-        self.by_digest: dict[str, JSONObject] = {}
-        for row in db.query("SELECT arguments_digest, request FROM approvals ORDER BY created"):
+    """Where a call's arguments can be read back from, since the ledger keeps only their digest."""
+
+    def __init__(self, db: Database, decision_log: Path | None) -> None:
+        self.db = db
+        self.decision_log = decision_log
+
+    def attach(self, calls: list[CallView], index: _Index) -> None:
+        if not calls:
+            return
+        logged = self._logged({c.decision_id for c in calls if c.decision_id}, {c.call_id for c in calls})
+        approvals: dict[str, JSONObject] = {}
+        for row in self.db.query("SELECT arguments_digest, request FROM approvals ORDER BY created"):
             request = json.loads(row["request"] or "{}")
             if isinstance(request.get("arguments"), dict):
-                self.by_digest.setdefault(row["arguments_digest"], request["arguments"])
-        self.intents = [
+                approvals.setdefault(row["arguments_digest"], request["arguments"])
+        intents = [
             {"task_id": r["task_id"], "action": r["action"], "arguments": json.loads(r["arguments"])}
-            for r in db.query("SELECT task_id, action, arguments FROM intents")
+            for r in self.db.query("SELECT task_id, action, arguments FROM intents")
         ]
+        for call in calls:
+            entry = logged.get(call.decision_id or "") or logged.get(call.call_id)
+            if entry is not None:
+                call.arguments, call.arguments_source = self._from_log(call, entry)
+                continue
+            recorded = call.arguments_digest
+            if not recorded:
+                continue
+            if recorded in approvals:
+                call.arguments = redact(approvals[recorded])[0]
+                call.arguments_source = "stored with the approval request"
+                continue
+            candidates: list[JSONObject] = [{"intent_id": call.intent_id}] if call.intent_id else []
+            tool = call.tool or ""
+            if tool.startswith("task_") or tool == "verify_run":
+                candidates += [{"task_id": t} for t in {call.task, *index.tasks} if t]
+            if tool == "intent_propose":
+                candidates += intents
+            for candidate in candidates:
+                if digest(candidate) == recorded:
+                    call.arguments = redact(candidate)[0]
+                    call.arguments_source = "rebuilt from the task and intent records; matches the recorded digest"
+                    break
 
-    def arguments(self, call: CallView, index: _Index) -> tuple[JSONObject | None, str | None]:
-        recorded = call.arguments_digest
-        if not recorded:
+    def _logged(self, decision_ids: set[str], call_ids: set[str]) -> dict[str, JSONObject]:
+        if self.decision_log is None or not self.decision_log.exists():
+            return {}
+        found: dict[str, JSONObject] = {}
+        with self.decision_log.open(encoding="utf-8") as lines:
+            for line in lines:
+                try:
+                    entry = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if not isinstance(entry, dict) or not isinstance(entry.get("input"), dict):
+                    continue
+                if entry.get("decision_id") in decision_ids:
+                    found[entry["decision_id"]] = entry
+                elif entry.get("call_id") in call_ids:
+                    found.setdefault(entry["call_id"], entry)
+        return found
+
+    def _from_log(self, call: CallView, entry: JSONObject) -> tuple[JSONObject | None, str | None]:
+        arguments = entry["input"].get("arguments")
+        if not isinstance(arguments, dict):
             return None, None
-        if recorded in self.by_digest:
-            return mask_secrets(self.by_digest[recorded]), "as stored with the approval request"
-        candidates: list[JSONObject] = []
-        if call.intent_id:
-            candidates.append({"intent_id": call.intent_id})
-        tool = call.tool or ""
-        if tool.startswith("task_") or tool == "verify_run":
-            candidates += [{"task_id": t} for t in {call.task, *index.tasks} if t]
-        if tool == "intent_propose":
-            candidates += self.intents
-        for candidate in candidates:
-            if digest(candidate) == recorded:
-                return mask_secrets(candidate), "rebuilt from the task and intent records; matches the recorded digest"
-        return None, None
+        masked = [p for p in entry.get("masked") or [] if str(p).startswith("/input/arguments")]
+        if masked:
+            return redact(arguments)[0], f"the decision log ({len(masked)} secret values masked)"
+        if call.arguments_digest and digest(arguments) != call.arguments_digest:
+            return redact(arguments)[0], "the decision log; DOES NOT MATCH the digest in the ledger"
+        return redact(arguments)[0], "the decision log; matches the recorded digest"
 
 
 # --- words ----------------------------------------------------------------------------------------

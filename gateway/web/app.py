@@ -115,7 +115,7 @@ def same_origin(request: Request) -> bool:
 
 def ui_routes(gateway: Gateway) -> list[Route]:
     reviewers = Reviewers(gateway)
-    traces = Traces(gateway.db)
+    traces = Traces.for_config(gateway.config, gateway.db)
 
     def login_page(request: Request, message: str | None = None, status: int = 401) -> Response:
         nxt = request.url.path + (f"?{request.url.query}" if request.url.query else "")

@@ -15,7 +15,7 @@ from string import Template
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from gateway.policy.input import mask_secrets
+from gateway.decision_log import redact
 from gateway.traces import (
     REFUSED,
     CallView,
@@ -332,7 +332,7 @@ def approvals_body(pending: list[JSONObject], csrf: str, now: str, flash: str | 
             ("Reasons", _items(decision.get("reasons")) if decision.get("reasons") else "-"),
             (
                 "Arguments",
-                f"<pre>{esc(mask_secrets(arguments), 4000)}</pre><small class='muted'>secrets masked</small>"
+                f"<pre>{esc(redact(arguments)[0], 4000)}</pre><small class='muted'>secrets masked</small>"
                 if isinstance(arguments, dict)
                 else "<span class='muted'>not stored</span>",
             ),
