@@ -52,8 +52,17 @@ _SECRET_VALUES = [
 ]
 
 
+# a cheap first look: a string none of the patterns could match is left alone without running them all
+_MAYBE_SECRET = re.compile(
+    r"(?i)secret|token|passw|pwd|api_?key|access_?key|private|credential|authoriz|bearer|basic|eyJ|AKIA|ASIA"
+    r"|gh[pousr]_|github_pat_|glpat-|sk-|xox|://"
+)
+
+
 def mask_text(text: str) -> str:
     """The text with every credential-looking value replaced by ``***``."""
+    if not _MAYBE_SECRET.search(text):
+        return text
     for pattern in _SECRET_VALUES:
         text = pattern.sub(_replace, text)
     return text
@@ -130,7 +139,8 @@ class DecisionLog:
         if masked:
             entry["masked"] = [f"/input{pointer}" for pointer in masked]
         self.write(entry)
-        log.debug("decision", decision=entry)
+        if structlog.is_configured():  # unconfigured structlog prints everything to stdout, which stdio owns
+            log.debug("decision", decision=entry)
         return entry
 
     def write(self, entry: JSONObject) -> None:
