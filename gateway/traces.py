@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gateway.decision_log import redact
+from gateway.decision_log import mask_text, redact
 from gateway.errors import GatewayError
 from gateway.ledger.chain import digest
 from gateway.ledger.store import Database
@@ -52,9 +52,11 @@ class UnknownTrace(GatewayError):
 
 
 def clean(value: Any, limit: int | None = None) -> str:
-    """Text fit for a terminal or a page: control and format characters (ESC, bidi overrides, newlines)
-    become visible escapes, so a hostile argument cannot drive the terminal or disguise itself."""
+    """Text fit for a terminal or a page: credential-looking values masked (``mask_text``), and control and
+    format characters (ESC, bidi overrides, newlines) made visible escapes, so a hostile argument can
+    neither drive the terminal nor disguise itself."""
     text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+    text = mask_text(text)
     out = []
     for ch in text:
         if ch.isprintable() or ch == " ":
@@ -443,6 +445,8 @@ def _call_view(call_id: str, rows: list[JSONObject]) -> CallView:
     detail = last.get("detail") or {}
     decision = last.get("decision") or first.get("decision")
     error = detail.get("error")
+    if error:
+        error = redact(error)[0]
     if decision:
         rules, reasons, decided_by = list(decision.get("rules") or []), list(decision.get("reasons") or []), "policy"
     else:
@@ -450,7 +454,9 @@ def _call_view(call_id: str, rows: list[JSONObject]) -> CallView:
         rules = [f"gateway.{code}"] if code else []
         reasons = [error["message"]] if error and error.get("message") else []
         decided_by = "gateway"
-    effects = {k: v for k, v in (last.get("effects") or first.get("effects") or {}).items() if v}
+    reasons = [mask_text(str(r)) for r in reasons]
+    # the ledger keeps effects as described; what is shown has credential-looking values masked
+    effects = redact({k: v for k, v in (last.get("effects") or first.get("effects") or {}).items() if v})[0]
     return CallView(
         call_id=call_id,
         trace_id=last.get("trace_id") or first.get("trace_id"),

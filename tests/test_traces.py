@@ -1,0 +1,215 @@
+"""`gateway trace list|show` on a real workspace: a task taken from its manifest to its merge commit, with a
+call the policy denies, one refused as malformed, one waiting for a person, and a session approved and retried."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from conftest import add_role, inproc_client, make_repo, token
+from rich.console import Console
+
+from gateway.bootstrap import init_workspace
+from gateway.repo import Repo
+from gateway.runtime import Gateway
+from gateway.traces import Filters, Traces, render_trace
+
+HOSTILE = "docs/<script>alert(1)</script>.md"
+TIER3 = {"command": "cat /etc/hostname"}
+
+
+def cli(config: Any, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gateway", "--config", str(config.source), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+async def workflow(config: Any) -> dict[str, Any]:
+    gateway = Gateway(config)
+    manifest = {
+        "task_id": "T1",
+        "objective": "answer 42",
+        "allowed_paths": ["src/**"],
+        "verification": ["grep -q 'return 42' src/app.py"],
+    }
+    facts: dict[str, Any] = {}
+    async with inproc_client(gateway, token(config, "planner", agent="planner")) as client:
+        assert not (await client.call_tool("task_submit", {"manifest": manifest})).is_error
+    async with inproc_client(gateway, token(config, "worker", agent="worker")) as client:
+        await client.call_tool("task_claim", {"task_id": "T1"})
+        edited = await client.call_tool("fs_edit", {"path": "src/app.py", "old_string": "41", "new_string": "42"})
+        assert not edited.is_error
+        denied = await client.call_tool("fs_write", {"path": HOSTILE, "content": "x"})
+        assert denied.is_error and denied.structured_content["decision"]["action"] == "deny"
+        facts["denied_rules"] = denied.structured_content["decision"]["rules"]
+        invalid = await client.call_tool("fs_read", {"path": "../../etc/\x1b[2Jpasswd"})
+        assert invalid.is_error
+        secret = await client.call_tool("shell_run", {"command": "API_TOKEN=hunter2hunter2 true"})
+        assert not secret.is_error
+        asked = await client.call_tool("shell_run", {"command": "rm -rf /"})
+        facts["asked_approval"] = asked.structured_content["approval_id"]
+        record = {"task_id": "T1", "status": "done", "files_changed": ["src/app.py"]}
+        assert not (await client.call_tool("task_report", {"record": record})).is_error
+    async with inproc_client(gateway, token(config, "verifier", agent="verifier")) as client:
+        assert (await client.call_tool("verify_run", {"task_id": "T1"})).structured_content["passed"]
+    async with inproc_client(gateway, token(config, "planner", agent="planner")) as client:
+        proposed = await client.call_tool("intent_propose", {"task_id": "T1", "action": "merge", "arguments": {}})
+    intent_id = proposed.structured_content["intent_id"]
+    async with inproc_client(gateway, token(config, "verifier", agent="verifier")) as client:
+        await client.call_tool("intent_approve", {"intent_id": intent_id})
+    async with inproc_client(gateway, token(config, "committer", agent="committer")) as client:
+        committed = await client.call_tool("intent_commit", {"intent_id": intent_id})
+    facts["merge"] = committed.structured_content["outcome"]["merge_commit"]
+    bot = token(config, "headless", agent="bot")
+    async with inproc_client(gateway, bot) as client:
+        pending = (await client.call_tool("shell_run", TIER3)).structured_content
+        facts["approval"] = pending["approval_id"]
+        gateway.approvals.settle(pending["approval_id"], approve=True, by="alice")
+        ran = await client.call_tool("shell_run", TIER3)  # the same session: the retry lands in the same trace
+        assert ran.structured_content["exit_code"] == 0
+    facts["intent_id"] = intent_id
+    return facts
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, dict[str, Any]]:
+    config = init_workspace(make_repo(tmp_path_factory.mktemp("traces") / "repo"))
+    add_role(config, "headless", ["fs_*", "shell_run"], max_tier=2, approvals="pending")
+    facts = anyio.run(workflow, config)
+    return config, facts
+
+
+def test_list_shows_one_line_per_trace_refused_first(workspace: tuple[Any, dict[str, Any]]) -> None:
+    config, facts = workspace
+    result = cli(config, "trace", "list")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split()[:2] == ["TRACE", "TASK/SESSION"]
+    task_line = lines[1]  # the task's trace has the refused calls: it comes first
+    columns = task_line.split()
+    assert columns[1] == "T1"
+    calls, denied, asked = (int(c) for c in columns[6:9])
+    assert calls >= 10 and denied == 2 and asked == 1
+    assert f"merge {facts['merge'][:12]}" in task_line
+    assert Repo(config.workspace).run("log", "-1", "--merges", "--format=%H", "main").strip() == facts["merge"]
+    assert any(line.split()[1] == "session" for line in lines[2:]), "calls outside a task have session traces"
+
+
+def test_list_json_and_filters(workspace: tuple[Any, dict[str, Any]]) -> None:
+    config, facts = workspace
+    result = cli(config, "trace", "list", "--json")
+    assert result.returncode == 0, result.stderr
+    traces = json.loads(result.stdout)["traces"]
+    task = traces[0]
+    assert task["kind"] == "task" and task["task_id"] == "T1" and task["denied"] == 2 and task["asked"] == 1
+    assert task["side_effects"] == [f"merge {facts['merge'][:12]}"]
+    assert {"planner", "worker", "verifier", "committer"} <= set(task["roles"])
+    denied = json.loads(cli(config, "trace", "list", "--denied", "--json").stdout)["traces"]
+    assert [t["trace_id"] for t in denied] == [task["trace_id"]]
+    headless = json.loads(cli(config, "trace", "list", "--role", "headless", "--json").stdout)["traces"]
+    assert len(headless) == 1 and headless[0]["kind"] == "session" and headless[0]["calls"] == 2
+    # the same filters, through the read model the web pages use
+    traces_model = Traces.for_config(config)
+    assert [t.trace_id for t in traces_model.list(Filters(tier=3))] == [task["trace_id"], headless[0]["trace_id"]]
+    rule = facts["denied_rules"][0]
+    assert [c.tool for c in traces_model.calls(Filters(rule=rule))] == ["fs_write"]
+    assert "fs_write" in [c.tool for c in traces_model.calls(Filters(rule=rule.split(".")[0]))]
+    assert {c.agent for c in traces_model.calls(Filters(agent="bot"))} == {"bot"}
+    outcomes = [c.outcome for c in traces_model.calls(Filters(task="T1"))]
+    assert outcomes[:3] == ["invalid", "denied", "asked"], "refused first (newest first), then asked"
+
+
+def test_show_prints_the_task_story_as_a_tree(workspace: tuple[Any, dict[str, Any]]) -> None:
+    config, facts = workspace
+    result = cli(config, "trace", "show", "T1")  # a task id names its trace
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    order = [
+        "task.submit",
+        "task_claim  worker (worker)",
+        "task.claim",
+        "fs_edit  worker (worker)  allow tier 2",
+        "fs_write  worker (worker)  deny tier",
+        "shell_run  worker (worker)  ask tier 3",
+        "task.report",
+        "task.verify  verification passed",
+        "intent.propose",
+        "intent.approve",
+        "intent.execute",
+        f"intent.committed  intent {facts['intent_id'][:12]} committed: merge commit {facts['merge']}",
+        f"task.committed  merged into the base branch: merge commit {facts['merge']}",
+    ]
+    positions = [out.index(marker) for marker in order]
+    assert positions == sorted(positions), "the tree follows the ledger's order"
+    assert f"[{', '.join(facts['denied_rules'])}]  → denied" in out
+    assert f"arguments: {json.dumps({'path': HOSTILE, 'content': 'x'})}" in out
+    assert "checkpoint cp-" in out and "(undo: gateway rollback cp-" in out
+    assert f"approval {facts['asked_approval']}: pending" in out
+    assert "\x1b" not in out and "\\x1b[2Jpasswd" in out, "a terminal escape in an argument is shown, not sent"
+    assert "hunter2hunter2" not in out and "API_TOKEN=***" in out, "credential-looking values are masked"
+
+
+def test_show_session_trace_with_its_approval(workspace: tuple[Any, dict[str, Any]]) -> None:
+    config, facts = workspace
+    summaries = Traces.for_config(config).list(Filters(agent="bot"))
+    result = cli(config, "trace", "show", summaries[0].trace_id[:10])  # a unique prefix is enough
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "session" in out.splitlines()[0]
+    assert out.index(f"approval.request  approval {facts['approval']} requested") < out.index(
+        f"approval.approved  approval {facts['approval']} approved by alice"
+    )
+    assert f"approval {facts['approval']}: approved" in out, "the retry names the approval it used"
+
+
+def test_show_json(workspace: tuple[Any, dict[str, Any]]) -> None:
+    config, facts = workspace
+    result = cli(config, "trace", "show", "T1", "--json")
+    assert result.returncode == 0, result.stderr
+    trace = json.loads(result.stdout)
+    assert trace["task_id"] == "T1" and trace["kind"] == "task"
+    calls = [e for e in trace["entries"] if e["type"] == "call"]
+    refused = next(c for c in calls if c["tool"] == "fs_write")
+    assert refused["outcome"] == "denied" and refused["rules"] == facts["denied_rules"]
+    assert refused["principal"]["role"] == "worker" and refused["reasons"]
+    assert refused["arguments"] == {"path": HOSTILE, "content": "x"}
+    assert "matches the recorded digest" in refused["arguments_source"]
+    commit = next(c for c in calls if c["tool"] == "intent_commit")
+    steps = {s["name"]: s for s in commit["steps"]}
+    assert steps["intent.committed"]["detail"]["outcome"]["merge_commit"] == facts["merge"]
+    submit = next(e for e in trace["entries"] if e["type"] == "step" and e["name"] == "task.submit")
+    assert submit["detail"]["manifest"]["allowed_paths"] == ["src/**"]
+
+
+def test_unknown_trace_is_one_clear_error(workspace: tuple[Any, dict[str, Any]]) -> None:
+    config, _ = workspace
+    result = cli(config, "trace", "show", "no-such-trace")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        "gateway: no trace 'no-such-trace': give a trace id (or a unique prefix) or a task id"
+    ]
+
+
+def test_render_trace_for_the_demo(workspace: tuple[Any, dict[str, Any]]) -> None:
+    config, facts = workspace
+    buffer = io.StringIO()
+    render_trace(Traces.for_config(config).get("T1"), Console(file=buffer, width=240))
+    text = buffer.getvalue()
+    assert text.startswith("trace ") and "task T1" in text.splitlines()[0]
+    assert f"merge commit {facts['merge']}" in text
+
+
+def test_empty_workspace_lists_nothing(tmp_path: Path) -> None:
+    config = init_workspace(make_repo(tmp_path / "empty"))
+    result = cli(config, "trace", "list")
+    assert result.returncode == 0 and "no traces match" in result.stdout
+    assert json.loads(cli(config, "trace", "list", "--json").stdout) == {"traces": []}
