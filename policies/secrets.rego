@@ -3,6 +3,8 @@ package gateway.secrets
 
 import rego.v1
 
+import data.gateway.paths
+
 effects := input.effects
 
 touched := {p | some key in ["reads", "writes", "creates", "deletes", "recursive_deletes"]; some p in effects[key]}
@@ -29,20 +31,29 @@ basename(p) := name if {
 	name := parts[count(parts) - 1]
 }
 
+# Names are compared in lower case (on a case-insensitive file system `.ENV` is `.env`), and with "/"
+# as the only glob delimiter: a name holds no "/", so `*` matches any run of characters, dots
+# included (`id_rsa*` matches `id_rsa.old`, `*.key` matches `my.server.key`). With glob.match's default
+# delimiter "." it would not.
+harmless_name(name) if name in harmless
+
+harmless_name(name) if endswith(name, ".pub") # a public key is meant to be shared
+
 secret(p) if {
-	name := basename(p)
-	not name in harmless
+	name := lower(basename(p))
+	not harmless_name(name)
 	some pattern in name_patterns
-	glob.match(pattern, [], name)
+	glob.match(pattern, ["/"], name)
 }
 
 secret(p) if {
 	some pattern in path_patterns
-	glob.match(pattern, ["/"], p)
+	glob.match(pattern, ["/"], lower(p))
 }
 
+# A link to a secret makes a copy of it under an innocent name (see paths.link_sources).
 findings contains {"tier": 3, "rule": "secrets.access", "reason": msg} if {
-	hits := sort([p | some p in touched; secret(p)])
+	hits := sort([p | some p in touched | paths.link_sources; secret(p)])
 	count(hits) > 0
 	msg := sprintf("touches secrets or credentials: %s", [concat(", ", hits)])
 }

@@ -35,3 +35,20 @@ test_env_template_is_harmless if {
 test_ordinary_file_is_not_a_secret if {
 	reads("src/environment.py").action == "allow"
 }
+
+# `*` in a name pattern matches dots too (glob.match with "/" as the delimiter), and case is ignored.
+test_name_patterns_match_across_dots_and_case if {
+	every path in ["backup/id_rsa.old", "certs/my.server.key", "config/secrets.prod.yml", ".ENV", "Server.PEM", ".env.local.bak"] {
+		"secrets.access" in reads(path).rules
+	}
+}
+
+test_public_keys_are_not_secrets if {
+	reads("deploy/id_ed25519.pub").action == "allow"
+}
+
+test_link_to_a_secret_asks if {
+	doc := testing.call("planner", "fs_read", {"commands": [testing.cmd(["ln", ".env", "notes.txt"])], "creates": ["notes.txt"]})
+	d := decision with input as doc with data.roles as testing.roles
+	"secrets.access" in d.rules
+}

@@ -19,7 +19,7 @@ read_only_programs := {
 	"realpath", "readlink", "sha256sum", "sha1sum", "md5sum", "jq", "yq", "column", "nl", "od",
 	"hexdump", "strings", "type", "sleep", "seq", "sed", "cd", "tac", "rev", "paste", "comm",
 	"expr", "printenv", "env", "nproc", "free", "uptime", "ps", "lsof", "tee", "xargs", "timeout", "nice",
-	"nohup", "time", "command", "builtin",
+	"nohup", "time", "command", "builtin", "exit", "wait", ":", "read", "return", "shift",
 }
 
 # git subcommands that only read the repository.
@@ -31,6 +31,159 @@ git_read_only := {
 
 # git subcommands that contact another host are reported by the shell analysis as network effects.
 git_network := {"push", "pull", "fetch", "clone", "ls-remote", "submodule", "send-email", "request-pull"}
+
+# Programs whose every file effect the shell analysis states (what they read, write, create and
+# delete, with the options that run other programs reported as opaque): they take their tier from
+# those effects, so `mkdir docs` or `cp a.txt b.txt` is tier 1 and `mv a b` is tier 2.
+described_programs := {
+	"touch", "mkdir", "cp", "mv", "ln", "install", "truncate", "rm", "rmdir", "unlink", "sort", "uniq", "xxd",
+	"cmp", "awk", "gawk", "mawk", "nawk", "base64", "base32", "basenc", "sha512sum", "b2sum", "cksum", "join",
+}
+
+# Interpreters and editors given program text on the command line (`python -c`, `node -e`, `vim -c`).
+# The shell analysis records the text; it does not analyse it, and neither does the policy. Such a
+# one-liner is treated like a script in the workspace (an unknown program, tier 2: `python -c
+# 'print(1)'`), except when its text reaches for what tier 3 is about: other processes, the network,
+# deletion, dynamic evaluation or decoding, or a path outside the workspace. That is a heuristic over
+# the text, not an analysis: it catches the obvious one-liners, and a script file written first gets
+# tier 2 whatever it does. Editors' and shells' command options (`vim -c ':!rm -rf src'`, `pwsh -c`,
+# `osascript -e`) are always tier 3.
+inline_code_options := {
+	"python": "^-[A-Za-z]*c",
+	"perl": "^-[A-Za-z]*[eE]",
+	"ruby": "^-[A-Za-z]*e",
+	"node": "^(-[A-Za-z]*[ep]|--eval|--print)",
+	"bun": "^(-[A-Za-z]*e|--eval|--print)",
+	"php": "^-[A-Za-z]*[rBRFE]",
+	"lua": "^-[A-Za-z]*e",
+	"Rscript": "^-[A-Za-z]*e",
+	"julia": "^(-[A-Za-z]*e|--eval)",
+	"osascript": "^-[A-Za-z]*e",
+	"pwsh": "^-(c|C|command|Command|encodedcommand|EncodedCommand|ec|e)$",
+	"vim": "^(-c|--cmd|-S|\\+)",
+}
+
+always_ask_interpreters := {"vim", "pwsh", "osascript"}
+
+# What a one-liner may not reach for without a person looking (no (?i), no look-ahead: RE2 and OPA).
+risky_code := concat("|", [
+	`system|exec|popen|spawn|subprocess|child_process|pty\.|os\.fork|kill`,
+	`socket|Socket|urllib|urlopen|requests|httpx|aiohttp|http\.client|https?:|ftp:|fetch\(|XMLHttpRequest`,
+	`curl|wget|LWP|HTTP::|Net::HTTP|open-uri|IO::Socket|fsockopen|createServer|serve_forever|HTTPServer|\bhttpd\b`,
+	`rmtree|rmSync|rmdirSync|unlinkSync|unlink|remove|rm_rf|FileUtils|File\.delete|truncate`,
+	`eval|compile|__import__|importlib|getattr|globals\(|__builtins__|Function\(|process\.binding|import\(`,
+	`base64|b64decode|atob|Buffer\.from|codecs|marshal|pickle|ctypes|zlib|fromCharCode|chr\(|\\x[0-9a-fA-F]`,
+	`require\(\s*['"](node:)?(child_process|http|https|http2|net|dgram|tls|vm|worker_threads|cluster)['"]`,
+	`qx|%x|chmod|chown|setuid|sudo`,
+	"`",
+	`['"](/|~|\.\./)`,
+])
+
+interpreter(name) := "python" if regex.match("^(python|pypy)[0-9.]*$", name)
+
+interpreter(name) := "node" if name in {"node", "nodejs"}
+
+interpreter(name) := "lua" if regex.match("^lua(jit)?[0-9.]*$", name)
+
+interpreter(name) := "vim" if name in {"vim", "vi", "nvim", "gvim", "view", "ex", "vimdiff"}
+
+interpreter(name) := "perl" if regex.match("^perl[0-9.]*$", name)
+
+interpreter(name) := "ruby" if regex.match("^ruby[0-9.]*$", name)
+
+interpreter(name) := "php" if regex.match("^php[0-9.]*$", name)
+
+interpreter(name) := name if name in {"bun", "deno", "Rscript", "julia", "osascript", "pwsh"}
+
+# The options before the first operand (the script or module) belong to the interpreter.
+first_operand(cmd) := i if {
+	operands := [j | some j, a in cmd.argv; j > 0; not startswith(a, "-"); not startswith(a, "+")]
+	i := operands[0]
+}
+
+interpreter_option(cmd, i) if not first_operand(cmd)
+
+interpreter_option(cmd, i) if i < first_operand(cmd)
+
+# The program text: each code option with the word after it (`-c CODE`; `-cCODE` is one word).
+code_words(cmd) := words if {
+	interpreter(program(cmd)) != "deno"
+	words := [w |
+		pattern := inline_code_options[interpreter(program(cmd))]
+		some i, arg in cmd.argv
+		i > 0
+		interpreter_option(cmd, i)
+		regex.match(pattern, arg)
+		some w in array.slice(cmd.argv, i, i + 2)
+	]
+}
+
+code_words(cmd) := array.slice(cmd.argv, 2, 3) if {
+	interpreter(program(cmd)) == "deno"
+	cmd.argv[1] == "eval"
+}
+
+inline_code(cmd) if count(code_words(cmd)) > 0
+
+risky_inline_code(cmd) if {
+	inline_code(cmd)
+	interpreter(program(cmd)) in always_ask_interpreters
+}
+
+risky_inline_code(cmd) if {
+	inline_code(cmd)
+	regex.match(risky_code, concat(" ", code_words(cmd)))
+}
+
+findings contains {"tier": 3, "rule": "tiers.inline_code", "reason": msg} if {
+	some cmd in effects.commands
+	risky_inline_code(cmd)
+	msg := sprintf("runs program text given to '%s' on the command line that reaches for processes, the network, deletion or evaluation", [program(cmd)])
+}
+
+# Package managers' own configuration lives in the user's home (~/.npmrc, ~/.config/pip/pip.conf):
+# changing it (a registry, an index URL, a login token) reaches every project on the machine.
+package_config_programs := {"npm", "pnpm", "yarn", "pip", "pip3", "poetry", "conda", "bun", "uv"}
+
+operands(cmd) := [a | some i, a in cmd.argv; i > 0; not startswith(a, "-")]
+
+changes_package_config(cmd) if {
+	program(cmd) in package_config_programs
+	ops := operands(cmd)
+	ops[0] == "config"
+	ops[1] in {"set", "delete", "rm", "unset", "edit", "add", "remove"}
+}
+
+changes_package_config(cmd) if {
+	program(cmd) in {"npm", "pnpm", "yarn"}
+	operands(cmd)[0] in {"set", "login", "adduser", "add-user", "logout", "token"}
+}
+
+findings contains {"tier": 3, "rule": "tiers.global_config", "reason": msg} if {
+	some cmd in effects.commands
+	changes_package_config(cmd)
+	msg := sprintf("changes %s's user or global configuration: %s", [program(cmd), concat(" ", cmd.argv)])
+}
+
+# Servers that expose the workspace to the network (the shell analysis reports nc/socat listeners).
+serves_network(cmd) if {
+	interpreter(program(cmd)) == "python"
+	some i, a in cmd.argv
+	a == "-m"
+	cmd.argv[i + 1] in {"http.server", "SimpleHTTPServer", "smtpd", "pyftpdlib", "uvicorn", "flask"}
+}
+
+serves_network(cmd) if {
+	interpreter(program(cmd)) == "php"
+	some a in cmd.argv
+	startswith(a, "-S")
+}
+
+findings contains {"tier": 3, "rule": "tiers.network", "reason": msg} if {
+	some cmd in effects.commands
+	serves_network(cmd)
+	msg := sprintf("serves on the network: %s", [concat(" ", cmd.argv)])
+}
 
 # Programs whose misuse is hard to undo or reaches beyond the workspace.
 dangerous_programs := {
@@ -47,10 +200,124 @@ program(cmd) := base if {
 	base := parts[count(parts) - 1]
 }
 
-git_subcommand(cmd) := sub if {
+# git's global options that take their value as the next word (`git -C dir status`).
+git_value_options := {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env"}
+
+git_subcommand_index(cmd) := i if {
 	program(cmd) == "git"
-	subs := [a | some i, a in cmd.argv; i > 0; not startswith(a, "-")]
-	sub := subs[0]
+	candidates := [j |
+		some j, a in cmd.argv
+		j > 0
+		not startswith(a, "-")
+		not cmd.argv[j - 1] in git_value_options
+	]
+	i := candidates[0]
+}
+
+git_subcommand(cmd) := cmd.argv[git_subcommand_index(cmd)]
+
+# The words after the subcommand, and those of them that are not options.
+git_rest(cmd) := array.slice(cmd.argv, git_subcommand_index(cmd) + 1, count(cmd.argv))
+
+git_operands(cmd) := [a | some a in git_rest(cmd); not startswith(a, "-")]
+
+git_has(cmd, flags) if {
+	some a in git_rest(cmd)
+	some flag in flags
+	option_is(a, flag)
+}
+
+option_is(arg, flag) if arg == flag
+
+option_is(arg, flag) if {
+	startswith(flag, "--")
+	startswith(arg, concat("", [flag, "="]))
+}
+
+# Subcommands in git_read_only that also write when given operands or certain options.
+git_branch_writes := {
+	"-d", "-D", "--delete", "-m", "-M", "--move", "-c", "-C", "--copy", "-f", "--force", "-u",
+	"--set-upstream-to", "--unset-upstream", "--edit-description", "-t", "--track",
+}
+
+git_tag_writes := {
+	"-d", "--delete", "-a", "--annotate", "-s", "--sign", "-u", "--local-user", "-f", "--force", "-m",
+	"--message", "-F", "--file", "-e", "--edit",
+}
+
+git_list_modes := {"-l", "--list", "--contains", "--no-contains", "--merged", "--no-merged", "--points-at", "--show-current"}
+
+git_config_writes := {
+	"--add", "--replace-all", "--unset", "--unset-all", "-e", "--edit", "--rename-section",
+	"--remove-section",
+}
+
+git_writes(cmd) if {
+	git_subcommand(cmd) == "branch"
+	git_has(cmd, git_branch_writes)
+}
+
+git_writes(cmd) if {
+	git_subcommand(cmd) == "branch"
+	count(git_operands(cmd)) > 0
+	not git_has(cmd, git_list_modes)
+}
+
+git_writes(cmd) if {
+	git_subcommand(cmd) == "tag"
+	git_has(cmd, git_tag_writes)
+}
+
+git_writes(cmd) if {
+	git_subcommand(cmd) == "tag"
+	count(git_operands(cmd)) > 0
+	not git_has(cmd, git_list_modes | {"-v", "--verify", "-n"})
+}
+
+git_writes(cmd) if {
+	git_subcommand(cmd) == "remote"
+	git_operands(cmd)[0] in {"add", "remove", "rm", "rename", "set-url", "set-head", "set-branches", "prune"}
+}
+
+git_writes(cmd) if {
+	git_subcommand(cmd) == "config"
+	count(git_operands(cmd)) >= 2
+}
+
+git_writes(cmd) if {
+	git_subcommand(cmd) == "config"
+	git_has(cmd, git_config_writes)
+}
+
+git_writes(cmd) if {
+	git_subcommand(cmd) == "reflog"
+	git_operands(cmd)[0] in {"expire", "delete"}
+}
+
+git_reads(cmd) if {
+	git_subcommand(cmd) in git_read_only
+	not git_writes(cmd)
+}
+
+git_reads(cmd) if {
+	git_subcommand(cmd) == "stash"
+	git_operands(cmd)[0] in {"list", "show"}
+}
+
+# Defence in depth: git subcommands that contact a remote, whatever the shell analysis found.
+git_contacts_remote(cmd) if {
+	git_subcommand(cmd) in (git_network - {"submodule"})
+}
+
+git_contacts_remote(cmd) if {
+	git_subcommand(cmd) == "submodule"
+	git_operands(cmd)[0] in {"add", "update"}
+}
+
+git_contacts_remote(cmd) if {
+	git_subcommand(cmd) == "remote"
+	git_operands(cmd)[0] in {"show", "prune", "update"}
+	not git_has(cmd, {"-n"})
 }
 
 findings contains {"tier": 1, "rule": "tiers.read", "reason": sprintf("reads %s", [concat(", ", effects.reads)])} if {
@@ -126,24 +393,32 @@ findings contains {"tier": 1, "rule": "tiers.read_only_command", "reason": msg} 
 
 findings contains {"tier": 1, "rule": "tiers.git_read", "reason": msg} if {
 	some cmd in effects.commands
-	git_subcommand(cmd) in git_read_only
+	git_reads(cmd)
 	msg := sprintf("runs 'git %s', which only reads the repository", [git_subcommand(cmd)])
 }
 
 findings contains {"tier": 2, "rule": "tiers.git_local_write", "reason": msg} if {
 	some cmd in effects.commands
 	sub := git_subcommand(cmd)
-	not sub in git_read_only
-	not sub in git_network
+	not git_reads(cmd)
+	not git_contacts_remote(cmd)
 	msg := sprintf("runs 'git %s', which changes the local repository", [sub])
+}
+
+findings contains {"tier": 3, "rule": "tiers.network", "reason": msg} if {
+	some cmd in effects.commands
+	git_contacts_remote(cmd)
+	msg := sprintf("runs 'git %s', which contacts a remote repository", [git_subcommand(cmd)])
 }
 
 findings contains {"tier": 2, "rule": "tiers.unknown_command", "reason": msg} if {
 	some cmd in effects.commands
 	name := program(cmd)
 	not name in read_only_programs
+	not name in described_programs
 	not name in dangerous_programs
 	not name in {"git", "chmod", "chown", "chgrp"}
+	not risky_inline_code(cmd)
 	msg := sprintf("runs '%s', which may change the workspace (a checkpoint is taken first)", [name])
 }
 
