@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from gateway.config import GatewayConfig
+    from gateway.runtime import Gateway
 
 REFUSED = ("denied", "invalid")  # refused before anything ran: by identity/scope/policy, or as malformed
 PROTOCOL_TOOLS = ("task_", "intent_", "verify_run")  # gateway tools whose work appears as task/intent steps
@@ -161,7 +162,8 @@ class CallView:
     arguments: JSONObject | None = None  # masked; None when no record proves them
     arguments_source: str | None = None
     decision_id: str | None = None
-    approval: JSONObject | None = None
+    approval: JSONObject | None = None  # as recorded with the call: {id, answer: pending|approved|denied, by?}
+    approval_state: str | None = None  # the approval's state now: pending, approved, denied, used, expired, ...
     safeguard: JSONObject | None = None
     intent_id: str | None = None
     duration_ms: float | None = None
@@ -524,7 +526,9 @@ class _Proofs:
             return
         logged = self._logged({c.decision_id for c in calls if c.decision_id}, {c.call_id for c in calls})
         approvals: dict[str, JSONObject] = {}
-        for row in self.db.query("SELECT arguments_digest, request FROM approvals ORDER BY created"):
+        states: dict[str, str] = {}
+        for row in self.db.query("SELECT id, state, arguments_digest, request FROM approvals ORDER BY created"):
+            states[row["id"]] = row["state"]
             request = json.loads(row["request"] or "{}")
             if isinstance(request.get("arguments"), dict):
                 approvals.setdefault(row["arguments_digest"], request["arguments"])
@@ -533,6 +537,8 @@ class _Proofs:
             for r in self.db.query("SELECT task_id, action, arguments FROM intents")
         ]
         for call in calls:
+            if call.approval and call.approval.get("id") in states:
+                call.approval_state = states[call.approval["id"]]
             entry = logged.get(call.decision_id or "") or logged.get(call.call_id)
             if entry is not None:
                 call.arguments, call.arguments_source = self._from_log(call, entry)
@@ -796,7 +802,8 @@ def call_tree(call: CallView) -> Any:
     if call.approval:
         ap = call.approval
         by = f" by {clean(ap['by'])}" if ap.get("by") else ""
-        node.add(Text(f"approval {clean(ap.get('id'))}: {clean(ap.get('answer'))}{by}", style="yellow"))
+        now = f" (now {clean(call.approval_state)})" if call.approval_state not in (None, ap.get("answer")) else ""
+        node.add(Text(f"approval {clean(ap.get('id'))}: {clean(ap.get('answer'))}{by}{now}", style="yellow"))
     if call.safeguard:
         node.add(
             Text(
@@ -859,6 +866,14 @@ def render_trace(trace: Trace, console: Console | None = None) -> None:
         else:
             tree.add(step_label(entry))
     console.print(tree)
+
+
+def show_trace(gateway: Gateway, ref: str, console: Console | None = None) -> Trace:
+    """Print the trace ``ref`` names (a trace id, a unique prefix of one, or a task id) of a running or
+    stopped gateway, and return it; UnknownTrace if there is none."""
+    trace = Traces.for_config(gateway.config, gateway.db).get(ref)
+    render_trace(trace, console)
+    return trace
 
 
 def render_trace_list(summaries: list[TraceSummary], console: Console | None = None) -> None:

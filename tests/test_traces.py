@@ -18,7 +18,7 @@ from rich.console import Console
 from gateway.bootstrap import init_workspace
 from gateway.repo import Repo
 from gateway.runtime import Gateway
-from gateway.traces import Filters, Traces, render_trace
+from gateway.traces import Filters, Traces, render_trace, show_trace
 
 HOSTILE = "docs/<script>alert(1)</script>.md"
 TIER3 = {"command": "cat /etc/hostname"}
@@ -169,6 +169,7 @@ def test_show_session_trace_with_its_approval(workspace: tuple[Any, dict[str, An
         f"approval.approved  approval {facts['approval']} approved by alice"
     )
     assert f"approval {facts['approval']}: approved" in out, "the retry names the approval it used"
+    assert f"approval {facts['approval']}: pending (now used)" in out, "the asking call shows what became of it"
 
 
 def test_show_json(workspace: tuple[Any, dict[str, Any]]) -> None:
@@ -206,6 +207,9 @@ def test_render_trace_for_the_demo(workspace: tuple[Any, dict[str, Any]]) -> Non
     text = buffer.getvalue()
     assert text.startswith("trace ") and "task T1" in text.splitlines()[0]
     assert f"merge commit {facts['merge']}" in text
+    shown = io.StringIO()
+    trace = show_trace(Gateway(config), "T1", Console(file=shown, width=240))
+    assert trace.summary.task_id == "T1" and shown.getvalue() == text
 
 
 def test_empty_workspace_lists_nothing(tmp_path: Path) -> None:

@@ -140,10 +140,9 @@ def ui_routes(gateway: Gateway) -> list[Route]:
             except Unauthenticated as exc:
                 reviewers.refused(exc.message, "unauthenticated")
                 return login_page(request, f"credential refused: {exc.message}")
-            if not reviewers.may_review(principal):
+            if not reviewers.may_review(principal):  # 403, with the form to sign in as an approver instead
                 reviewers.refused(FORBIDDEN.format(role=principal.role), "forbidden", principal)
-                body = render.message_body("Forbidden", FORBIDDEN.format(role=principal.role))
-                return html_page("Forbidden", body, 403)
+                return login_page(request, FORBIDDEN.format(role=principal.role), status=403)
             if post:
                 form = await request.form()
                 sent = str(form.get("csrf") or "")

@@ -192,7 +192,10 @@ def call_card(call: CallView, with_trace_link: bool = True) -> str:
     if call.approval:
         ap = call.approval
         by = f" by {esc(ap['by'])}" if ap.get("by") else ""
-        rows.append(("Approval", f"<code>{esc(ap.get('id'))}</code> {esc(ap.get('answer'))}{by}"))
+        now = ""
+        if call.approval_state and call.approval_state != ap.get("answer"):
+            now = f" <span class='muted'>(now {esc(call.approval_state)})</span>"
+        rows.append(("Approval", f"<code>{esc(ap.get('id'))}</code> {esc(ap.get('answer'))}{by}{now}"))
     if call.safeguard:
         rows.append(
             (
@@ -254,7 +257,7 @@ def calls_body(calls: list[CallView], filters: Filters, roles: list[str], refuse
     parts = ["<h1>Calls</h1>", filters_form(filters, roles)]
     for title, group, ident in (
         ("Refused (denied or invalid)", refused, "refused"),
-        ("Waiting for a person", asked, "asked"),
+        ("Asked a person (tier 3)", asked, "asked"),
         ("Other calls", others, "others"),
     ):
         parts.append(f"<section id='{ident}'><h2>{esc(title)} ({len(group)})</h2>")
