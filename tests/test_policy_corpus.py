@@ -28,6 +28,7 @@ import yaml
 from conftest import add_role, make_repo
 
 from gateway.bootstrap import init_workspace
+from gateway.config import GatewayConfig
 from gateway.runtime import Gateway
 from gateway.tasks.models import TaskManifest
 from gateway.types import Principal
@@ -115,7 +116,8 @@ WORKSPACE_FILES = {
 }
 
 
-def build_world(root: Path) -> Iterator[World]:
+def make_workspace(root: Path) -> tuple[GatewayConfig, Path]:
+    """The corpus workspace under ``root`` (see the YAML's header) and the fake home; the corpus roles added."""
     home = root / "home"
     for rel, text in {".ssh/id_rsa": "PRIVATE", ".bashrc": "", ".aws/credentials": "[default]\n"}.items():
         (home / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -134,6 +136,11 @@ def build_world(root: Path) -> Iterator[World]:
     config = init_workspace(repo)
     for name, role in CORPUS["roles"].items():
         add_role(config, name, **role)
+    return config, home
+
+
+def build_world(root: Path) -> Iterator[World]:
+    config, home = make_workspace(root)
     gateway = Gateway(config)
     world = World(workspace=config.workspace, home=home)
     operator = Principal(agent="op", role="operator")

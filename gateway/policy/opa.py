@@ -57,6 +57,12 @@ class OpaEngine:
         try:
             client = await self._ready()
             answer = await client.query_rule(input_doc, PACKAGE, RULE)
+            if not (isinstance(answer, dict) and "result" in answer):
+                # Undefined: OPA lost the policy (a restart without bundles) or never took it. Push again
+                # once and ask again; if it is still undefined, the decision is a deny that says so.
+                self._pushed = None
+                client = await self._ready()
+                answer = await client.query_rule(input_doc, PACKAGE, RULE)
         except Exception as exc:  # unreachable server, HTTP error, bad JSON: all deny
             return engine_error(f"OPA at {self.url}: {type(exc).__name__}: {str(exc)[:300]}")
         return to_decision(answer.get("result") if isinstance(answer, dict) else None)
@@ -68,17 +74,37 @@ class OpaEngine:
         return answer.get("result") if isinstance(answer, dict) else None
 
     async def push(self) -> None:
-        """Push the bundle and the roles; raises when OPA refuses a module (the old one stays in force)."""
+        """Push the bundle and the roles; raises when OPA refuses a module (the old one stays in force).
+
+        OPA compiles every module with the ones it already holds, so a module that calls a function of
+        a module not pushed yet (paths.rego calls scope.matches_any) is refused at first: refused
+        modules are pushed again while each round gets more accepted. Modules under the gateway's
+        prefix that are no longer in the bundle are deleted, so a removed file stops deciding.
+        """
         client = await self._connect()
         current = fingerprint(self.directory)
         await client.update_or_create_data(self.data["roles"], "roles")
-        errors = []
-        for path in policy_files(self.directory):
-            endpoint = f"{POLICY_PREFIX}/{path.relative_to(self.directory).as_posix()}"
-            try:
-                await client.update_policy_from_string(path.read_text(encoding="utf-8"), endpoint, rego_compat=False)
-            except Exception as exc:
-                errors.append(f"{path.name}: {str(exc)[:300]}")
+        modules = {
+            f"{POLICY_PREFIX}/{path.relative_to(self.directory).as_posix()}": path.read_text(encoding="utf-8")
+            for path in policy_files(self.directory)
+        }
+        stale = [p for p in await client.get_policies_list() if p.startswith(f"{POLICY_PREFIX}/") and p not in modules]
+        pending: dict[str, str | None] = {**dict.fromkeys(stale), **modules}  # None: delete
+        failures: dict[str, str] = {}
+        while pending:
+            failures = {}
+            for endpoint, text in pending.items():
+                try:
+                    if text is None:
+                        await client.delete_policy(endpoint)
+                    else:
+                        await client.update_policy_from_string(text, endpoint, rego_compat=False)
+                except Exception as exc:
+                    failures[endpoint] = opa_error(exc) if text is not None else f"not deleted: {opa_error(exc)}"
+            if len(failures) == len(pending):
+                break
+            pending = {endpoint: pending[endpoint] for endpoint in failures}
+        errors = [f"{endpoint.removeprefix(POLICY_PREFIX + '/')}: {message}" for endpoint, message in failures.items()]
         self._pushed = current
         self.last_error = "; ".join(errors) or None
         if errors:
@@ -108,3 +134,14 @@ class OpaEngine:
         if self._client is not None:
             await self._client.close_connection()
             self._client = None
+
+
+def opa_error(exc: BaseException) -> str:
+    """OPA's own words for a refused request: the first error's message and location when it gave one."""
+    errors = getattr(exc, "errors", None)
+    if isinstance(errors, list) and errors and isinstance(errors[0], dict):
+        first = errors[0]
+        where = first.get("location") or {}
+        at = f" at {where.get('file')}:{where.get('row')}:{where.get('col')}" if where else ""
+        return f"{first.get('code', 'error')}{at}: {str(first.get('message', ''))[:300]}"
+    return f"{type(exc).__name__}: {str(exc)[:300]}"
