@@ -10,8 +10,10 @@ a bundle that fails to compile keeps the last good one in force and reports why 
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,9 @@ class Bundle:
         self.sources = [(str(p.relative_to(directory)), p.read_text(encoding="utf-8")) for p in self.files]
         self.fingerprint = fingerprint(directory)
         engine = self.engine()
+        undefined = undefined_calls(json.loads(engine.get_ast_as_json()))
+        if undefined:  # OPA refuses such a module when it is loaded; regorus only when a call reaches it
+            raise ConfigError("; ".join(undefined[:3]))
         engine.set_input({})
         engine.eval_rule(QUERY)  # unsafe variables and unknown functions only surface at evaluation
 
@@ -117,6 +122,60 @@ class EmbeddedEngine:
             self._failed_fingerprint = current
             self.last_error = engine_message(exc)
             log.error("policy reload failed; keeping the last good bundle", error=self.last_error)
+
+
+def _dotted(node: Any) -> list[str] | None:
+    """A reference made only of names (``a.b.c``) in regorus's AST, as a list; None for anything else."""
+    if not isinstance(node, dict):
+        return None
+    if "Var" in node:
+        return [node["Var"]["value"]]
+    if "RefDot" in node:
+        head = _dotted(node["RefDot"]["refr"])
+        return None if head is None else [*head, node["RefDot"]["field"][1]]
+    return None
+
+
+def _calls(node: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(node, dict):
+        call = node.get("Call")
+        if isinstance(call, dict) and "fcn" in call:
+            yield call
+        for value in node.values():
+            yield from _calls(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _calls(value)
+
+
+def undefined_calls(modules: list[dict[str, Any]]) -> list[str]:
+    """``file:line:col: undefined function data.x.f`` for every call through an import or ``data`` to a
+    function no module defines (OPA's type check does the same when a module is loaded)."""
+    defined: set[str] = set()
+    for module in modules:
+        package = ".".join(_dotted(module["ast"]["package"]["refr"]) or [])
+        for rule in module["ast"]["rules"]:
+            head = rule.get("Spec", {}).get("head", {}) if isinstance(rule, dict) else {}
+            if "Func" in head:
+                defined.add(".".join(["data", package, *(_dotted(head["Func"]["refr"]) or [])]))
+    problems = []
+    for module in modules:
+        source = module["source"]["contents"]
+        aliases: dict[str, str] = {}
+        for imported in module["ast"]["imports"]:
+            path = _dotted(imported["refr"]) or []
+            if path[:1] == ["data"]:
+                alias = imported.get("as")
+                aliases[source[alias["start"] : alias["end"]] if alias else path[-1]] = ".".join(path)
+        for call in _calls(module["ast"]["rules"]):
+            name = _dotted(call["fcn"])
+            if not name or (name[0] != "data" and name[0] not in aliases):
+                continue  # a builtin or a function of the same package: regorus checks those
+            full = ".".join([aliases.get(name[0], "data"), *name[1:]])
+            if full not in defined:
+                span = call["span"]
+                problems.append(f"{module['source']['file']}:{span['line']}:{span['col']}: undefined function {full}")
+    return problems
 
 
 def engine_message(exc: BaseException) -> str:

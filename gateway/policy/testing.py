@@ -58,5 +58,14 @@ def run_policy_tests(directory: Path, data: JSONObject) -> list[PolicyTestResult
                 results.append(PolicyTestResult(package.group(1), name, "error", engine_message(exc)))
                 continue
             status: Literal["pass", "fail"] = "pass" if value is True else "fail"
-            results.append(PolicyTestResult(package.group(1), name, status, "" if value is True else repr(value)))
+            results.append(PolicyTestResult(package.group(1), name, status, failure_message(value)))
     return results
+
+
+def failure_message(value: object) -> str:
+    """Why a test rule did not pass: opa test counts only ``true``."""
+    if value is True:
+        return ""
+    if value is None:
+        return "undefined: an expression in its body was false or undefined"
+    return f"evaluated to {value!r}, not true"
