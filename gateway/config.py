@@ -80,7 +80,7 @@ class LimitsConfig(Strict):
 
 
 class PolicyConfig(Strict):
-    engine: Literal["embedded", "opa", "allow-all"] = "embedded"
+    engine: Literal["embedded", "opa"] = "embedded"
     path: Path = Path(".gateway/policies")
     opa_url: str = "http://127.0.0.1:8181"
     opa_token: str | None = None

@@ -204,9 +204,10 @@ async def test_quarantined_task_cannot_be_approved(config: Any) -> None:
         proposed = await client.call_tool("intent_propose", {"task_id": "T1", "action": "merge", "arguments": {}})
     async with inproc_client(gateway, token(config, "worker", agent="w")) as client:
         await client.call_tool("task_claim", {"task_id": "T1"})
-        await client.call_tool(
+        ran = await client.call_tool(
             "shell_run", {"command": "python3 -c \"import os; os.mkdir('docs'); open('docs/x','w').write('x')\""}
         )
+        assert not ran.is_error, text_of(ran)
         await client.call_tool("task_report", {"record": {"task_id": "T1", "status": "done"}})
     async with inproc_client(gateway, token(config, "verifier")) as client:
         refused = await client.call_tool("intent_approve", {"intent_id": proposed.structured_content["intent_id"]})
