@@ -51,6 +51,29 @@ secret(p) if {
 	glob.match(pattern, ["/"], lower(p))
 }
 
+# A path the shell analysis reports as a glob (`cat .e?v`, `cat *.key`) is checked as a pattern: if it
+# could match a typical secret's name, it counts as one.
+secret_examples := [
+	".env", ".env.local", "x.pem", "x.key", "x.p12", "x.pfx", "x.jks", "x.keystore", "x.kdbx", "id_rsa", "id_dsa",
+	"id_ecdsa", "id_ed25519", ".netrc", ".pgpass", ".npmrc", ".pypirc", "credentials", "credentials.json",
+	"secrets.yml", "x.secret", "service-account.json", ".htpasswd", "shadow", "master.key",
+]
+
+glob_chars := {"*", "?", "["}
+
+# Only well-formed patterns are tried (glob.match fails on `a[`); a pattern of wildcards alone (`*`,
+# `src/*`) names nothing in particular and is left alone, and as in bash a leading dot must be written.
+secret(p) if {
+	name := lower(basename(p))
+	some ch in glob_chars
+	contains(name, ch)
+	regex.match(`^([^\[\]{}\\]|\[!?[^\[\]]+\])*$`, name)
+	regex.match(`[^*?\[\]!]`, name)
+	some example in secret_examples
+	startswith(example, ".") == startswith(name, ".")
+	glob.match(name, ["/"], example)
+}
+
 # A link to a secret makes a copy of it under an innocent name (see paths.link_sources).
 findings contains {"tier": 3, "rule": "secrets.access", "reason": msg} if {
 	hits := sort([p | some p in touched | paths.link_sources; secret(p)])
@@ -60,3 +83,24 @@ findings contains {"tier": 3, "rule": "secrets.access", "reason": msg} if {
 
 # Secrets never go to another host in the arguments of a networked call.
 deny := set()
+
+# A secret's name as a command's argument (`find . -name .env -exec cat {} +`, `grep -r --include=.env x .`,
+# `git add .env`): the paths the analysis reports are directories or patterns, but the name says what
+# is after. The value of `--opt=value` counts too.
+secret_argument(arg) if secret(arg)
+
+secret_argument(arg) if {
+	contains(arg, "=")
+	secret(substring(arg, indexof(arg, "=") + 1, -1))
+}
+
+findings contains {"tier": 3, "rule": "secrets.named", "reason": msg} if {
+	named := sort({arg |
+		some cmd in effects.commands
+		some i, arg in cmd.argv
+		i > 0
+		secret_argument(arg)
+	})
+	count(named) > 0
+	msg := sprintf("names secrets or credentials in its arguments: %s", [concat(", ", named)])
+}

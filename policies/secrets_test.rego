@@ -52,3 +52,21 @@ test_link_to_a_secret_asks if {
 	d := decision with input as doc with data.roles as testing.roles
 	"secrets.access" in d.rules
 }
+
+# A glob the shell analysis reports as a path is checked as a pattern against typical secret names.
+test_globs_that_could_name_a_secret_ask if {
+	every path in [".e?v", ".en*", ".[e]nv", "certs/*.key", "id_*", "*.p12"] {
+		"secrets.access" in reads(path).rules
+	}
+	every path in ["*", "src/*", "src/*.py", "?", "*env", "a[", "x{a,b}"] {
+		reads(path).action == "allow"
+	}
+}
+
+test_secret_names_in_arguments_ask if {
+	every argv in [["find", ".", "-name", ".env"], ["grep", "-r", "--include=.env", "x", "."], ["git", "add", ".env"]] {
+		doc := testing.call("planner", "fs_read", {"commands": [testing.cmd(argv)]})
+		d := decision with input as doc with data.roles as testing.roles
+		"secrets.named" in d.rules
+	}
+}

@@ -77,6 +77,7 @@ risky_code := concat("|", [
 	`qx|%x|chmod|chown|setuid|sudo`,
 	"`",
 	`['"](/|~|\.\./)`,
+	`\.env\b|\.git\b|\.github|\.gitlab|\.ssh|\.aws|\.netrc|\.npmrc|\.pypirc|id_rsa|id_ed25519|credentials|hooks`,
 ])
 
 interpreter(name) := "python" if regex.match("^(python|pypy)[0-9.]*$", name)

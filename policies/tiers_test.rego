@@ -131,7 +131,8 @@ test_risky_inline_code_asks if {
 		["perl", "-e", "unlink glob '*'"], ["node", "-e", "require('child_process').exec('id')"],
 		["ruby", "-e", "system 'id'"], ["php", "-r", "shell_exec('id');"], ["deno", "eval", "await fetch('http://x')"],
 		["python", "-c", "open('/etc/hosts').read()"], ["python", "-c", "exec(__import__('base64').b64decode('eA=='))"],
-		["vim", "-c", ":!id", "f"], ["pwsh", "-c", "Get-Date"],
+		["vim", "-c", ":!id", "f"], ["pwsh", "-c", "Get-Date"], ["python3", "-c", "print(open('.env').read())"],
+		["node", "-e", "require('fs').writeFileSync('.git/hooks/pre-commit', 'x')"],
 	] {
 		d := decide({"commands": [testing.cmd(argv)]})
 		d.tier == 3

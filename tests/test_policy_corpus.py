@@ -73,7 +73,8 @@ def load_cases() -> list[Case]:
             dangerous = expect[0] == 3 or expect[1] == "deny"
             cases.append(Case(kind, f"worker ({kind})", tool, arguments, tuple(expect), dangerous))  # type: ignore[arg-type]
     for gap in CORPUS["known_gaps"]:
-        cases.append(Case("gap", "known gaps", "shell_run", {"command": gap["cmd"]}, (3, "ask"), True, gap["why"]))
+        command = {"command": gap["cmd"]}
+        cases.append(Case("gap", "known gaps", "shell_run", command, (3, "ask"), True, gap["why"]))
     return cases
 
 
@@ -254,7 +255,12 @@ def test_every_decision_names_its_rules_and_reasons(world: World) -> None:
     assert not vague, report(world, vague, "tier-3 asks without a concern's rule")
 
 
-# --- known gaps in the shell analysis ----------------------------------------------------------------
+def test_no_case_is_an_engine_error(world: World) -> None:
+    errors = [c for c in CASES if "engine.error" in world.decisions[id(c)]["rules"]]
+    assert not errors, report(world, errors, "cases the policy engine failed on (a deny, but a bug)")
+
+
+# --- known gaps: dangerous cases the bundle does not catch yet -----------------------------------------
 
 
 @pytest.mark.parametrize("gap", [c for c in CASES if c.kind == "gap"], ids=lambda c: c.arguments["command"])
