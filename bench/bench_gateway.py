@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -39,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
 import yaml
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -51,6 +49,7 @@ sys.path.insert(0, str(ROOT))
 from gateway.bootstrap import init_workspace  # noqa: E402
 from gateway.config import GatewayConfig  # noqa: E402
 from gateway.pipeline import Call  # noqa: E402
+from gateway.process import free_port, start_server, stop_server  # noqa: E402
 from gateway.repo import Repo  # noqa: E402
 from gateway.telemetry import configure_logging  # noqa: E402
 from gateway.types import Origin  # noqa: E402
@@ -239,36 +238,15 @@ class HttpGateway:
     """``gateway serve --http`` in a subprocess on a free port."""
 
     def __init__(self, config: GatewayConfig) -> None:
-        import socket
-
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = sock.getsockname()[1]
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         cmd = [sys.executable, "-m", "gateway", "--config", str(config.source), "serve"]
         cmd += ["--http", f"127.0.0.1:{self.port}", "--log-level", "warning"]
-        self.log = config.state_dir / "bench-http.log"
-        with self.log.open("w") as stderr:
-            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr, env=ENV)
-        deadline = time.monotonic() + 60
-        while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the HTTP gateway exited:\n{self.log.read_text()}")
-            try:
-                if httpx2.get(f"{self.url}/healthz", timeout=1.0).status_code == 200:
-                    break
-            except httpx2.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the HTTP gateway did not start:\n{self.log.read_text()}")
-            time.sleep(0.1)
+        log = config.state_dir / "bench-http.log"
+        self.proc = start_server(cmd, f"{self.url}/healthz", "the HTTP gateway", log=log, env=ENV, timeout=60)
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        stop_server(self.proc)
 
 
 # --- the policy engine alone ------------------------------------------------------------------------

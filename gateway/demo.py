@@ -20,12 +20,9 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -39,6 +36,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from gateway.bootstrap import init_workspace
 from gateway.config import GatewayConfig
 from gateway.errors import GatewayError
+from gateway.process import free_port, server_process
 from gateway.repo import Repo
 
 TASK_ID = "fix-add"
@@ -105,12 +103,6 @@ def scratch_repository(directory: Path) -> None:
     repo.run("-c", "user.name=demo", "-c", "user.email=demo@example.invalid", "commit", "-q", "-m", "calc: first cut")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def gateway_command(config: GatewayConfig, *args: str) -> subprocess.CompletedProcess[str]:
     """Run the ``gateway`` command as a person would, against the demo's config."""
     return subprocess.run(
@@ -124,35 +116,13 @@ def gateway_command(config: GatewayConfig, *args: str) -> subprocess.CompletedPr
 @contextmanager
 def serving(config: GatewayConfig) -> Iterator[str]:
     port = free_port()
-    log = config.state_dir / "demo-server.log"
-    with log.open("w") as stderr:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "gateway", "--config", str(config.source), "serve", "--http", f"127.0.0.1:{port}"],
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-        )
     url = f"http://127.0.0.1:{port}"
+    argv = [sys.executable, "-m", "gateway", "--config", str(config.source), "serve", "--http", f"127.0.0.1:{port}"]
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                raise DemoFailed(f"demo: the gateway exited with {proc.returncode}; see {log}")
-            try:
-                with urllib.request.urlopen(f"{url}/healthz", timeout=1) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise DemoFailed(f"demo: the gateway did not start within 30 s; see {log}")
-            time.sleep(0.1)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        with server_process(argv, f"{url}/healthz", "the gateway", log=config.state_dir / "demo-server.log"):
+            yield url
+    except RuntimeError as exc:
+        raise DemoFailed(f"demo: {exc}") from None
 
 
 @asynccontextmanager

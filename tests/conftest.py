@@ -8,16 +8,13 @@ async with http_client(url, token(config, "worker")) as client: ...
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 import yaml
 from mcp import Client, StdioServerParameters
@@ -26,6 +23,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from gateway.bootstrap import init_workspace
 from gateway.config import GatewayConfig
+from gateway.process import free_port, server_process
 from gateway.repo import Repo
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,45 +81,27 @@ def token(config: GatewayConfig, role: str, agent: str = "agent-1", task: str | 
     return Gateway(config).tokens.issue(role=role, agent=agent, task=task, ttl_s=ttl)[0]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def cli(config: GatewayConfig, *args: str) -> subprocess.CompletedProcess[str]:
+    """The ``gateway`` command as a person runs it, against ``config``."""
+    return subprocess.run(
+        [sys.executable, "-m", "gateway", "--config", str(config.source), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 @contextmanager
 def http_gateway(config_path: Path, timeout: float = 30.0) -> Iterator[str]:
     """``gateway serve --http`` in a subprocess on a free port; yields the base URL."""
     port = free_port()
-    log = config_path.parent / f"gateway-{port}.log"
-    with log.open("w") as stderr:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "gateway", "--config", str(config_path), "serve", "--http", f"127.0.0.1:{port}"],
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            env=dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}"),
-        )
+    state = config_path.parent / ".gateway"
+    log = (state if state.is_dir() else config_path.parent) / f"gateway-{port}.log"
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"gateway exited with {proc.returncode}:\n{log.read_text()}")
-            try:
-                if httpx2.get(f"{url}/healthz", timeout=1.0).status_code == 200:
-                    break
-            except httpx2.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"gateway did not start:\n{log.read_text()}")
-            time.sleep(0.1)
+    argv = [sys.executable, "-m", "gateway", "--config", str(config_path), "serve", "--http", f"127.0.0.1:{port}"]
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    with server_process(argv, f"{url}/healthz", "the gateway", log=log, env=env, timeout=timeout):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @asynccontextmanager

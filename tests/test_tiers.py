@@ -4,14 +4,12 @@ elicitation (2025-11-25), InputRequiredResult (2026-07-28), or the pending-appro
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import mcp_types as mt
 import pytest
-from conftest import add_role, inproc_client, ledger_rows, text_of, token
+from conftest import add_role, cli, inproc_client, ledger_rows, text_of, token
 
 from gateway.repo import Repo
 from gateway.runtime import Gateway
@@ -31,15 +29,6 @@ def operator(config: Any) -> str:
 def headless(config: Any) -> str:
     add_role(config, "headless", ["fs_*", "shell_run"], max_tier=2, approvals="pending")
     return token(config, "headless", agent="bot")
-
-
-def cli(config: Any, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gateway", "--config", str(config.source), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def answering(action: str, approve: bool | None = None) -> Any:

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from conftest import add_role, inproc_client, make_repo, token
+from conftest import add_role, cli, inproc_client, make_repo, token
 from rich.console import Console
 
 from gateway.bootstrap import init_workspace
@@ -22,15 +20,6 @@ from gateway.traces import Filters, Traces, render_trace, show_trace
 
 HOSTILE = "docs/<script>alert(1)</script>.md"
 TIER3 = {"command": "cat /etc/hostname"}
-
-
-def cli(config: Any, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gateway", "--config", str(config.source), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 async def workflow(config: Any) -> dict[str, Any]:
