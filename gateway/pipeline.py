@@ -94,26 +94,36 @@ class Call:
     outcome: Outcome | None = None
     detail: JSONObject = field(default_factory=dict)
     intent_recorded: bool = False
+    denials_as_errors: bool = True  # the role's choice; see Role.denials
 
     def stop(self, error: GatewayError) -> None:
         self.error, self.outcome = error, error.outcome
 
     def response(self) -> mt.CallToolResult | mt.InputRequiredResult:
         if self.error is not None:
-            return error_result(self.error, self.decision, self.call_id)
+            return error_result(self.error, self.decision, self.call_id, self.denials_as_errors)
         assert self.result is not None
         return self.result
 
 
-def error_result(error: GatewayError, decision: Decision | None, call_id: str) -> mt.CallToolResult:
-    """A tool error the model can act on: the same facts as text and as structuredContent."""
+def error_result(
+    error: GatewayError, decision: Decision | None, call_id: str, denials_as_errors: bool = True
+) -> mt.CallToolResult:
+    """A tool error the model can act on: the same facts as text and as structuredContent.
+
+    A denial is a plain result (isError false, ``"status": "denied"``) for roles that ask for it; the
+    model reads the same reasons either way, and nothing ran either way.
+    """
     structured: JSONObject = {"error": error.as_dict(), "call_id": call_id}
     text = f"{error.code}: {error.message}"
     if decision is not None and decision.action == "deny":
         structured["decision"] = decision.model_dump()
         text += f"\n(policy rules: {', '.join(decision.rules)}; nothing was run)"
+    is_error = denials_as_errors or error.outcome != "denied"
+    if not is_error:
+        structured["status"] = "denied"
     return mt.CallToolResult(
-        content=[mt.TextContent(type="text", text=text)], structured_content=structured, is_error=True
+        content=[mt.TextContent(type="text", text=text)], structured_content=structured, is_error=is_error
     )
 
 
@@ -174,6 +184,7 @@ class Authenticate:
 
 class ToolGrants(Protocol):
     def grants(self, principal: Principal, tool: str) -> bool: ...
+    def denials_as_errors(self, principal: Principal) -> bool: ...
 
 
 class Resolve:
@@ -189,6 +200,7 @@ class Resolve:
 
     async def __call__(self, call: Call) -> None:
         assert call.principal is not None
+        call.denials_as_errors = self.grants.denials_as_errors(call.principal)
         spec = self.catalog.get(call.tool)
         granted = self.grants.grants(call.principal, call.tool)
         if spec is None or not granted:

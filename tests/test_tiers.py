@@ -176,3 +176,34 @@ async def test_forged_request_state_is_refused(operator: str, config: Any) -> No
             "shell_run", TIER3, input_responses=forged, request_state="00.ff", allow_input_required=True
         )
     assert result.is_error and "does not belong to this call" in text_of(result)
+
+
+# --- denials as results (clients that lock a server out after errors) -------------------------------
+
+
+async def test_a_role_can_take_denials_as_plain_results(config: Any) -> None:
+    """Hermes stops calling a server for 60 s after three errors in a row: its role answers denials as results."""
+    add_role(config, "hermes", ["fs_*"], max_tier=2, denials="result", requires_claim=True)
+    gateway = Gateway(config)
+    async with inproc_client(gateway, token(config, "hermes", agent="h1")) as client:
+        denied = [await client.call_tool("fs_write", {"path": f"n{i}.txt", "content": "x"}) for i in range(3)]
+        invalid = await client.call_tool("fs_read", {"path": 7})
+        fine = await client.call_tool("fs_read", {"path": "README.md"})
+    for result in denied:  # policy denials (no claim held): plain results that say so
+        content = result.structured_content
+        assert not result.is_error and content["status"] == "denied", text_of(result)
+        assert content["decision"]["rules"] == ["paths.no_claim"] and "nothing was run" in text_of(result)
+    assert invalid.is_error, "bad input stays an error: it is the caller's bug, not a policy answer"
+    assert not fine.is_error
+    outcomes = [r.outcome for r in ledger_rows(gateway) if r.outcome != "started"]
+    assert outcomes[-5:] == ["denied", "denied", "denied", "invalid", "ok"]
+
+
+async def test_denials_as_results_still_record_the_denial(config: Any, repo: Path) -> None:
+    add_role(config, "hermes", ["fs_read", "fs_list"], max_tier=2, denials="result")
+    gateway = Gateway(config)
+    async with inproc_client(gateway, token(config, "hermes", agent="h1")) as client:
+        result = await client.call_tool("fs_write", {"path": "x.txt", "content": "x"})
+    assert not result.is_error and result.structured_content["status"] == "denied"
+    assert not (repo / "x.txt").exists()
+    assert ledger_rows(gateway)[-1].outcome == "denied"

@@ -42,6 +42,9 @@ class Role(BaseModel):
     # how tier-3 calls ask: "elicit" (ask the client, fall back to pending), or "pending" straight away
     # (headless agents: Hermes without a terminal declines, claude -p cancels every elicitation)
     approvals: Literal["elicit", "pending"] = "elicit"
+    # how a policy denial is answered: a tool error (isError), or a plain result saying "denied" for
+    # clients that stop calling a server after a few errors in a row (Hermes: three, then 60 s of nothing)
+    denials: Literal["error", "result"] = "error"
 
     def grants(self, tool: str) -> bool:
         return any(fnmatch.fnmatchcase(tool, pattern) for pattern in self.tools)
@@ -81,6 +84,10 @@ class RoleSet:
     def grants(self, principal: Principal, tool: str) -> bool:
         role = self.roles.get(principal.role)
         return role is not None and role.grants(tool)
+
+    def denials_as_errors(self, principal: Principal) -> bool:
+        role = self.roles.get(principal.role)
+        return role is None or role.denials == "error"
 
     def as_data(self) -> dict[str, dict[str, object]]:
         """The roles as the policy sees them (``data.roles``)."""
