@@ -191,7 +191,12 @@ class GatewayConfig(Strict):
                 "workspace": workspace,
                 "state_dir": (workspace / self.state_dir).resolve(),
                 "roles": (base / self.roles).resolve(),
-                "policy": self.policy.model_copy(update={"path": (base / self.policy.path).resolve()}),
+                "policy": self.policy.model_copy(
+                    update={
+                        "path": (base / self.policy.path).resolve(),
+                        "opa_token": expand_env(self.policy.opa_token) if self.policy.opa_token else None,
+                    }
+                ),
                 "upstreams": upstreams,
                 "source": source,
             }

@@ -422,3 +422,11 @@ def test_the_bundle_evaluates_with_an_empty_input() -> None:
     engine = EmbeddedEngine(ROOT / "policies", {"roles": RoleSet.load(ROOT / "roles").as_data()})
     decision = anyio.run(engine.decide, {})
     assert decision.action == "deny" and decision.rules != ["engine.error"], decision
+
+
+def test_opa_token_comes_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gateway.config import GatewayConfig
+
+    monkeypatch.setenv("OPA_TEST_SECRET", "s3cret")
+    raw = {"policy": {"engine": "opa", "opa_token": "${OPA_TEST_SECRET}"}}
+    assert GatewayConfig.from_mapping(raw, base=tmp_path).policy.opa_token == "s3cret"
