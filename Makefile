@@ -34,7 +34,7 @@ serve: $(VENV)/.installed
 test: $(VENV)/.installed $(NPM)/.installed /usr/bin/chromium
 	$(VENV)/bin/ruff check gateway tests bench
 	$(VENV)/bin/ruff format --check gateway tests bench
-	GATEWAY_TEST_NPM=$(NPM)/node_modules $(VENV)/bin/pytest -q
+	GATEWAY_TEST_NPM=$(CURDIR)/$(NPM)/node_modules $(VENV)/bin/pytest -q
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check --fix gateway tests bench

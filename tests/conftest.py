@@ -27,7 +27,7 @@ from gateway.process import free_port, server_process
 from gateway.repo import Repo
 
 ROOT = Path(__file__).resolve().parent.parent
-NPM_MODULES = Path(os.environ.get("GATEWAY_TEST_NPM", ROOT / ".venv" / "npm" / "node_modules"))
+NPM_MODULES = Path(os.environ.get("GATEWAY_TEST_NPM", ROOT / ".venv" / "npm" / "node_modules")).resolve()
 BIN = Path(sys.executable).parent
 
 
