@@ -2,7 +2,7 @@
 
 Every call the policy decided on gets an entry, allowed, asked or denied, in ``<state_dir>/decisions.jsonl``
 (append-only, one line each) and at debug level in the structlog stream. The entry carries the policy input
-with secrets masked, never the caller's token: keys that look secret (``mask_secrets``) and values that look
+with secrets masked, never the caller's token: keys that look secret (``secret_key``) and values that look
 like credentials (``KEY=value`` assignments to secret-looking names, bearer tokens, JWTs, cloud and forge keys,
 private key blocks) become ``"***"``, and ``masked`` lists where (JSON pointers, as OPA does).
 
@@ -28,7 +28,7 @@ from typing import Any
 
 import structlog
 
-from gateway.policy.input import mask_secrets
+from gateway.policy.input import secret_key
 from gateway.types import JSONObject
 
 DECISION_PATH = "gateway/decision"
@@ -74,25 +74,29 @@ def _replace(match: re.Match[str]) -> str:
 
 
 def redact(document: Any) -> tuple[Any, list[str]]:
-    """A masked copy of a document (``mask_secrets`` for keys, ``mask_text`` for values) and the JSON pointers
+    """A masked copy of a document (``secret_key`` for keys, ``mask_text`` for values) and the JSON pointers
     of what was masked."""
     masked: list[str] = []
-    return _mask_values(mask_secrets(document), document, "", masked), masked
+    return _mask(document, "", masked), masked
 
 
-def _mask_values(value: Any, original: Any, pointer: str, masked: list[str]) -> Any:
+def _mask(value: Any, pointer: str, masked: list[str]) -> Any:
+    # One walk doing what ``_mask_values(mask_secrets(document), document, ...)`` did in two; it runs on every
+    # decision. A secret-looking key's value becomes MASK (and is listed unless it already was MASK);
+    # strings anywhere else are masked by their content.
     if isinstance(value, dict):
-        source = original if isinstance(original, dict) else {}
-        return {k: _mask_values(v, source.get(k), f"{pointer}/{_escape(k)}", masked) for k, v in value.items()}
+        out = {}
+        for k, v in value.items():
+            if isinstance(k, str) and secret_key(k):
+                if v != MASK:
+                    masked.append(f"{pointer}/{_escape(k)}")
+                out[k] = MASK
+            else:
+                out[k] = _mask(v, f"{pointer}/{_escape(k)}", masked) if isinstance(v, str | dict | list) else v
+        return out
     if isinstance(value, list):
-        source = original if isinstance(original, list) and len(original) == len(value) else [None] * len(value)
-        return [
-            _mask_values(v, o, f"{pointer}/{i}", masked) for i, (v, o) in enumerate(zip(value, source, strict=True))
-        ]
+        return [_mask(v, f"{pointer}/{i}", masked) for i, v in enumerate(value)]
     if isinstance(value, str):
-        if value == MASK and original != MASK:
-            masked.append(pointer)  # masked by key
-            return value
         cleaned = mask_text(value)
         if cleaned != value:
             masked.append(pointer)

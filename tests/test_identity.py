@@ -162,3 +162,34 @@ async def test_http_session_is_bound_to_the_credential_that_opened_it(config: An
         )
     assert opened.status_code == 200
     assert hijack.status_code == 404
+
+
+def test_a_token_verified_before_is_still_checked_on_every_call(config: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Verified tokens are cached by their text; expiry, key removal and revocation still apply on the next call."""
+    from gateway.errors import Unauthenticated
+    from gateway.identity import tokens as tokens_module
+
+    gateway = Gateway(config)
+    tokens = gateway.tokens
+    jwt_text, claims = tokens.issue(role="developer", agent="dev-1", ttl_s=60)
+    assert tokens.verify(jwt_text).jti == claims["jti"]
+    assert tokens.verify(jwt_text).jti == claims["jti"]  # from the cache
+    later = time.time() + 60 + tokens_module.LEEWAY_S + 1
+    monkeypatch.setattr(tokens_module.time, "time", lambda: later)
+    with pytest.raises(Unauthenticated, match="expired"):
+        tokens.verify(jwt_text)
+    monkeypatch.undo()
+
+    old_text, _ = tokens.issue(role="developer", agent="dev-1", ttl_s=3600)
+    tokens.verify(old_text)
+    old_kid = tokens.keys.active_kid()
+    tokens.keys.create()  # rotate, then remove the key the cached token was signed with
+    tokens.keys.remove(old_kid)
+    with pytest.raises(Unauthenticated, match="unknown signing key"):
+        tokens.verify(old_text)
+
+    new_text, new_claims = tokens.issue(role="developer", agent="dev-1", ttl_s=3600)
+    tokens.verify(new_text)
+    gateway.revocations.revoke(new_claims["jti"])
+    with pytest.raises(Unauthenticated, match="revoked"):
+        tokens.verify(new_text)

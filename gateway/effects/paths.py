@@ -101,4 +101,12 @@ class Workspace:
 
 
 def _within(path: Path, parent: Path) -> bool:
-    return path == parent or path.is_relative_to(parent)
+    # The same answer as ``path == parent or path.is_relative_to(parent)`` for the absolute, normalised paths
+    # this module compares, by string prefix on a "/" boundary: pathlib's version splits both into parts and
+    # builds a new path each time, and every call checks a path against the root and each protected path.
+    if path == parent:
+        return True
+    prefix = str(parent)
+    if not prefix.endswith("/"):
+        prefix += "/"
+    return str(path).startswith(prefix)

@@ -89,8 +89,10 @@ class Ledger:
         last = tx.execute("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1").fetchone()
         seq, prev = (last["seq"] + 1, last["hash"]) if last else (1, GENESIS)
         body = {"time": utc_now(), **fields, "seq": seq, "prev_hash": prev}
-        body = LedgerEvent.model_validate({**body, "hash": ""}).body()
-        event = LedgerEvent.model_validate({**body, "hash": chain_hash(body)})
+        unhashed = LedgerEvent.model_validate({**body, "hash": ""})
+        body = unhashed.body()
+        # the body is validated already: adding its hash needs no second validation
+        event = unhashed.model_copy(update={"hash": chain_hash(body)})
         tx.execute(
             "INSERT INTO ledger (seq, body, prev_hash, hash) VALUES (?, ?, ?, ?)",
             (seq, canonical_json(body), prev, event.hash),

@@ -8,6 +8,7 @@ freely; renaming or removing one is a new version.
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime
 from typing import Any
 
@@ -67,14 +68,17 @@ def analysed(spec: ToolSpec | None) -> bool:
 def mask_secrets(value: Any) -> Any:
     """A copy of an input document fit for a decision log: values of secret-looking keys are replaced."""
     if isinstance(value, dict):
-        return {k: "***" if _secret_key(k) else mask_secrets(v) for k, v in value.items()}
+        return {k: "***" if secret_key(k) else mask_secrets(v) for k, v in value.items()}
     if isinstance(value, list):
         return [mask_secrets(v) for v in value]
     return value
 
 
-def _secret_key(key: str) -> bool:
+_SECRET_KEY_WORDS = ("token", "secret", "password", "passwd", "authorization", "api_key", "apikey")
+
+
+@functools.lru_cache(maxsize=4096)
+def secret_key(key: str) -> bool:
+    # cached: the decision log masks every key of every input document, and the keys repeat call after call
     lowered = key.lower()
-    return any(
-        word in lowered for word in ("token", "secret", "password", "passwd", "authorization", "api_key", "apikey")
-    )
+    return any(word in lowered for word in _SECRET_KEY_WORDS)
