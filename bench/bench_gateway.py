@@ -1,24 +1,27 @@
-"""What the gateway costs per call: latency and throughput through it versus calling the tool directly.
+"""What the gateway costs per call: latency and throughput through it versus calling the same tool directly.
 
 Run by hand (it is not a test, and nothing asserts on its numbers):
 
-    .venv/bin/python bench/bench_gateway.py                      # the default run, well under a minute
-    .venv/bin/python bench/bench_gateway.py --calls 500 --json   # longer, and the figures as JSON too
+    .venv/bin/python bench/bench_gateway.py                      # the default run, about a minute
+    .venv/bin/python bench/bench_gateway.py --calls 300 --json   # longer, and the figures as JSON too
 
 It sets up a scratch git repository and workspace (``gateway init``), a role allowed to call the test echo
 upstream (tests/servers/echo_server.py, declared read-only so the policy decides tier 1) and ``fs_read``,
-then runs each scenario with ``--clients`` concurrent MCP clients, each making ``--calls`` timed calls
-after ``--warmup`` untimed ones:
+starts the echo server once over streamable HTTP and declares it (``echoh``) next to a stdio copy
+(``echo``), opens ``--clients`` MCP sessions to every target below, and then times them in interleaved
+rounds: each round gives every target, in a rotating order, a burst of calls from all its clients at
+once, so whatever else the machine does hits every target alike.
 
-    echo   direct              SDK client -> echo_server.py over stdio (the baseline)
-    echo   gateway stdio       SDK client -> `gateway serve --stdio` (one process per client) -> echo upstream
-    echo   gateway http        SDK clients -> one `gateway serve --http` (streamable HTTP) -> echo upstream
-    fs_read pipeline inproc    the gateway's pipeline called in-process: no MCP transport at all
-    fs_read gateway stdio/http the built-in tool through the gateway's real transports
+    direct stdio      SDK client -> echo_server.py over stdio (one server process per client)   baseline
+    gateway stdio     SDK client -> `gateway serve --stdio` (one per client) -> echo over stdio  / direct stdio
+    direct http       SDK clients -> echo_server.py over streamable HTTP (one server)            baseline
+    gateway http      SDK clients -> one `gateway serve --http` -> that same HTTP echo server    / direct http
+    fs_read stdio, http  the built-in tool through the gateway (no upstream hop)           / direct, same transport
+    in-process        the gateway's pipeline called directly, no MCP transport (fs_read, echo)
 
-The gateway runs as configured by default: embedded Rego engine, SQLite ledger, the decision log written
-to <state_dir>/decisions.jsonl, OTLP export off. Last, the policy engine alone: decisions per second of
-the embedded engine on a typical input (an fs_write of a new file by a developer), in 1 and 2 threads.
+Each gateway row is divided by the direct row of the same transport. Last, in-process and one at a time:
+the per-decision cost (shell classification plus policy) for typical shell commands, and what the whole
+pipeline adds to a tier-1 fs_read over calling the tool's handler alone.
 """
 
 from __future__ import annotations
@@ -26,14 +29,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +73,7 @@ class Result:
     name: str
     clients: int
     latencies: list[float]  # seconds, every timed call of every client
-    wall: float  # seconds from the first timed call to the last answer
+    wall: float  # seconds: the sum over the target's bursts, each from its start to its last answer
     errors: int = 0
 
     def quantile(self, q: float) -> float:
@@ -103,42 +107,60 @@ class Result:
 CallFn = Callable[[], Awaitable[bool]]  # one call; True when the answer is not an error
 
 
-async def drive(name: str, sessions: list[AbstractAsyncContextManager[CallFn]], calls: int, warmup: int) -> Result:
-    """Open every session, warm each up, then start all clients at once and time every call."""
-    latencies: list[float] = []
+@dataclass
+class Target:
+    """One thing to time: its sessions (one per client), opened once and kept open for the whole run."""
+
+    key: str
+    name: str
+    sessions: list[AbstractAsyncContextManager[CallFn]]
+    baseline: str | None = None  # the key of the direct target over the same transport
+    calls: list[CallFn] = field(default_factory=list)
+    result: Result | None = None
+
+
+async def burst(target: Target, calls: int) -> None:
+    """All of the target's clients at once, ``calls`` each; adds the latencies and the burst's wall time."""
+    assert target.result is not None
+    latencies = target.result.latencies
     errors = 0
-    ready = 0
-    start = anyio.Event()
-    first: list[float] = []
-    last: list[float] = []
 
-    async def client(session: AbstractAsyncContextManager[CallFn]) -> None:
-        nonlocal ready, errors
-        async with session as call:
-            for _ in range(warmup):
-                if not await call():
-                    raise RuntimeError(f"{name}: a warm-up call failed")
-            ready += 1
-            if ready == len(sessions):
-                start.set()
-            await start.wait()
-            first.append(time.perf_counter())
-            for _ in range(calls):
-                began = time.perf_counter()
-                ok = await call()
-                latencies.append(time.perf_counter() - began)
-                errors += not ok
-            last.append(time.perf_counter())
-            await ready_to_close.wait()  # keep every session open until all are done: no teardown in the timing
+    async def client(call: CallFn) -> None:
+        nonlocal errors
+        for _ in range(calls):
+            began = time.perf_counter()
+            ok = await call()
+            latencies.append(time.perf_counter() - began)
+            errors += not ok
 
-    ready_to_close = anyio.Event()
+    began = time.perf_counter()
     async with anyio.create_task_group() as tg:
-        for session in sessions:
-            tg.start_soon(client, session)
-        while len(last) < len(sessions):
-            await anyio.sleep(0.01)
-        ready_to_close.set()
-    return Result(name, len(sessions), latencies, max(last) - min(first), errors)
+        for call in target.calls:
+            tg.start_soon(client, call)
+    target.result.wall += time.perf_counter() - began
+    target.result.errors += errors
+
+
+async def run_interleaved(targets: list[Target], calls: int, warmup: int, rounds: int) -> None:
+    """Open every target's sessions, warm each up, then ``rounds`` rounds of one burst per target.
+
+    The order rotates each round, so no target always runs right after the same neighbour."""
+    async with AsyncExitStack() as stack:
+        for target in targets:
+            for session in target.sessions:
+                target.calls.append(await stack.enter_async_context(session))
+            for call in target.calls:
+                for _ in range(warmup):
+                    if not await call():
+                        raise RuntimeError(f"{target.name}: a warm-up call failed")
+            target.result = Result(target.name, len(target.calls), [], 0.0)
+            print(f"  opened {target.name} ({len(target.calls)} clients)", file=sys.stderr)
+        per_round = [calls // rounds + (1 if i < calls % rounds else 0) for i in range(rounds)]
+        for number, n in enumerate(per_round):
+            shift = number % len(targets)
+            for target in targets[shift:] + targets[:shift]:
+                await burst(target, n)
+            print(f"  round {number + 1}/{rounds} done", file=sys.stderr)
 
 
 class McpSession:
@@ -207,7 +229,7 @@ class InProcess:
 # --- the workspace ----------------------------------------------------------------------------------
 
 
-def workspace(base: Path) -> tuple[GatewayConfig, str]:
+def workspace(base: Path, echo_url: str) -> tuple[GatewayConfig, str]:
     repo = base / "repo"
     repo.mkdir(parents=True)
     git = Repo(repo)
@@ -217,10 +239,14 @@ def workspace(base: Path) -> tuple[GatewayConfig, str]:
     git.run("-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "commit", "-q", "-m", "initial")
     config = init_workspace(repo)
     assert config.source is not None
-    role = {"name": "bench", "description": "benchmark role", "tools": ["echo__echo", "fs_read"], "max_tier": 1}
+    tools = ["echo__echo", "echoh__echo", "fs_read"]
+    role = {"name": "bench", "description": "benchmark role", "tools": tools, "max_tier": 1}
     (config.roles / "bench.yaml").write_text(yaml.safe_dump(role))
     raw = yaml.safe_load(config.source.read_text())
-    raw["upstreams"] = {"echo": {"command": sys.executable, "args": [str(ECHO)], "env": {}, "read_only": ["echo"]}}
+    raw["upstreams"] = {
+        "echo": {"command": sys.executable, "args": [str(ECHO)], "env": {}, "read_only": ["echo"]},
+        "echoh": {"url": echo_url, "read_only": ["echo"]},  # the very server the direct HTTP row calls
+    }
     config.source.write_text(yaml.safe_dump(raw))
     config = GatewayConfig.load(config.source)
     from gateway.runtime import Gateway
@@ -249,121 +275,190 @@ class HttpGateway:
         stop_server(self.proc)
 
 
-# --- the policy engine alone ------------------------------------------------------------------------
+class HttpEcho:
+    """tests/servers/echo_server.py over streamable HTTP (``--http PORT``, at /mcp), once for the whole run."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen(
+            [sys.executable, str(ECHO), "--http", str(self.port)], env=ENV, stderr=subprocess.DEVNULL
+        )
+        deadline = time.monotonic() + 30
+        while True:  # it has no health URL: wait until it listens
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError("the HTTP echo server did not start") from None
+                time.sleep(0.1)
+
+    def stop(self) -> None:
+        stop_server(self.proc)
 
 
-def typical_input(config: GatewayConfig) -> dict[str, Any]:
-    """The input document of an fs_write of a new file by a developer, as the pipeline builds it."""
+# --- per decision, in-process -----------------------------------------------------------------------
+
+SHELL_COMMANDS = ["pytest -q tests/test_x.py", "git diff --stat", "ls -la src && grep -rn TODO src | head -20"]
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def per_decision(config: GatewayConfig, n: int) -> dict[str, Any]:
+    """Shell classification (resolve, validate, describe: the tree-sitter analysis) and the policy decision for
+    typical commands, one at a time; and the whole pipeline on a tier-1 fs_read against its handler alone."""
     from gateway.pipeline import policy_input
     from gateway.runtime import Gateway
+    from gateway.types import ToolInvocation
 
     gateway = Gateway(config)
-    bearer = gateway.tokens.issue(role="developer", agent="dev-1", ttl_s=3600)[0]
-    call = Call(
-        tool="fs_write",
-        arguments={"path": "src/new_module.py", "content": "def f():\n    return 1\n"},
-        origin=Origin(transport="inprocess", protocol_version="2026-07-28", token=bearer, session_id="bench"),
-    )
-    call.principal = gateway.tokens.verify(bearer)
-
-    async def describe() -> None:
-        for stage in gateway.describing:
-            await stage(call)
-
-    anyio.run(describe)
-    return policy_input(call)
-
-
-def policy_throughput(config: GatewayConfig, decisions: int, threads: int) -> tuple[float, float, str]:
-    """decisions/s and the median µs per decision of the embedded engine over ``threads`` threads."""
-    from gateway.policy.embedded import EmbeddedEngine
-    from gateway.runtime import Gateway
-
-    doc = typical_input(config)
-    engine = EmbeddedEngine(config.policy.path, {"roles": Gateway(config).roles.as_data()})
-    action = engine.decide_sync(doc).action
-    per_thread = decisions // threads
-    timings: list[float] = []
-    barrier = threading.Barrier(threads + 1)
-
-    def work() -> None:
-        engine.decide_sync(doc)  # this thread's engine is built here, outside the timing
-        barrier.wait()
-        mine = []
-        for _ in range(per_thread):
+    developer = gateway.tokens.issue(role="developer", agent="dev-1", ttl_s=3600)[0]
+    origin = Origin(transport="inprocess", protocol_version="2026-07-28", token=developer, session_id="bench")
+    principal = gateway.tokens.verify(developer)
+    out: dict[str, Any] = {"shell": []}
+    for command in SHELL_COMMANDS:
+        describe_s, decide_s, total_s = [], [], []
+        decision = None
+        for i in range(n + n // 10):  # the first tenth is a warm-up
+            call = Call(tool="shell_run", arguments={"command": command}, origin=origin)
+            call.principal = principal
             began = time.perf_counter()
-            engine.decide_sync(doc)
-            mine.append(time.perf_counter() - began)
-        timings.extend(mine)
+            for stage in gateway.describing:
+                await stage(call)
+            described = time.perf_counter()
+            decision = gateway.engine.decide_sync(policy_input(call))
+            done = time.perf_counter()
+            if i >= n // 10:
+                describe_s.append(described - began)
+                decide_s.append(done - described)
+                total_s.append(done - began)
+        assert decision is not None
+        out["shell"].append(
+            {
+                "command": command,
+                "decision": f"{decision.action} tier {decision.tier}",
+                "classify_p50_ms": statistics.median(describe_s) * 1000,
+                "policy_p50_ms": statistics.median(decide_s) * 1000,
+                "p50_ms": statistics.median(total_s) * 1000,
+                "p99_ms": quantile(total_s, 0.99) * 1000,
+                "decisions_per_s": len(total_s) / sum(total_s),
+            }
+        )
+    # the whole pipeline on a tier-1 fs_read (the bench role), against the same tool's handler alone
+    bench = gateway.tokens.issue(role="bench", agent="bench", ttl_s=3600)[0]
+    origin = Origin(transport="inprocess", protocol_version="2026-07-28", token=bench, session_id="bench")
+    spec = gateway.catalog.get("fs_read")
+    assert spec is not None
+    invocation = ToolInvocation(
+        arguments={"path": "README.md"},
+        workspace=gateway.workspace,
+        progress=_no_progress,
+        principal=gateway.tokens.verify(bench),
+        trace_id="0" * 32,
+    )
+    pipeline_s, handler_s = [], []
+    async with gateway.running():
+        for i in range(n + n // 10):
+            began = time.perf_counter()
+            result = await gateway.pipeline(Call(tool="fs_read", arguments={"path": "README.md"}, origin=origin))
+            middle = time.perf_counter()
+            await spec.handler(invocation)
+            done = time.perf_counter()
+            assert not getattr(result, "is_error", False), result
+            if i >= n // 10:
+                pipeline_s.append(middle - began)
+                handler_s.append(done - middle)
+    out["fs_read"] = {
+        "pipeline_p50_ms": statistics.median(pipeline_s) * 1000,
+        "pipeline_p99_ms": quantile(pipeline_s, 0.99) * 1000,
+        "handler_p50_ms": statistics.median(handler_s) * 1000,
+        "adds_p50_ms": (statistics.median(pipeline_s) - statistics.median(handler_s)) * 1000,
+    }
+    return out
 
-    workers = [threading.Thread(target=work) for _ in range(threads)]
-    for worker in workers:
-        worker.start()
-    barrier.wait()
-    began = time.perf_counter()
-    for worker in workers:
-        worker.join()
-    wall = time.perf_counter() - began
-    return per_thread * threads / wall, statistics.median(timings) * 1e6, action
+
+async def _no_progress(progress: float, total: float | None, message: str | None) -> None:
+    return None
 
 
 # --- the run ----------------------------------------------------------------------------------------
 
 
-async def run_scenarios(args: argparse.Namespace, config: GatewayConfig, bearer: str) -> list[Result]:
+def targets_for(
+    args: argparse.Namespace, config: GatewayConfig, bearer: str, http: HttpGateway, echo: HttpEcho
+) -> list[Target]:
+    n = args.clients
+    text = {"text": "hello"}
+    read = {"path": "README.md"}
+    direct = StdioServerParameters(command=sys.executable, args=[str(ECHO)], env=ENV)
+
+    def stdio(tool: str, arguments: dict[str, Any]) -> list[Any]:
+        return [McpSession(lambda: Client(stdio_gateway(config, bearer)), tool, arguments) for _ in range(n)]
+
+    def over_http(url: str, tool: str, arguments: dict[str, Any]) -> list[Any]:
+        return [McpSession(lambda: HttpClient(url, bearer), tool, arguments) for _ in range(n)]
+
+    all_targets = [
+        Target(
+            "direct-stdio", "echo: direct, stdio", [McpSession(lambda: Client(direct), "echo", text) for _ in range(n)]
+        ),
+        Target("gw-stdio", "echo: via gateway, stdio", stdio("echo__echo", text), "direct-stdio"),
+        Target("direct-http", "echo: direct, streamable HTTP", over_http(echo.url, "echo", text)),
+        Target(
+            "gw-http", "echo: via gateway, streamable HTTP", over_http(http.url, "echoh__echo", text), "direct-http"
+        ),
+        Target("fs-stdio", "fs_read: via gateway, stdio", stdio("fs_read", read), "direct-stdio"),
+        Target("fs-http", "fs_read: via gateway, streamable HTTP", over_http(http.url, "fs_read", read), "direct-http"),
+    ]
+    chosen = set(args.only.split(",")) if args.only else None
+    return [t for t in all_targets if chosen is None or t.key in chosen]
+
+
+async def run_inprocess(args: argparse.Namespace, config: GatewayConfig, bearer: str) -> list[Result]:
+    """The pipeline with no transport, after the interleaved rounds (its own gateway and echo upstream)."""
     from gateway.runtime import Gateway
 
-    echo = ("echo", {"text": "hello"})
-    read = ("fs_read", {"path": "README.md"})
-    n, calls, warmup = args.clients, args.calls, args.warmup
-    results: list[Result] = []
-    chosen = set(args.only.split(",")) if args.only else None
-
-    def wanted(key: str) -> bool:
-        return chosen is None or key in chosen
-
-    def note(result: Result) -> None:
-        results.append(result)
-        print(f"  {result.name:<34} p50 {result.p50_ms:7.2f} ms  {result.throughput:8.1f} calls/s", file=sys.stderr)
-
-    if wanted("direct"):
-        server = StdioServerParameters(command=sys.executable, args=[str(ECHO)], env=ENV)
-        sessions = [McpSession(lambda: Client(server), *echo) for _ in range(n)]
-        note(await drive("echo: direct upstream, stdio", sessions, calls, warmup))
-    if wanted("stdio"):
-        sessions = [McpSession(lambda: Client(stdio_gateway(config, bearer)), "echo__echo", echo[1]) for _ in range(n)]
-        note(await drive("echo: via gateway, stdio", sessions, calls, warmup))
-    http = HttpGateway(config) if wanted("http") else None
-    try:
-        if http is not None:
-            sessions = [McpSession(lambda: HttpClient(http.url, bearer), "echo__echo", echo[1]) for _ in range(n)]
-            note(await drive("echo: via gateway, streamable HTTP", sessions, calls, warmup))
-        if wanted("inproc"):
-            gateway = Gateway(config)
-            async with gateway.running():
-                sessions = [InProcess(gateway, bearer, *read, session=f"s{i}") for i in range(n)]
-                note(await drive("fs_read: gateway pipeline, in-process", sessions, calls, warmup))
-        if wanted("stdio"):
-            sessions = [McpSession(lambda: Client(stdio_gateway(config, bearer)), *read) for _ in range(n)]
-            note(await drive("fs_read: via gateway, stdio", sessions, calls, warmup))
-        if http is not None:
-            sessions = [McpSession(lambda: HttpClient(http.url, bearer), *read) for _ in range(n)]
-            note(await drive("fs_read: via gateway, streamable HTTP", sessions, calls, warmup))
-    finally:
-        if http is not None:
-            http.stop()
-    return results
+    gateway = Gateway(config)
+    async with gateway.running():
+        targets = [
+            Target(
+                "inproc-fs",
+                "fs_read: gateway pipeline, in-process",
+                [
+                    InProcess(gateway, bearer, "fs_read", {"path": "README.md"}, session=f"s{i}")
+                    for i in range(args.clients)
+                ],
+            ),
+            Target(
+                "inproc-echo",
+                "echo: gateway pipeline, in-process",
+                [
+                    InProcess(gateway, bearer, "echo__echo", {"text": "hello"}, session=f"e{i}")
+                    for i in range(args.clients)
+                ],
+            ),
+        ]
+        await run_interleaved(targets, args.calls, args.warmup, args.rounds)
+    return [t.result for t in targets if t.result is not None]
 
 
-def table(results: list[Result]) -> str:
-    base = next((r for r in results if r.name.startswith("echo: direct")), None)
+def table(targets: list[Target], extra: list[Result]) -> str:
+    by_key = {t.key: t for t in targets}
     header = f"{'scenario':<38} {'clients':>7} {'calls':>6} {'p50 ms':>8} {'p99 ms':>8} {'calls/s':>9}"
     header += f" {'p50 x':>7} {'p99 x':>7} {'tput x':>7}"
     lines = [header, "-" * len(header)]
-    for r in results:
+    rows = [(t.result, by_key.get(t.baseline or "")) for t in targets] + [(r, None) for r in extra]
+    for r, base_target in rows:
+        assert r is not None
         line = (
             f"{r.name:<38} {r.clients:>7} {len(r.latencies):>6} {r.p50_ms:>8.2f} {r.p99_ms:>8.2f} {r.throughput:>9.1f}"
         )
+        base = base_target.result if base_target is not None else None
         if base is not None:
             line += (
                 f" {r.p50_ms / base.p50_ms:>7.2f} {r.p99_ms / base.p99_ms:>7.2f} {r.throughput / base.throughput:>7.2f}"
@@ -371,47 +466,80 @@ def table(results: list[Result]) -> str:
         if r.errors:
             line += f"  ({r.errors} errors)"
         lines.append(line)
-    if base is not None:
-        lines.append("x = gateway / direct (the echo upstream called over stdio without the gateway)")
+    lines.append(
+        "x = gateway / direct over the same transport (stdio rows / the direct stdio row, HTTP rows / the direct"
+    )
+    lines.append("    HTTP row); latency x: higher is slower, throughput x: lower is slower")
+    return "\n".join(lines)
+
+
+def decisions_text(figures: dict[str, Any]) -> str:
+    lines = [
+        "per decision, in-process, one at a time (classify = resolve + validate + describe, the shell analysis):",
+        f"  {'command':<44} {'decision':<14} {'classify':>9} {'policy':>8} {'p50 ms':>7} {'p99 ms':>7} {'dec/s':>7}",
+    ]
+    for row in figures["shell"]:
+        lines.append(
+            f"  {row['command']:<44} {row['decision']:<14} {row['classify_p50_ms']:>9.3f} {row['policy_p50_ms']:>8.3f}"
+            f" {row['p50_ms']:>7.3f} {row['p99_ms']:>7.3f} {row['decisions_per_s']:>7.0f}"
+        )
+    fs = figures["fs_read"]
+    lines.append(
+        f"tier-1 fs_read: whole pipeline p50 {fs['pipeline_p50_ms']:.3f} ms (p99 {fs['pipeline_p99_ms']:.3f}), "
+        f"the handler alone {fs['handler_p50_ms']:.3f} ms: the pipeline adds {fs['adds_p50_ms']:.3f} ms p50"
+    )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--clients", type=int, default=8, help="concurrent MCP clients per scenario (8)")
-    parser.add_argument("--calls", type=int, default=100, help="timed calls per client (100)")
+    parser.add_argument("--clients", type=int, default=8, help="concurrent MCP clients per target (8)")
+    parser.add_argument("--calls", type=int, default=100, help="timed calls per client and target (100)")
+    parser.add_argument("--rounds", type=int, default=10, help="interleaved rounds the calls are split into (10)")
     parser.add_argument("--warmup", type=int, default=10, help="untimed calls per client first (10)")
-    parser.add_argument("--decisions", type=int, default=4000, help="policy decisions per engine run (4000)")
-    parser.add_argument("--only", help="comma-separated subset: direct,stdio,http,inproc,policy")
+    parser.add_argument("--decisions", type=int, default=2000, help="timed decisions per shell command (2000)")
+    parser.add_argument(
+        "--only",
+        help="comma-separated subset: direct-stdio,gw-stdio,direct-http,gw-http,fs-stdio,fs-http,inproc,decisions",
+    )
     parser.add_argument("--json", action="store_true", help="also print the figures as one JSON object")
     args = parser.parse_args(argv)
     configure_logging("warning")
+    chosen = set(args.only.split(",")) if args.only else None
 
     began = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="gateway-bench-") as scratch:
-        config, bearer = workspace(Path(scratch))
-        print(f"workspace {config.workspace}; {args.clients} clients x {args.calls} calls", file=sys.stderr)
-        results = anyio.run(run_scenarios, args, config, bearer)
-        policy: dict[str, Any] = {}
-        if not args.only or "policy" in args.only.split(","):
-            for threads in (1, 2):
-                rate, median_us, action = policy_throughput(config, args.decisions, threads)
-                policy[f"{threads}_thread"] = {"decisions_per_s": round(rate), "p50_us": round(median_us, 1)}
-            policy["decision"] = action
+    targets: list[Target] = []
+    extra: list[Result] = []
+    decisions: dict[str, Any] = {}
+    echo = HttpEcho()
+    try:
+        with tempfile.TemporaryDirectory(prefix="gateway-bench-") as scratch:
+            config, bearer = workspace(Path(scratch), f"{echo.url}/mcp")
+            print(f"workspace {config.workspace}; {args.clients} clients x {args.calls} calls", file=sys.stderr)
+            http = HttpGateway(config)
+            try:
+                targets = targets_for(args, config, bearer, http, echo)
+                if targets:
+                    anyio.run(run_interleaved, targets, args.calls, args.warmup, args.rounds)
+            finally:
+                http.stop()
+            if chosen is None or "inproc" in chosen:
+                extra = anyio.run(run_inprocess, args, config, bearer)
+            if chosen is None or "decisions" in chosen:
+                decisions = anyio.run(per_decision, config, args.decisions)
+    finally:
+        echo.stop()
 
     print(f"\nmachine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, {sys.platform}")
-    if results:
-        print(table(results))
-    if policy:
-        one, two = policy["1_thread"], policy["2_thread"]
-        print(
-            f"\npolicy engine alone (embedded regorus, typical input, decision {policy['decision']!r}): "
-            f"1 thread {one['decisions_per_s']:,} decisions/s (p50 {one['p50_us']} µs); "
-            f"2 threads {two['decisions_per_s']:,} decisions/s (p50 {two['p50_us']} µs)"
-        )
+    if targets or extra:
+        print(table(targets, extra))
+    if decisions:
+        print()
+        print(decisions_text(decisions))
     print(f"\ntotal {time.perf_counter() - began:.1f} s")
     if args.json:
-        print(json.dumps({"scenarios": [r.as_dict() for r in results], "policy": policy}, indent=2))
+        scenarios = [t.result.as_dict() for t in targets if t.result is not None] + [r.as_dict() for r in extra]
+        print(json.dumps({"scenarios": scenarios, "decisions": decisions}, indent=2))
     return 0
 
 
