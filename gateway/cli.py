@@ -291,10 +291,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_hook(args: argparse.Namespace) -> int:
-    from gateway.hook import decide
+    from gateway.hook import decide_or_deny
 
     # Claude Code reads the answer as JSON on stdout and shows the reason; exit 0 even for "deny".
-    emit(decide(load_config(args), sys.stdin.read(), role=args.role, agent=args.agent))
+    emit(decide_or_deny(lambda: load_config(args), sys.stdin.read(), role=args.role, agent=args.agent))
     return 0
 
 
@@ -411,6 +411,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command != "serve":  # serve sets its own level; stdout carries JSON (or MCP), logs go to stderr
+        from gateway.telemetry import configure_logging
+
+        configure_logging("warning")
     try:
         return int(args.handler(args))
     except GatewayError as exc:

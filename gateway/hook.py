@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +80,16 @@ def translate(tool_name: str, tool_input: JSONObject, workspace: Path, cwd: Path
     if tool_name == "NotebookEdit":
         return "fs_write", {"path": path("notebook_path"), "content": ""}
     if tool_name == "Glob":
-        return "fs_list", {"path": path("path", str(cwd))}
+        # the pattern's literal leading directories are where the listing really starts: /etc/** lists /etc
+        base = Path(path("path", str(cwd)))
+        pattern = tool_input.get("pattern")
+        literal = []
+        for part in Path(pattern).parts if isinstance(pattern, str) else ():
+            if any(c in part for c in "*?[{"):
+                break
+            literal.append(part)
+        start = base.joinpath(*literal) if literal else base
+        return "fs_list", {"path": workspace_path(str(start), workspace, workspace, "Glob: 'pattern'")}
     if tool_name == "Grep":
         pattern = tool_input.get("pattern")
         pattern = pattern if isinstance(pattern, str) and pattern else "."
@@ -105,6 +115,12 @@ def principal_for(gateway: Any, role: str, agent: str) -> Principal:
     return Principal(agent=agent, role=role)
 
 
+def working_root(gateway: Any, principal: Principal) -> Path:
+    task = gateway.board.task_for(principal)
+    workspace = gateway.board.workspace(task) if task else None
+    return Path(workspace.root) if workspace else Path(gateway.config.workspace)
+
+
 async def safeguarded(gateway: Any, principal: Principal, tool: str, arguments: JSONObject) -> JSONObject:
     """The policy's decision; a tier-2 "allow" takes its checkpoint now, before Claude Code runs the tool."""
     from gateway.pipeline import take_safeguard
@@ -128,9 +144,12 @@ def decide(config: GatewayConfig, raw: str, role: str, agent: str) -> JSONObject
         if not isinstance(event, dict) or not isinstance(event.get("tool_input"), dict):
             raise InvalidRequest("hook input is not a PreToolUse event with a tool_input object")
         tool_name = str(event.get("tool_name"))
-        cwd = Path(event["cwd"]) if isinstance(event.get("cwd"), str) else config.workspace
         principal = principal_for(gateway, role, agent)
-        tool, arguments = translate(tool_name, event["tool_input"], config.workspace, cwd)
+        # Paths are judged where the gateway would act: a worker's task worktree, else the workspace. Claude
+        # Code working anywhere else (the main checkout, say) is then outside, and refused.
+        root = working_root(gateway, principal)
+        cwd = Path(event["cwd"]) if isinstance(event.get("cwd"), str) else root
+        tool, arguments = translate(tool_name, event["tool_input"], root, cwd)
         checked = anyio.run(safeguarded, gateway, principal, tool, arguments)
     except (GatewayError, ValueError) as exc:
         message = exc.message if isinstance(exc, GatewayError) else f"hook input is not JSON: {exc}"
@@ -155,3 +174,16 @@ def decide(config: GatewayConfig, raw: str, role: str, agent: str) -> JSONObject
     )
     saved = f" (checkpoint {checked['checkpoint']}: gateway rollback undoes it)" if checked.get("checkpoint") else ""
     return answer(decision, f"gateway policy (tier {checked.get('tier')}, {rules}): {reason}{saved}")
+
+
+def decide_or_deny(load: Callable[[], GatewayConfig], raw: str, role: str, agent: str) -> JSONObject:
+    """``decide``, and a deny when anything at all goes wrong (a locked store, a missing config, a bug).
+
+    Claude Code blocks a call only on a "deny" it can read (or exit code 2); a traceback and exit 1 would
+    let the call through, so every failure is answered here.
+    """
+    try:
+        return decide(load(), raw, role=role, agent=agent)
+    except Exception as exc:
+        message = exc.message if isinstance(exc, GatewayError) else f"{type(exc).__name__}: {str(exc)[:200]}"
+        return answer("deny", f"the gateway could not decide, so the call is refused: {message}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -115,3 +116,54 @@ def test_the_installed_command_speaks_the_hook_protocol(config: Any, repo: Path)
     assert done.returncode == 0, done.stderr
     output = json.loads(done.stdout)["hookSpecificOutput"]
     assert output["permissionDecision"] == "ask" and "tier 3" in output["permissionDecisionReason"]
+
+
+def test_glob_patterns_are_judged_where_they_start(config: Any, repo: Path) -> None:
+    for pattern in ("/etc/**", "../../**/*.pem"):
+        output = decide(config, event("Glob", {"pattern": pattern}, repo), role="developer", agent="cc")
+        assert output["hookSpecificOutput"]["permissionDecision"] == "deny", pattern
+    inside = decide(config, event("Glob", {"pattern": "src/**/*.py"}, repo), role="developer", agent="cc")
+    assert inside["hookSpecificOutput"]["permissionDecision"] == "allow"
+
+
+@pytest.mark.anyio
+async def test_a_worker_is_judged_in_its_task_worktree(config: Any, repo: Path) -> None:
+    from conftest import inproc_client, token
+
+    gateway = Gateway(config)
+    manifest = {"task_id": "T1", "objective": "x", "allowed_paths": ["src/**"], "verification": ["true"]}
+    async with inproc_client(gateway, token(config, "planner")) as client:
+        await client.call_tool("task_submit", {"manifest": manifest})
+    async with inproc_client(gateway, token(config, "worker", agent="cc")) as client:
+        claimed = (await client.call_tool("task_claim", {"task_id": "T1"})).structured_content
+    worktree = Path(claimed["worktree"])
+    in_checkout = event("Write", {"file_path": str(repo / "src" / "new.py"), "content": "x"}, repo)
+    in_worktree = event("Write", {"file_path": str(worktree / "src" / "new.py"), "content": "x"}, worktree)
+    checkout = await anyio.to_thread.run_sync(lambda: decide(config, in_checkout, role="worker", agent="cc"))
+    assert checkout["hookSpecificOutput"]["permissionDecision"] == "deny", "the main checkout is not the task's"
+    own = await anyio.to_thread.run_sync(lambda: decide(config, in_worktree, role="worker", agent="cc"))
+    assert own["hookSpecificOutput"]["permissionDecision"] == "allow", own
+
+
+def test_any_failure_is_a_deny(config: Any, repo: Path) -> None:
+    from gateway.hook import decide_or_deny
+
+    def broken() -> Any:
+        raise OSError("disk on fire")
+
+    output = decide_or_deny(broken, event("Bash", {"command": "ls"}, repo), role="developer", agent="cc")
+    assert output["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert "disk on fire" in output["hookSpecificOutput"]["permissionDecisionReason"]
+
+
+def test_hook_stdout_stays_json_with_otlp_configured(config: Any, repo: Path) -> None:
+    env = dict(os.environ, OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:9")
+    done = subprocess.run(
+        [sys.executable, "-m", "gateway", "--config", str(config.source), "hook", "claude-code", "--role", "developer"],
+        input=event("Bash", {"command": "ls"}, repo),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow", done.stdout
