@@ -218,7 +218,8 @@ def run_demo(directory: Path | None = None) -> int:
     config = init_workspace(root)
     from gateway.runtime import Gateway
 
-    bearers = {role: Gateway(config).tokens.issue(role=role, agent=f"{role}-1")[0] for role in ROLES}
+    tokens = Gateway(config).tokens
+    bearers = {role: tokens.issue(role=role, agent=f"{role}-1")[0] for role in ROLES}
     print(f"scratch repository  {root}")
     print(f"gateway config      {config.source}\n")
     with serving(config) as url:

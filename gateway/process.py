@@ -9,6 +9,7 @@ Used by ``gateway demo``, the tests and the benchmark, which all run real server
 
 from __future__ import annotations
 
+import http.client
 import socket
 import subprocess
 import time
@@ -38,18 +39,32 @@ def start_server(
     else:
         with log.open("w") as stderr:
             proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=stderr, env=env)
+    try:
+        _wait_until_healthy(proc, health_url, what, log, timeout)
+    except BaseException:  # never leave the child behind: a timeout, a crash, Ctrl-C
+        stop_server(proc)
+        raise
+    return proc
+
+
+# a proxy configured in the environment must not see (or break) calls to 127.0.0.1
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def _wait_until_healthy(
+    proc: subprocess.Popen[bytes], health_url: str, what: str, log: Path | None, timeout: float
+) -> None:
     deadline = time.monotonic() + timeout
     while True:
         if proc.poll() is not None:
             raise RuntimeError(f"{what} exited with {proc.returncode}{_tail(log)}")
         try:
-            with urllib.request.urlopen(health_url, timeout=1) as response:
+            with _DIRECT.open(health_url, timeout=1) as response:
                 if response.status == 200:
-                    return proc
-        except OSError:
+                    return
+        except (OSError, http.client.HTTPException):
             pass
         if time.monotonic() > deadline:
-            stop_server(proc)
             raise RuntimeError(f"{what} did not answer {health_url} within {timeout:.0f} s{_tail(log)}")
         time.sleep(0.1)
 

@@ -132,6 +132,7 @@ def test_settling_needs_the_csrf_token_and_the_same_origin(site: dict[str, Any])
         form = {"id": approval_id, "answer": "approve"}
         assert http.post("/ui/approvals", data=form).status_code == 403, "no CSRF token"
         assert http.post("/ui/approvals", data={**form, "csrf": "0" * 64}).status_code == 403, "a wrong one"
+        assert http.post("/ui/approvals", data={**form, "csrf": "\u00e9" * 64}).status_code == 403, "non-ASCII"
         other = token(site["config"], "admin", agent="mallory")
         with client(site, other) as elsewhere:  # a token derived from another credential does not fit this one
             assert elsewhere.post("/ui/approvals", data={**form, "csrf": csrf}).status_code == 403

@@ -146,7 +146,8 @@ def ui_routes(gateway: Gateway) -> list[Route]:
             if post:
                 form = await request.form()
                 sent = str(form.get("csrf") or "")
-                if not hmac.compare_digest(sent, reviewers.csrf(principal)):
+                # bytes: compare_digest refuses non-ASCII str, and a hostile form must get 403, not 500
+                if not hmac.compare_digest(sent.encode(), reviewers.csrf(principal).encode()):
                     body = render.message_body("Refused", "missing or wrong CSRF token: reload the page and try again")
                     return html_page("Refused", body, 403, principal, reviewers.csrf(principal))
             return await handler(request, principal)
