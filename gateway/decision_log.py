@@ -36,31 +36,43 @@ MASK = "***"
 
 log = structlog.get_logger("gateway.decisions")
 
-_SECRET_NAME = r"[A-Za-z0-9_.-]*(?:SECRET|TOKEN|PASSWORD|PASSWD|PWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL)\w*"
+# Every repetition is bounded or possessive: these run on agent-supplied text of up to a megabyte, and an
+# unbounded prefix before the keyword made masking quadratic (a 16 KB argument took seconds).
+# The text before the keyword (AWS_ in AWS_SECRET_ACCESS_KEY) need not be matched: it is kept as it is.
+_SECRET_NAME = (
+    r"(?:SECRET|TOKEN|PASSWORD|PASSWD|PASS|PWD|API[_-]?KEY|ACCESS[_-]?KEY|PRIVATE[_-]?KEY|CREDENTIAL)[\w-]{0,64}+"
+)
 # each pattern: the whole match is replaced by <keep>***<tail>
 _SECRET_VALUES = [
-    # NAME=value, NAME: value, "name": "value", --password=value, export AWS_SECRET_ACCESS_KEY=...
-    re.compile(rf"""(?i)(?P<keep>\b{_SECRET_NAME}["']?\s*[=:]\s*)(?:"[^"]*"|'[^']*'|[^\s"',;&|)]+)"""),
-    re.compile(r"""(?i)(?P<keep>\bauthorization["']?\s*[=:]\s*["']?(?:(?:bearer|basic|token)\s+)?)[^\s"',;]+"""),
-    re.compile(r"(?i)(?P<keep>\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{8,}"),
-    re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),  # a JWT
+    # NAME=value, NAME: value, "name": "value", --password=value, X-Api-Key: value, export AWS_SECRET_KEY=...
+    re.compile(rf"""(?i)(?P<keep>{_SECRET_NAME}["']?\s{{0,8}}[=:]\s{{0,8}})(?:"[^"]*+"|'[^']*+'|[^\s"',;&|)]++)"""),
+    re.compile(
+        r"""(?i)(?P<keep>\bauthorization["']?\s{0,8}[=:]\s{0,8}["']?(?:(?:bearer|basic|token)\s{1,8})?)[^\s"',;]++"""
+    ),
+    re.compile(r"(?i)(?P<keep>\b(?:bearer|basic)\s{1,8})[A-Za-z0-9._~+/=-]{8,}+"),
+    re.compile(r"(?P<keep>(?:^|\s)(?:-u|--user)\s{1,8}[^\s:]{1,128}:)[^\s\"']++"),  # curl -u user:password
+    re.compile(r"\beyJ[A-Za-z0-9_-]{5,}+\.[A-Za-z0-9_-]{5,}+\.[A-Za-z0-9_-]*+"),  # a JWT
     re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),  # AWS access key id
-    re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,})"),
-    re.compile(r"\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}|xox[abposr]-[A-Za-z0-9-]{10,})"),
-    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)", re.DOTALL),
-    re.compile(r"(?i)(?P<keep>\b[a-z][a-z0-9+.-]*://[^:/@\s]+:)[^@/\s]+(?P<tail>@)"),  # user:password@ in a URL
+    re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}+|github_pat_[A-Za-z0-9_]{20,}+|glpat-[A-Za-z0-9_-]{20,}+)"),
+    re.compile(r"\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}+|xox[abposr]-[A-Za-z0-9-]{10,}+|npm_[A-Za-z0-9]{36})"),
+    re.compile(r"-----BEGIN [A-Z ]{0,32}PRIVATE KEY-----.*?(?:-----END [A-Z ]{0,32}PRIVATE KEY-----|$)", re.DOTALL),
+    re.compile(r"(?i)(?P<keep>\b[a-z][a-z0-9+.-]{0,31}://[^:/@\s]{1,256}:)[^@/\s]{1,256}(?P<tail>@)"),  # user:pw@
 ]
+# What a log keeps of one string: enough to review, and a bound on the time masking takes.
+MAX_LOGGED_CHARS = 16_384
 
 
 # a cheap first look: a string none of the patterns could match is left alone without running them all
 _MAYBE_SECRET = re.compile(
-    r"(?i)secret|token|passw|pwd|api_?key|access_?key|private|credential|authoriz|bearer|basic|eyJ|AKIA|ASIA"
-    r"|gh[pousr]_|github_pat_|glpat-|sk-|xox|://"
+    r"(?i)secret|token|pass|pwd|api[_-]?key|access[_-]?key|private|credential|authoriz|bearer|basic|eyJ|AKIA|ASIA"
+    r"|gh[pousr]_|github_pat_|glpat-|sk-|xox|npm_|-u\s|--user|://"
 )
 
 
 def mask_text(text: str) -> str:
-    """The text with every credential-looking value replaced by ``***``."""
+    """The text with every credential-looking value replaced by ``***`` (and cut to MAX_LOGGED_CHARS)."""
+    if len(text) > MAX_LOGGED_CHARS:
+        text = f"{text[:MAX_LOGGED_CHARS]}...[{len(text) - MAX_LOGGED_CHARS} more characters not logged]"
     if not _MAYBE_SECRET.search(text):
         return text
     for pattern in _SECRET_VALUES:
@@ -129,6 +141,7 @@ class DecisionLog:
         decision_id: str | None = None,
     ) -> JSONObject:
         masked_input, masked = redact(input_document)
+        result, _ = redact(result)  # reasons quote argv and paths: the same secrets the input had
         entry: JSONObject = {
             "decision_id": decision_id or str(uuid.uuid4()),
             "timestamp": datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z"),

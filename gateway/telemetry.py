@@ -42,7 +42,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from gateway import __version__
 from gateway.config import GatewayConfig, TelemetryConfig, expand_env
-from gateway.decision_log import DecisionLog
+from gateway.decision_log import DecisionLog, mask_text
 from gateway.policy.input import INPUT_VERSION, tool_facts
 from gateway.types import Decision, JSONObject
 
@@ -298,7 +298,7 @@ class Telemetry:
             attributes["gateway.safeguard.id"] = str(call.safeguard["id"])
         if call.error is not None:
             attributes["error.type"] = call.error.code
-            span.set_status(StatusCode.ERROR, f"{call.error.code}: {call.error.message}"[:300])
+            span.set_status(StatusCode.ERROR, mask_text(f"{call.error.code}: {call.error.message}"[:300]))
         elif isinstance(call.result, mt.CallToolResult) and call.result.is_error:
             attributes["error.type"] = "tool_error"  # the tool ran and answered an error (MCP conventions)
             span.set_status(StatusCode.ERROR)

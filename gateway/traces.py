@@ -237,7 +237,9 @@ class Trace:
         return [e for e in self.entries if isinstance(e, CallView)]
 
     def as_dict(self) -> JSONObject:
-        return {**self.summary.as_dict(), "entries": [e.as_dict() for e in self.entries]}
+        # reasons and step details quote argv and paths: masked here as they are on the page and in the tree
+        entries, _ = redact([e.as_dict() for e in self.entries])
+        return {**self.summary.as_dict(), "entries": entries}
 
 
 # --- reading the ledger ---------------------------------------------------------------------------

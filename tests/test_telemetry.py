@@ -314,3 +314,37 @@ def test_decision_log_can_be_turned_off(config: Any) -> None:
     assert gateway.telemetry.decisions.path is None
     assert json.loads(json.dumps(config.telemetry.model_dump()))["decision_log"] is False
     assert not Path(config.state_dir / "decisions.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("export AWS_SECRET_ACCESS_KEY=abc123xyz && make", "abc123xyz"),
+        ("curl -H 'X-Api-Key: k9k9k9k9' https://api.example.com", "k9k9k9k9"),
+        ("DB_PASS=hunter2 ./run", "hunter2"),
+        ("curl -u admin:Hunter2 https://x.example", "Hunter2"),
+        ("npm publish --//registry.npmjs.org/:_authToken=npm_" + "a1" * 18, "a1a1a1a1"),
+        ("git clone https://bob:s3cretpw@git.example.com/r.git", "s3cretpw"),
+        ("Authorization: Bearer abcdefghijklmnop", "abcdefghijklmnop"),
+    ],
+)
+def test_mask_text_hides_common_secrets(text: str, secret: str) -> None:
+    from gateway.decision_log import mask_text
+
+    assert secret not in mask_text(text)
+
+
+def test_mask_text_caps_what_it_logs() -> None:
+    from gateway.decision_log import MAX_LOGGED_CHARS, mask_text
+
+    masked = mask_text("token " + ".a" * 500_000)  # the shape that made an unbounded pattern quadratic
+    assert len(masked) < MAX_LOGGED_CHARS + 100 and masked.endswith("characters not logged]")
+
+
+def test_decision_results_are_masked_too(tmp_path: Path) -> None:
+    from gateway.decision_log import DecisionLog
+
+    log = DecisionLog(tmp_path / "d.jsonl", labels={})
+    result = {"action": "ask", "tier": 3, "reasons": ["runs 'serve --password=hunter2zz'"], "rules": ["x"]}
+    entry = log.record({"arguments": {}}, result, trace_id=None, span_id=None)
+    assert "hunter2zz" not in json.dumps(entry) and "hunter2zz" not in (tmp_path / "d.jsonl").read_text()
