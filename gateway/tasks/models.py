@@ -8,7 +8,9 @@ strings where numbers belong all fail. ``gateway`` writes their JSON schemas to 
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -119,3 +121,17 @@ ARTIFACTS: dict[str, type[Artifact]] = {
     "BlockerReport": BlockerReport,
     "VerificationResult": VerificationResult,
 }
+
+
+def write_schemas(directory: Path) -> list[Path]:
+    """Write docs/schemas/<Artifact>.schema.json, one JSON schema per artifact (the docs' copy is tested).
+
+    from pathlib import Path; from gateway.tasks.models import write_schemas; write_schemas(Path("docs/schemas"))
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, model in ARTIFACTS.items():
+        path = directory / f"{name}.schema.json"
+        path.write_text(json.dumps(model.model_json_schema(), indent=2) + "\n")
+        written.append(path)
+    return written
