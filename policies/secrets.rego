@@ -39,17 +39,20 @@ harmless_name(name) if name in harmless
 
 harmless_name(name) if endswith(name, ".pub") # a public key is meant to be shared
 
+# Each list as one glob of alternatives ("{a,b,...}"; no pattern holds a comma or a brace): the same matches
+# as trying the patterns one by one, but one glob to compile and match per path instead of one per pattern,
+# which was most of the decision's time (every call checks every path and every command argument).
+name_glob := concat("", ["{", concat(",", name_patterns), "}"])
+
+path_glob := concat("", ["{", concat(",", path_patterns), "}"])
+
 secret(p) if {
 	name := lower(basename(p))
 	not harmless_name(name)
-	some pattern in name_patterns
-	glob.match(pattern, ["/"], name)
+	glob.match(name_glob, ["/"], name)
 }
 
-secret(p) if {
-	some pattern in path_patterns
-	glob.match(pattern, ["/"], lower(p))
-}
+secret(p) if glob.match(path_glob, ["/"], lower(p))
 
 # A path the shell analysis reports as a glob (`cat .e?v`, `cat *.key`) is checked as a pattern: if it
 # could match a typical secret's name, it counts as one.
