@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,16 @@ def principal_for(gateway: Any, role: str, agent: str) -> Principal:
     return Principal(agent=agent, role=role)
 
 
+def hook_trace(gateway: Any, principal: Principal, session_id: Any) -> str | None:
+    """The task's trace for a worker on a task, else one trace per Claude Code session."""
+    from gateway.runtime import session_trace
+
+    task = gateway.board.task_for(principal)
+    if task is not None:
+        return str(task["trace_id"])
+    return session_trace(f"claude-code:{session_id}") if isinstance(session_id, str) and session_id else None
+
+
 def working_root(gateway: Any, principal: Principal) -> Path:
     task = gateway.board.task_for(principal)
     workspace = gateway.board.workspace(task) if task else None
@@ -139,12 +150,14 @@ def decide(config: GatewayConfig, raw: str, role: str, agent: str) -> JSONObject
     gateway = Gateway(config)
     tool_name = "?"
     principal: Principal | None = None
+    trace_id: str | None = None
     try:
         event = json.loads(raw)
         if not isinstance(event, dict) or not isinstance(event.get("tool_input"), dict):
             raise InvalidRequest("hook input is not a PreToolUse event with a tool_input object")
         tool_name = str(event.get("tool_name"))
         principal = principal_for(gateway, role, agent)
+        trace_id = hook_trace(gateway, principal, event.get("session_id"))
         # Paths are judged where the gateway would act: a worker's task worktree, else the workspace. Claude
         # Code working anywhere else (the main checkout, say) is then outside, and refused.
         root = working_root(gateway, principal)
@@ -164,6 +177,8 @@ def decide(config: GatewayConfig, raw: str, role: str, agent: str) -> JSONObject
     gateway.ledger.append(
         {
             "kind": "hook",
+            "call_id": secrets.token_hex(16),
+            "trace_id": trace_id,
             "principal": principal.model_dump() if principal else None,
             "tool": tool or tool_name,
             "effects": checked.get("effects"),

@@ -320,7 +320,8 @@ class _Index:
     def _build(self, rows: list[JSONObject]) -> None:
         grouped: dict[str, list[JSONObject]] = {}
         for row in rows:
-            if row.get("kind") == "call" and row.get("call_id"):
+            # "hook": Claude Code's built-in tools, decided by `gateway hook claude-code` (one row each)
+            if row.get("kind") in ("call", "hook") and row.get("call_id"):
                 grouped.setdefault(row["call_id"], []).append(row)
         for call_id, call_rows in grouped.items():
             view = _call_view(call_id, call_rows)

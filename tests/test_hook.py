@@ -167,3 +167,15 @@ def test_hook_stdout_stays_json_with_otlp_configured(config: Any, repo: Path) ->
         env=env,
     )
     assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow", done.stdout
+
+
+def test_hook_decisions_show_in_the_session_trace(config: Any, repo: Path) -> None:
+    from conftest import cli
+
+    decide(config, event("Read", {"file_path": "/etc/shadow"}, repo), role="developer", agent="cc")
+    decide(config, event("Bash", {"command": "ls"}, repo), role="developer", agent="cc")
+    listed = json.loads(cli(config, "trace", "list", "--denied", "--json").stdout)
+    traces = listed["traces"] if isinstance(listed, dict) else listed
+    assert len(traces) == 1 and traces[0]["denied"] == 1 and traces[0]["calls"] == 2
+    shown = cli(config, "trace", "show", traces[0]["trace_id"]).stdout
+    assert "path_outside_workspace" in shown and "fs_read" in shown and "shell_run" in shown
