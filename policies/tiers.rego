@@ -102,44 +102,63 @@ first_operand(cmd) := i if {
 	i := operands[0]
 }
 
-interpreter_option(cmd, i) if not first_operand(cmd)
+# The index of the first operand, or the end of argv when there is none: options are the words before it.
+options_end(cmd) := first_operand(cmd)
 
-interpreter_option(cmd, i) if i < first_operand(cmd)
+options_end(cmd) := count(cmd.argv) if not first_operand(cmd)
 
 # The program text: each code option with the word after it (`-c CODE`; `-cCODE` is one word).
-code_words(cmd) := words if {
-	interpreter(program(cmd)) != "deno"
+# `name` is interpreter(program(cmd)).
+code_words(cmd, name) := words if {
+	name != "deno"
+	end := options_end(cmd)
 	words := [w |
-		pattern := inline_code_options[interpreter(program(cmd))]
+		pattern := inline_code_options[name]
 		some i, arg in cmd.argv
 		i > 0
-		interpreter_option(cmd, i)
+		i < end
 		regex.match(pattern, arg)
 		some w in array.slice(cmd.argv, i, i + 2)
 	]
 }
 
-code_words(cmd) := array.slice(cmd.argv, 2, 3) if {
-	interpreter(program(cmd)) == "deno"
-	cmd.argv[1] == "eval"
+code_words(cmd, "deno") := array.slice(cmd.argv, 2, 3) if cmd.argv[1] == "eval"
+
+# --- per command, once per evaluation --------------------------------------------------------------
+
+# What each command (by its index in effects.commands) is, worked out once for all the rules below
+# rather than once per rule: its program's name, the interpreter that is, its program text.
+command_program[i] := name if {
+	some i, cmd in effects.commands
+	name := program(cmd)
 }
 
-inline_code(cmd) if count(code_words(cmd)) > 0
-
-risky_inline_code(cmd) if {
-	inline_code(cmd)
-	interpreter(program(cmd)) in always_ask_interpreters
+command_interpreter[i] := kind if {
+	some i, name in command_program
+	kind := interpreter(name)
 }
 
-risky_inline_code(cmd) if {
-	inline_code(cmd)
-	regex.match(risky_code, concat(" ", code_words(cmd)))
+command_code[i] := words if {
+	some i, name in command_interpreter
+	words := code_words(effects.commands[i], name)
+}
+
+# The commands whose one-liner reaches for what tier 3 is about.
+risky_inline contains i if {
+	some i, words in command_code
+	count(words) > 0
+	command_interpreter[i] in always_ask_interpreters
+}
+
+risky_inline contains i if {
+	some i, words in command_code
+	count(words) > 0
+	regex.match(risky_code, concat(" ", words))
 }
 
 findings contains {"tier": 3, "rule": "tiers.inline_code", "reason": msg} if {
-	some cmd in effects.commands
-	risky_inline_code(cmd)
-	msg := sprintf("runs program text given to '%s' on the command line that reaches for processes, the network, deletion or evaluation", [program(cmd)])
+	some i in risky_inline
+	msg := sprintf("runs program text given to '%s' on the command line that reaches for processes, the network, deletion or evaluation", [command_program[i]])
 }
 
 # Package managers' own configuration lives in the user's home (~/.npmrc, ~/.config/pip/pip.conf):
@@ -148,41 +167,44 @@ package_config_programs := {"npm", "pnpm", "yarn", "pip", "pip3", "poetry", "con
 
 operands(cmd) := [a | some i, a in cmd.argv; i > 0; not startswith(a, "-")]
 
-changes_package_config(cmd) if {
-	program(cmd) in package_config_programs
+# `name` is program(cmd).
+changes_package_config(cmd, name) if {
+	name in package_config_programs
 	ops := operands(cmd)
 	ops[0] == "config"
 	ops[1] in {"set", "delete", "rm", "unset", "edit", "add", "remove"}
 }
 
-changes_package_config(cmd) if {
-	program(cmd) in {"npm", "pnpm", "yarn"}
+changes_package_config(cmd, name) if {
+	name in {"npm", "pnpm", "yarn"}
 	operands(cmd)[0] in {"set", "login", "adduser", "add-user", "logout", "token"}
 }
 
 findings contains {"tier": 3, "rule": "tiers.global_config", "reason": msg} if {
-	some cmd in effects.commands
-	changes_package_config(cmd)
-	msg := sprintf("changes %s's user or global configuration: %s", [program(cmd), concat(" ", cmd.argv)])
+	some i, name in command_program
+	name in package_config_programs
+	cmd := effects.commands[i]
+	changes_package_config(cmd, name)
+	msg := sprintf("changes %s's user or global configuration: %s", [name, concat(" ", cmd.argv)])
 }
 
 # Servers that expose the workspace to the network (the shell analysis reports nc/socat listeners).
-serves_network(cmd) if {
-	interpreter(program(cmd)) == "python"
+# `name` is interpreter(program(cmd)).
+serves_network(cmd, "python") if {
 	some i, a in cmd.argv
 	a == "-m"
 	cmd.argv[i + 1] in {"http.server", "SimpleHTTPServer", "smtpd", "pyftpdlib", "uvicorn", "flask"}
 }
 
-serves_network(cmd) if {
-	interpreter(program(cmd)) == "php"
+serves_network(cmd, "php") if {
 	some a in cmd.argv
 	startswith(a, "-S")
 }
 
 findings contains {"tier": 3, "rule": "tiers.network", "reason": msg} if {
-	some cmd in effects.commands
-	serves_network(cmd)
+	some i, name in command_interpreter
+	cmd := effects.commands[i]
+	serves_network(cmd, name)
 	msg := sprintf("serves on the network: %s", [concat(" ", cmd.argv)])
 }
 
@@ -253,72 +275,85 @@ git_config_writes := {
 	"--remove-section",
 }
 
-git_writes(cmd) if {
-	git_subcommand(cmd) == "branch"
+git_writes(cmd, "branch") if {
 	git_has(cmd, git_branch_writes)
 }
 
-git_writes(cmd) if {
-	git_subcommand(cmd) == "branch"
+git_writes(cmd, "branch") if {
 	count(git_operands(cmd)) > 0
 	not git_has(cmd, git_list_modes)
 }
 
-git_writes(cmd) if {
-	git_subcommand(cmd) == "tag"
+git_writes(cmd, "tag") if {
 	git_has(cmd, git_tag_writes)
 }
 
-git_writes(cmd) if {
-	git_subcommand(cmd) == "tag"
+git_writes(cmd, "tag") if {
 	count(git_operands(cmd)) > 0
 	not git_has(cmd, git_list_modes | {"-v", "--verify", "-n"})
 }
 
-git_writes(cmd) if {
-	git_subcommand(cmd) == "remote"
+git_writes(cmd, "remote") if {
 	git_operands(cmd)[0] in {"add", "remove", "rm", "rename", "set-url", "set-head", "set-branches", "prune"}
 }
 
-git_writes(cmd) if {
-	git_subcommand(cmd) == "config"
+git_writes(cmd, "config") if {
 	count(git_operands(cmd)) >= 2
 }
 
-git_writes(cmd) if {
-	git_subcommand(cmd) == "config"
+git_writes(cmd, "config") if {
 	git_has(cmd, git_config_writes)
 }
 
-git_writes(cmd) if {
-	git_subcommand(cmd) == "reflog"
+git_writes(cmd, "reflog") if {
 	git_operands(cmd)[0] in {"expire", "delete"}
 }
 
-git_reads(cmd) if {
-	git_subcommand(cmd) in git_read_only
-	not git_writes(cmd)
+# In git_writes, git_reads and git_contacts_remote, `sub` is git_subcommand(cmd).
+git_reads(cmd, sub) if {
+	sub in git_read_only
+	not git_writes(cmd, sub)
 }
 
-git_reads(cmd) if {
-	git_subcommand(cmd) == "stash"
+git_reads(cmd, "stash") if {
 	git_operands(cmd)[0] in {"list", "show"}
 }
 
 # Defence in depth: git subcommands that contact a remote, whatever the shell analysis found.
-git_contacts_remote(cmd) if {
-	git_subcommand(cmd) in (git_network - {"submodule"})
+git_contacts_remote(cmd, sub) if {
+	sub in (git_network - {"submodule"})
 }
 
-git_contacts_remote(cmd) if {
-	git_subcommand(cmd) == "submodule"
+git_contacts_remote(cmd, "submodule") if {
 	git_operands(cmd)[0] in {"add", "update"}
 }
 
-git_contacts_remote(cmd) if {
-	git_subcommand(cmd) == "remote"
+git_contacts_remote(cmd, "remote") if {
 	git_operands(cmd)[0] in {"show", "prune", "update"}
 	not git_has(cmd, {"-n"})
+}
+
+# The git commands (by index in effects.commands), their subcommands, and which of them only read or
+# contact a remote, worked out once.
+git_commands[i] := cmd if {
+	some i, name in command_program
+	name == "git"
+	cmd := effects.commands[i]
+}
+
+git_sub[i] := sub if {
+	some i, cmd in git_commands
+	sub := git_subcommand(cmd)
+}
+
+git_reading contains i if {
+	some i, sub in git_sub
+	git_reads(git_commands[i], sub)
+}
+
+git_remote contains i if {
+	some i, sub in git_sub
+	git_contacts_remote(git_commands[i], sub)
 }
 
 findings contains {"tier": 1, "rule": "tiers.read", "reason": sprintf("reads %s", [concat(", ", effects.reads)])} if {
@@ -373,66 +408,61 @@ findings contains {"tier": 3, "rule": "tiers.opaque", "reason": msg} if {
 }
 
 findings contains {"tier": 3, "rule": "tiers.dangerous_command", "reason": msg} if {
-	some cmd in effects.commands
-	program(cmd) in dangerous_programs
-	msg := sprintf("runs '%s', which can do damage beyond the workspace", [program(cmd)])
+	some name in command_program
+	name in dangerous_programs
+	msg := sprintf("runs '%s', which can do damage beyond the workspace", [name])
 }
 
 findings contains {"tier": 3, "rule": "tiers.dangerous_command", "reason": msg} if {
-	some cmd in effects.commands
-	program(cmd) in {"chmod", "chown", "chgrp"}
-	some arg in cmd.argv
+	some i, name in command_program
+	name in {"chmod", "chown", "chgrp"}
+	some arg in effects.commands[i].argv
 	arg in {"-R", "--recursive", "777", "a+rwx", "o+w"}
-	msg := sprintf("runs '%s' recursively or world-writable", [program(cmd)])
+	msg := sprintf("runs '%s' recursively or world-writable", [name])
 }
 
 findings contains {"tier": 1, "rule": "tiers.read_only_command", "reason": msg} if {
-	some cmd in effects.commands
-	program(cmd) in read_only_programs
-	msg := sprintf("runs '%s', which only reads", [program(cmd)])
+	some name in command_program
+	name in read_only_programs
+	msg := sprintf("runs '%s', which only reads", [name])
 }
 
 findings contains {"tier": 1, "rule": "tiers.git_read", "reason": msg} if {
-	some cmd in effects.commands
-	git_reads(cmd)
-	msg := sprintf("runs 'git %s', which only reads the repository", [git_subcommand(cmd)])
+	some i in git_reading
+	msg := sprintf("runs 'git %s', which only reads the repository", [git_sub[i]])
 }
 
 findings contains {"tier": 2, "rule": "tiers.git_local_write", "reason": msg} if {
-	some cmd in effects.commands
-	sub := git_subcommand(cmd)
-	not git_reads(cmd)
-	not git_contacts_remote(cmd)
+	some i, sub in git_sub
+	not i in git_reading
+	not i in git_remote
 	msg := sprintf("runs 'git %s', which changes the local repository", [sub])
 }
 
 findings contains {"tier": 3, "rule": "tiers.network", "reason": msg} if {
-	some cmd in effects.commands
-	git_contacts_remote(cmd)
-	msg := sprintf("runs 'git %s', which contacts a remote repository", [git_subcommand(cmd)])
+	some i in git_remote
+	msg := sprintf("runs 'git %s', which contacts a remote repository", [git_sub[i]])
 }
 
 findings contains {"tier": 2, "rule": "tiers.unknown_command", "reason": msg} if {
-	some cmd in effects.commands
-	name := program(cmd)
+	some i, name in command_program
 	not name in read_only_programs
 	not name in described_programs
 	not name in dangerous_programs
 	not name in {"git", "chmod", "chown", "chgrp"}
-	not risky_inline_code(cmd)
+	not i in risky_inline
 	msg := sprintf("runs '%s', which may change the workspace (a checkpoint is taken first)", [name])
 }
 
 findings contains {"tier": 2, "rule": "tiers.unknown_command", "reason": msg} if {
-	some cmd in effects.commands
-	program(cmd) in {"chmod", "chown", "chgrp"}
-	msg := sprintf("runs '%s', which changes file modes or owners", [program(cmd)])
+	some name in command_program
+	name in {"chmod", "chown", "chgrp"}
+	msg := sprintf("runs '%s', which changes file modes or owners", [name])
 }
 
 findings contains {"tier": 2, "rule": "tiers.git_local_write", "reason": "runs 'git' without a subcommand"} if {
-	some cmd in effects.commands
-	program(cmd) == "git"
-	not git_subcommand(cmd)
+	some i, _ in git_commands
+	not git_sub[i]
 }
 
 # Upstream tools: their annotations are untrusted hints, so only what the operator declared in
