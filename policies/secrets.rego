@@ -77,9 +77,25 @@ secret(p) if {
 	glob.match(name, ["/"], example)
 }
 
+# What every secret's text holds, in lower case: a literal piece of each name pattern, of each path
+# pattern, and the glob characters (a pattern that could match a secret). One match over all the words
+# of a call (joined) tells most calls apart, which name no secret, before any word is globbed on its own:
+# a word secret() holds for always contains one of these, so a call none of them is in has no secret.
+# Every pattern added above needs its piece here (secrets_test.rego checks it does).
+secret_hint := concat("|", [
+	`\.env|\.pem|\.key|\.p12|\.pfx|\.jks|\.kdbx|id_|\.netrc|\.pgpass|\.npmrc|\.pypirc|credentials|secret`,
+	`service-account|htpasswd|shadow`,
+	`\.ssh|\.aws|\.gnupg|\.kube|\.docker|gcloud|\.azure|sudoers|environ`,
+	`[*?\[]`,
+])
+
+might_hold_secret(words) if regex.match(secret_hint, lower(concat("\n", words)))
+
 # A link to a secret makes a copy of it under an innocent name (see paths.link_sources).
 findings contains {"tier": 3, "rule": "secrets.access", "reason": msg} if {
-	hits := sort([p | some p in touched | paths.link_sources; secret(p)])
+	candidates := touched | paths.link_sources
+	might_hold_secret(candidates)
+	hits := sort([p | some p in candidates; secret(p)])
 	count(hits) > 0
 	msg := sprintf("touches secrets or credentials: %s", [concat(", ", hits)])
 }
@@ -97,13 +113,16 @@ secret_argument(arg) if {
 	secret(substring(arg, indexof(arg, "=") + 1, -1))
 }
 
+# Every command's arguments (not the program), once.
+argument_words := {arg |
+	some cmd in effects.commands
+	some i, arg in cmd.argv
+	i > 0
+}
+
 findings contains {"tier": 3, "rule": "secrets.named", "reason": msg} if {
-	named := sort({arg |
-		some cmd in effects.commands
-		some i, arg in cmd.argv
-		i > 0
-		secret_argument(arg)
-	})
+	might_hold_secret(argument_words)
+	named := sort({arg | some arg in argument_words; secret_argument(arg)})
 	count(named) > 0
 	msg := sprintf("names secrets or credentials in its arguments: %s", [concat(", ", named)])
 }

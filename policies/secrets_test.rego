@@ -3,6 +3,7 @@ package gateway_test.secrets
 import rego.v1
 
 import data.gateway.decision
+import data.gateway.secrets
 import data.gateway_test.testing
 
 reads(path) := d if {
@@ -69,4 +70,20 @@ test_secret_names_in_arguments_ask if {
 		d := decision with input as doc with data.roles as testing.roles
 		"secrets.named" in d.rules
 	}
+}
+
+# secret_hint must hold a piece of every pattern: an instance of each (wildcards as "x") and each
+# example matches it, or secret() would never be asked about a word that is a secret.
+test_secret_hint_covers_every_pattern if {
+	every pattern in array.concat(secrets.name_patterns, secrets.path_patterns) {
+		secrets.might_hold_secret({replace(replace(pattern, "**", "x"), "*", "x")})
+	}
+	every example in secrets.secret_examples {
+		secrets.might_hold_secret({example})
+		secrets.might_hold_secret({upper(example)})
+	}
+	every ch in secrets.glob_chars {
+		secrets.might_hold_secret({concat("", ["a", ch, "b"])})
+	}
+	not secrets.might_hold_secret({"-q", "tests/test_x.py", "--stat", "src", "TODO"})
 }
