@@ -148,8 +148,8 @@ findings contains {"tier": 3, "rule": "paths.redirect_after_cd", "reason": msg} 
 # Printing or testing a path (echo, test, which: the read-only programs) does not.
 unanalysed_program(cmd) if {
 	name := tiers.program(cmd)
-	not name in tiers.read_only_programs
-	not name in tiers.described_programs
+	not name in data.gateway.tiers.read_only_programs
+	not name in data.gateway.tiers.described_programs
 }
 
 path_argument(arg) := arg if startswith(arg, "/")

@@ -3,8 +3,6 @@ package gateway.secrets
 
 import rego.v1
 
-import data.gateway.paths
-
 effects := input.effects
 
 touched := {p | some key in ["reads", "writes", "creates", "deletes", "recursive_deletes"]; some p in effects[key]}
@@ -93,7 +91,7 @@ might_hold_secret(words) if regex.match(secret_hint, lower(concat("\n", words)))
 
 # A link to a secret makes a copy of it under an innocent name (see paths.link_sources).
 findings contains {"tier": 3, "rule": "secrets.access", "reason": msg} if {
-	candidates := touched | paths.link_sources
+	candidates := touched | data.gateway.paths.link_sources
 	might_hold_secret(candidates)
 	hits := sort([p | some p in candidates; secret(p)])
 	count(hits) > 0
