@@ -133,8 +133,13 @@ command_program[i] := name if {
 	name := program(cmd)
 }
 
+# How every interpreter's name begins (one regex in front of interpreter()'s several, which most
+# programs are not; tiers_test.rego checks it lets each interpreter through).
+interpreter_hint := `^(python|pypy|node|lua|vi|nvim|gvim|ex|perl|ruby|php|bun|deno|Rscript|julia|osascript|pwsh)`
+
 command_interpreter[i] := kind if {
 	some i, name in command_program
+	regex.match(interpreter_hint, name)
 	kind := interpreter(name)
 }
 

@@ -158,3 +158,16 @@ test_package_manager_config_and_servers_ask if {
 	"tiers.network" in decide({"commands": [testing.cmd(["python3", "-m", "http.server", "8000"])]}).rules
 	decide({"commands": [testing.cmd(["npm", "config", "get", "registry"])]}).tier == 2
 }
+
+test_interpreter_hint_lets_every_interpreter_through if {
+	names := [
+		"python", "python3", "python3.12", "pypy3", "node", "nodejs", "lua", "luajit", "lua5.4", "vim", "vi",
+		"nvim", "gvim", "view", "ex", "vimdiff", "perl", "perl5.36", "ruby", "ruby3.2", "php", "php8.2", "bun",
+		"deno", "Rscript", "julia", "osascript", "pwsh",
+	]
+	every name in names {
+		data.gateway.tiers.interpreter(name)
+		regex.match(data.gateway.tiers.interpreter_hint, name)
+	}
+	not regex.match(data.gateway.tiers.interpreter_hint, "pytest")
+}
