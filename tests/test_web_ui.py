@@ -230,3 +230,11 @@ def test_review_in_a_browser(site: dict[str, Any]) -> None:
     retried = anyio.run(ask, site["url"], bot, command)
     assert retried.get("exit_code") == 0, retried
     assert Gateway(site["config"]).approvals.get(approval_id)["state"] == "used"
+
+
+def test_oversized_or_foreign_forms_are_refused_unread(site: dict[str, Any]) -> None:
+    with client(site) as http:
+        big = http.post("/ui/login", data={"token": "x" * 20_000})
+        assert big.status_code == 413
+        as_json = http.post("/ui/login", json={"token": "x"})
+        assert as_json.status_code == 413

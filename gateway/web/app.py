@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 import anyio
+from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
@@ -46,6 +47,18 @@ Handler = Callable[[Request, Principal], Awaitable[Response]]
 FORBIDDEN = (
     "role {role!r} may not review calls or settle approvals; sign in with a credential of an approver role (e.g. admin)"
 )
+
+# The review forms are a token or a few ids: anything bigger, or of another type, is refused unread.
+MAX_FORM_BYTES = 16_384
+TOO_LARGE = "the form must be url-encoded and smaller than 16 KB"
+
+
+async def small_form(request: Request) -> FormData | None:
+    length = request.headers.get("content-length", "")
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/x-www-form-urlencoded" or not length.isdigit() or int(length) > MAX_FORM_BYTES:
+        return None
+    return await request.form()
 
 
 class Reviewers:
@@ -144,7 +157,9 @@ def ui_routes(gateway: Gateway) -> list[Route]:
                 reviewers.refused(FORBIDDEN.format(role=principal.role), "forbidden", principal)
                 return login_page(request, FORBIDDEN.format(role=principal.role), status=403)
             if post:
-                form = await request.form()
+                form = await small_form(request)
+                if form is None:
+                    return html_page("Refused", render.message_body("Refused", TOO_LARGE), 413)
                 sent = str(form.get("csrf") or "")
                 # bytes: compare_digest refuses non-ASCII str, and a hostile form must get 403, not 500
                 if not hmac.compare_digest(sent.encode(), reviewers.csrf(principal).encode()):
@@ -214,7 +229,9 @@ def ui_routes(gateway: Gateway) -> list[Route]:
     async def login(request: Request) -> Response:
         if not same_origin(request):
             return html_page("Refused", render.message_body("Refused", "cross-site request refused"), 403)
-        form = await request.form()
+        form = await small_form(request)
+        if form is None:
+            return html_page("Refused", render.message_body("Refused", TOO_LARGE), 413)
         token = str(form.get("token") or "").strip()
         nxt = str(form.get("next") or "/ui")
         if not token:
