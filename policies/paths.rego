@@ -177,6 +177,7 @@ findings contains {"tier": 3, "rule": "paths.argument_outside_workspace", "reaso
 		unanalysed_program(cmd)
 		some i, arg in cmd.argv
 		i > 0
+		contains(arg, "/") # every path_argument has one: a cheap test before its regexes
 		p := path_argument(arg)
 		outside_argument(p)
 	})
@@ -200,16 +201,18 @@ link_operands(cmd) := [a |
 ]
 
 link_sources contains src if {
-	some cmd in effects.commands
-	tiers.program(cmd) in link_programs
+	some i, name in data.gateway.tiers.command_program
+	name in link_programs
+	cmd := effects.commands[i]
 	operands := link_operands(cmd)
 	count(operands) == 1
 	src := operands[0]
 }
 
 link_sources contains src if {
-	some cmd in effects.commands
-	tiers.program(cmd) in link_programs
+	some i, name in data.gateway.tiers.command_program
+	name in link_programs
+	cmd := effects.commands[i]
 	operands := link_operands(cmd)
 	count(operands) > 1
 	not link_has_target_dir(cmd)
@@ -217,8 +220,9 @@ link_sources contains src if {
 }
 
 link_sources contains src if {
-	some cmd in effects.commands
-	tiers.program(cmd) in link_programs
+	some i, name in data.gateway.tiers.command_program
+	name in link_programs
+	cmd := effects.commands[i]
 	link_has_target_dir(cmd)
 	some src in link_operands(cmd)
 }
