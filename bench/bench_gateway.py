@@ -389,6 +389,10 @@ async def _no_progress(progress: float, total: float | None, message: str | None
 # --- the run ----------------------------------------------------------------------------------------
 
 
+# what --only can pick: the interleaved targets (keys as in targets_for), then the in-process sections
+PARTS = ("direct-stdio", "gw-stdio", "direct-http", "gw-http", "fs-stdio", "fs-http", "inproc", "decisions")
+
+
 def targets_for(
     args: argparse.Namespace, config: GatewayConfig, bearer: str, http: HttpGateway, echo: HttpEcho
 ) -> list[Target]:
@@ -500,12 +504,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--decisions", type=int, default=2000, help="timed decisions per shell command (2000)")
     parser.add_argument(
         "--only",
-        help="comma-separated subset: direct-stdio,gw-stdio,direct-http,gw-http,fs-stdio,fs-http,inproc,decisions",
+        help=f"comma-separated subset: {','.join(PARTS)}",
     )
     parser.add_argument("--json", action="store_true", help="also print the figures as one JSON object")
     args = parser.parse_args(argv)
     configure_logging("warning")
     chosen = set(args.only.split(",")) if args.only else None
+    if chosen is not None and chosen - set(PARTS):
+        # an unknown name would silently drop its rows (and the ratios that need them)
+        parser.error(f"--only: unknown {', '.join(sorted(chosen - set(PARTS)))}; choose from {','.join(PARTS)}")
 
     began = time.perf_counter()
     targets: list[Target] = []
