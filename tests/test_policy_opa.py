@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 import urllib.error
@@ -39,6 +38,7 @@ from gateway.policy import opa as opa_module
 from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.engine import QUERY, policy_files
 from gateway.policy.opa import OpaEngine
+from gateway.process import server_process
 from gateway.runtime import Gateway
 from gateway.tasks.board import SCOPE_RULE
 from gateway.types import Origin, Principal
@@ -57,30 +57,9 @@ def opa_server(port: int | None = None, token: str | None = TOKEN) -> Iterator[s
     """The stand-in OPA server in a subprocess on 127.0.0.1; yields its URL and stops it after."""
     port = port or free_port()
     args = [sys.executable, str(SERVER), "--port", str(port)] + (["--token", token] if token else [])
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the stand-in OPA server exited: {proc.stderr.read() if proc.stderr else ''}")
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=1) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("the stand-in OPA server did not start")
-            time.sleep(0.1)
+    with server_process(args, f"{url}/health", "the stand-in OPA server"):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def opa_get(url: str, path: str, token: str | None = TOKEN) -> Any:
