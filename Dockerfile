@@ -16,9 +16,8 @@ COPY policies ./policies
 COPY roles ./roles
 RUN pip install --no-cache-dir .
 
-# `gateway init` copies the default roles and policies from here.
-ENV GATEWAY_DEFAULTS=/opt/gateway \
-    PYTHONUNBUFFERED=1
+# pip installs the default roles and policies under share/mcp-policy-gateway, where `gateway init` finds them.
+ENV PYTHONUNBUFFERED=1
 USER gateway
 WORKDIR /workspace
 EXPOSE 8787

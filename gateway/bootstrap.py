@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 from gateway.config import CONFIG_FILE, GatewayConfig
@@ -50,13 +51,19 @@ upstreams: {}
 """
 
 
+# Where a regular (non-editable) install puts roles/ and policies/: pyproject's data-files, under sys.prefix.
+INSTALLED_DEFAULTS = Path(sys.prefix) / "share" / "mcp-policy-gateway"
+
+
 def defaults_dir() -> Path:
-    """Where the default roles/ and policies/ live: $GATEWAY_DEFAULTS, else the source tree."""
+    """Where the default roles/ and policies/ live: $GATEWAY_DEFAULTS, else the source tree (an editable
+    install or a checkout), else what ``pip install .`` put under sys.prefix."""
     env = os.environ.get("GATEWAY_DEFAULTS")
-    root = Path(env) if env else Path(__file__).resolve().parent.parent
-    if not (root / "roles").is_dir() or not (root / "policies").is_dir():
-        raise ConfigError(f"default roles/ and policies/ not found under {root}; set GATEWAY_DEFAULTS")
-    return root
+    candidates = [Path(env)] if env else [Path(__file__).resolve().parent.parent, INSTALLED_DEFAULTS]
+    for root in candidates:
+        if (root / "roles").is_dir() and (root / "policies").is_dir():
+            return root
+    raise ConfigError(f"default roles/ and policies/ not found under {candidates[0]}; set GATEWAY_DEFAULTS")
 
 
 def init_workspace(directory: Path, force: bool = False) -> GatewayConfig:
