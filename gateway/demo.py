@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -36,7 +35,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from gateway.bootstrap import init_workspace
 from gateway.config import GatewayConfig
 from gateway.errors import GatewayError
-from gateway.process import free_port, server_process
+from gateway.process import free_port, gateway_cli, server_process
 from gateway.repo import Repo
 
 TASK_ID = "fix-add"
@@ -103,16 +102,6 @@ def scratch_repository(directory: Path) -> None:
     repo.run("-c", "user.name=demo", "-c", "user.email=demo@example.invalid", "commit", "-q", "-m", "calc: first cut")
 
 
-def gateway_command(config: GatewayConfig, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run the ``gateway`` command as a person would, against the demo's config."""
-    return subprocess.run(
-        [sys.executable, "-m", "gateway", "--config", str(config.source), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 @contextmanager
 def serving(config: GatewayConfig) -> Iterator[str]:
     port = free_port()
@@ -162,7 +151,7 @@ async def workflow(config: GatewayConfig, url: str, bearers: dict[str, str]) -> 
         expect(asked.get("status") == "approval_pending", f"the tier-3 command to wait for a human, got {asked}")
         approval_id = str(asked["approval_id"])
         say("worker", f"shell_run {TIER3_COMMAND!r}", f"tier 3: waits for approval {approval_id[:12]}")
-        approved = gateway_command(config, "approvals", "approve", approval_id, "--by", "demo-human")
+        approved = gateway_cli(config, "approvals", "approve", approval_id, "--by", "demo-human", timeout=120)
         expect(approved.returncode == 0, f"the approval to be recorded: {approved.stderr.strip()}")
         say("human", f"gateway approvals approve {approval_id[:12]}", "approved")
         ran = structured(await worker.call_tool("shell_run", {"command": TIER3_COMMAND}))
@@ -225,11 +214,11 @@ def run_demo(directory: Path | None = None) -> int:
     with serving(config) as url:
         print(f"gateway             {url}/mcp (embedded Rego policy, ledger in {config.state_dir.name}/)\n")
         trace_id = anyio.run(workflow, config, url, bearers)
-    verified = gateway_command(config, "ledger", "verify")
+    verified = gateway_cli(config, "ledger", "verify", timeout=120)
     expect(verified.returncode == 0, f"the ledger chain to verify: {verified.stderr.strip()}")
     say("ledger", "gateway ledger verify", f"ok, {json.loads(verified.stdout)['checked']} events chained")
     print(f"\ntrace {trace_id}: from the manifest to the merge commit\n", flush=True)
-    shown = gateway_command(config, "trace", "show", trace_id)
+    shown = gateway_cli(config, "trace", "show", trace_id, timeout=120)
     print(shown.stdout or shown.stderr, end="")
     print(f"\nlook around: cd {root} && gateway trace list --denied")
     return 0 if shown.returncode == 0 else 1

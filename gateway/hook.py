@@ -32,8 +32,8 @@ from gateway.config import GatewayConfig
 from gateway.errors import GatewayError, InvalidRequest
 from gateway.types import JSONObject, Principal
 
-# Claude Code's vocabulary is the policy's own.
-ANSWERS = {"allow": "allow", "ask": "ask", "deny": "deny"}
+# Claude Code's vocabulary is the policy's own; anything else is answered "deny".
+ANSWERS = frozenset({"allow", "ask", "deny"})
 
 
 class Untranslatable(InvalidRequest):
@@ -116,18 +116,16 @@ def principal_for(gateway: Any, role: str, agent: str) -> Principal:
     return Principal(agent=agent, role=role)
 
 
-def hook_trace(gateway: Any, principal: Principal, session_id: Any) -> str | None:
+def hook_trace(task: JSONObject | None, session_id: Any) -> str | None:
     """The task's trace for a worker on a task, else one trace per Claude Code session."""
     from gateway.runtime import session_trace
 
-    task = gateway.board.task_for(principal)
     if task is not None:
         return str(task["trace_id"])
     return session_trace(f"claude-code:{session_id}") if isinstance(session_id, str) and session_id else None
 
 
-def working_root(gateway: Any, principal: Principal) -> Path:
-    task = gateway.board.task_for(principal)
+def working_root(gateway: Any, task: JSONObject | None) -> Path:
     workspace = gateway.board.workspace(task) if task else None
     return Path(workspace.root) if workspace else Path(gateway.config.workspace)
 
@@ -135,9 +133,10 @@ def working_root(gateway: Any, principal: Principal) -> Path:
 async def safeguarded(gateway: Any, principal: Principal, tool: str, arguments: JSONObject) -> JSONObject:
     """The policy's decision; a tier-2 "allow" takes its checkpoint now, before Claude Code runs the tool."""
     from gateway.pipeline import take_safeguard
+    from gateway.runtime import decision_report
 
     call = await gateway.checked_call(principal, tool, arguments)
-    checked: JSONObject = {**call.decision.model_dump(), "effects": call.effects.model_dump() if call.effects else None}
+    checked = decision_report(call)
     if call.decision.action == "allow" and call.decision.tier >= 2:
         checked["checkpoint"] = (await take_safeguard(gateway.checkpoints, call))["id"]
     return checked
@@ -157,10 +156,11 @@ def decide(config: GatewayConfig, raw: str, role: str, agent: str) -> JSONObject
             raise InvalidRequest("hook input is not a PreToolUse event with a tool_input object")
         tool_name = str(event.get("tool_name"))
         principal = principal_for(gateway, role, agent)
-        trace_id = hook_trace(gateway, principal, event.get("session_id"))
+        task = gateway.board.task_for(principal)
+        trace_id = hook_trace(task, event.get("session_id"))
         # Paths are judged where the gateway would act: a worker's task worktree, else the workspace. Claude
         # Code working anywhere else (the main checkout, say) is then outside, and refused.
-        root = working_root(gateway, principal)
+        root = working_root(gateway, task)
         cwd = Path(event["cwd"]) if isinstance(event.get("cwd"), str) else root
         tool, arguments = translate(tool_name, event["tool_input"], root, cwd)
         checked = anyio.run(safeguarded, gateway, principal, tool, arguments)
@@ -171,7 +171,8 @@ def decide(config: GatewayConfig, raw: str, role: str, agent: str) -> JSONObject
         rule = f"gateway.{exc.code}" if isinstance(exc, GatewayError) else "gateway.invalid_request"
         checked = {"action": action, "tier": 3, "reasons": [message], "rules": [rule], "effects": None}
         tool = None
-    decision = ANSWERS.get(str(checked.get("action")), "deny")
+    decision = str(checked.get("action"))
+    decision = decision if decision in ANSWERS else "deny"
     reason = "; ".join(checked.get("reasons") or []) or f"policy: {decision}"
     rules = ", ".join(checked.get("rules") or [])
     gateway.ledger.append(

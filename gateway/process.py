@@ -1,6 +1,8 @@
-"""Server subprocesses on 127.0.0.1: start one, wait until it answers its health URL, stop it.
+"""The ``gateway`` command and server subprocesses on 127.0.0.1 (start one, wait for its health URL, stop it).
 
-Used by ``gateway demo``, the tests and the benchmark, which all run real servers in real processes.
+Used by ``gateway demo``, the tests and the benchmark, which all run real commands and servers in real processes.
+
+    done = gateway_cli(config, "ledger", "verify")                 # as a person runs it, against config
 
     with server_process([sys.executable, "-m", "gateway", "serve", "--http", f"127.0.0.1:{port}"],
                         f"http://127.0.0.1:{port}/healthz", "the gateway", log=Path("gw.log")) as proc:
@@ -12,11 +14,24 @@ from __future__ import annotations
 import http.client
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+
+from gateway.config import GatewayConfig
+
+
+def gateway_cli(config: GatewayConfig, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+    """Run ``gateway --config CONFIG ARGS...`` as a person would; output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "gateway", "--config", str(config.source), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def free_port() -> int:

@@ -63,6 +63,12 @@ def session_trace(session_id: str) -> str:
     return hashlib.sha256(f"session:{session_id}".encode()).hexdigest()[:32]
 
 
+def decision_report(call: Call) -> JSONObject:
+    """What ``gateway check`` prints for a checked call: the Decision and the effects it was made on."""
+    assert call.decision is not None
+    return {**call.decision.model_dump(), "effects": call.effects.model_dump() if call.effects else None}
+
+
 def make_engine(config: PolicyConfig, data: JSONObject) -> PolicyEngine:
     if config.engine == "opa":
         from gateway.policy.opa import OpaEngine
@@ -123,9 +129,7 @@ class Gateway:
 
     async def check(self, principal: Principal, tool: str, arguments: JSONObject) -> JSONObject:
         """The decision for one call, without running it (``gateway check``)."""
-        call = await self.checked_call(principal, tool, arguments)
-        assert call.decision is not None
-        return {**call.decision.model_dump(), "effects": call.effects.model_dump() if call.effects else None}
+        return decision_report(await self.checked_call(principal, tool, arguments))
 
     async def checked_call(self, principal: Principal, tool: str, arguments: JSONObject) -> Call:
         """A call taken through describe and decide only; a refusal on the way becomes a deny decision."""

@@ -8,7 +8,6 @@ async with http_client(url, token(config, "worker")) as client: ...
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -79,16 +78,6 @@ def token(config: GatewayConfig, role: str, agent: str = "agent-1", task: str | 
     from gateway.runtime import Gateway
 
     return Gateway(config).tokens.issue(role=role, agent=agent, task=task, ttl_s=ttl)[0]
-
-
-def cli(config: GatewayConfig, *args: str) -> subprocess.CompletedProcess[str]:
-    """The ``gateway`` command as a person runs it, against ``config``."""
-    return subprocess.run(
-        [sys.executable, "-m", "gateway", "--config", str(config.source), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 @contextmanager

@@ -25,6 +25,7 @@ from conftest import (
     token,
 )
 
+from gateway.process import gateway_cli
 from gateway.repo import Repo
 from gateway.runtime import Gateway
 
@@ -246,14 +247,13 @@ def test_ledger_verify_names_the_edited_row(config: Any) -> None:
     gateway = Gateway(config)
     for outcome in ["ok", "denied", "ok"]:
         gateway.ledger.append({"outcome": outcome})
-    cli = [sys.executable, "-m", "gateway", "--config", str(config.source), "ledger", "verify"]
-    assert subprocess.run(cli, capture_output=True, timeout=30).returncode == 0
+    assert gateway_cli(config, "ledger", "verify", timeout=30).returncode == 0
     body = json.loads(gateway.db.query("SELECT body FROM ledger WHERE seq = 2")[0]["body"])
     body["outcome"] = "ok"
     with gateway.db.transaction() as tx:
         tx.execute(
             "UPDATE ledger SET body = ? WHERE seq = 2", (json.dumps(body, sort_keys=True, separators=(",", ":")),)
         )
-    broken = subprocess.run(cli, capture_output=True, text=True, timeout=30)
+    broken = gateway_cli(config, "ledger", "verify", timeout=30)
     assert broken.returncode == 1
     assert json.loads(broken.stdout)["first_bad"] == 2 and "seq 2" in broken.stderr

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gateway.process import gateway_cli
 from gateway.repo import Repo
 
 
@@ -43,18 +44,14 @@ def test_demo_refuses_a_directory_that_is_not_empty(tmp_path: Path) -> None:
 def test_the_example_manifest_submits_through_the_cli(config: Any) -> None:
     manifest = Path(__file__).parent.parent / "examples" / "workflow" / "manifest.yaml"
 
-    def gateway(*args: str) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "gateway", "--config", str(config.source), *args]
-        return subprocess.run(command, capture_output=True, text=True, timeout=60)
-
-    submitted = gateway("task", "submit", str(manifest))
+    submitted = gateway_cli(config, "task", "submit", str(manifest))
     assert submitted.returncode == 0, submitted.stderr
     assert json.loads(submitted.stdout)["task_id"] == "fix-add"
-    listed = json.loads(gateway("task", "list").stdout)["tasks"]
+    listed = json.loads(gateway_cli(config, "task", "list").stdout)["tasks"]
     assert [(t["task_id"], t["state"], t["ready"]) for t in listed] == [("fix-add", "open", True)]
-    shown = json.loads(gateway("task", "show", "fix-add").stdout)
+    shown = json.loads(gateway_cli(config, "task", "show", "fix-add").stdout)
     assert shown["manifest"]["allowed_paths"] == ["calc.py", "tests/**"]
-    again = gateway("task", "submit", str(manifest))
+    again = gateway_cli(config, "task", "submit", str(manifest))
     assert again.returncode != 0 and "already exists" in again.stderr
-    missing = gateway("task", "show", "nope")
+    missing = gateway_cli(config, "task", "show", "nope")
     assert missing.returncode != 0 and "no task" in missing.stderr

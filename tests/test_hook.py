@@ -168,7 +168,7 @@ def test_hook_stdout_stays_json_with_otlp_configured(config: Any, repo: Path) ->
 
 
 def test_hook_decisions_show_in_the_session_trace(config: Any, repo: Path) -> None:
-    from conftest import cli
+    from gateway.process import gateway_cli as cli
 
     decide(config, event("Read", {"file_path": "/etc/shadow"}, repo), role="developer", agent="cc")
     decide(config, event("Bash", {"command": "ls"}, repo), role="developer", agent="cc")

@@ -9,8 +9,9 @@ from typing import Any
 
 import mcp_types as mt
 import pytest
-from conftest import add_role, cli, inproc_client, ledger_rows, text_of, token
+from conftest import add_role, inproc_client, ledger_rows, text_of, token
 
+from gateway.process import gateway_cli as cli
 from gateway.repo import Repo
 from gateway.runtime import Gateway
 

@@ -10,10 +10,11 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import add_role, cli, inproc_client, make_repo, token
+from conftest import add_role, inproc_client, make_repo, token
 from rich.console import Console
 
 from gateway.bootstrap import init_workspace
+from gateway.process import gateway_cli as cli
 from gateway.repo import Repo
 from gateway.runtime import Gateway
 from gateway.traces import Filters, Traces, render_trace, show_trace
