@@ -93,9 +93,8 @@ def redact(document: Any) -> tuple[Any, list[str]]:
 
 
 def _mask(value: Any, pointer: str, masked: list[str]) -> Any:
-    # One walk doing what ``_mask_values(mask_secrets(document), document, ...)`` did in two; it runs on every
-    # decision. A secret-looking key's value becomes MASK (and is listed unless it already was MASK);
-    # strings anywhere else are masked by their content.
+    # One walk, on every decision: a secret-looking key's value becomes MASK (and is listed unless it already
+    # was MASK); strings anywhere else are masked by their content.
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():

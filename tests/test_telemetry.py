@@ -348,3 +348,12 @@ def test_decision_results_are_masked_too(tmp_path: Path) -> None:
     result = {"action": "ask", "tier": 3, "reasons": ["runs 'serve --password=hunter2zz'"], "rules": ["x"]}
     entry = log.record({"arguments": {}}, result, trace_id=None, span_id=None)
     assert "hunter2zz" not in json.dumps(entry) and "hunter2zz" not in (tmp_path / "d.jsonl").read_text()
+
+
+def test_secret_looking_keys_are_masked_whatever_they_hold() -> None:
+    from gateway.decision_log import redact
+
+    headers = {"X-Api-Key": "plain", "Cookie": "sid=1", "private_key": "k", "aws_access_key": "a", "note": "fine"}
+    masked, pointers = redact({"headers": headers})
+    assert masked["headers"] == {k: "***" if k != "note" else "fine" for k in headers}
+    assert len(pointers) == 4

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 from datetime import UTC, datetime
-from typing import Any
 
 from gateway.types import Effects, JSONObject, Principal, ToolSpec
 
@@ -65,16 +64,21 @@ def analysed(spec: ToolSpec | None) -> bool:
     return bool(spec.argument_roles) or spec.read_only
 
 
-def mask_secrets(value: Any) -> Any:
-    """A copy of an input document fit for a decision log: values of secret-looking keys are replaced."""
-    if isinstance(value, dict):
-        return {k: "***" if secret_key(k) else mask_secrets(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [mask_secrets(v) for v in value]
-    return value
-
-
-_SECRET_KEY_WORDS = ("token", "secret", "password", "passwd", "authorization", "api_key", "apikey")
+# Keys whose values the decision log masks whatever they hold (gateway.decision_log.redact).
+_SECRET_KEY_WORDS = (
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "authorization",
+    "api_key",
+    "api-key",
+    "apikey",
+    "access_key",
+    "private_key",
+    "credential",
+    "cookie",
+)
 
 
 @functools.lru_cache(maxsize=4096)
