@@ -268,7 +268,7 @@ class HttpGateway:
         self.url = f"http://127.0.0.1:{self.port}"
         cmd = [sys.executable, "-m", "gateway", "--config", str(config.source), "serve"]
         cmd += ["--http", f"127.0.0.1:{self.port}", "--log-level", "warning"]
-        log = config.state_dir / "bench-http.log"
+        log = config.state / "bench-http.log"
         self.proc = start_server(cmd, f"{self.url}/healthz", "the HTTP gateway", log=log, env=ENV, timeout=60)
 
     def stop(self) -> None:

@@ -1,10 +1,13 @@
 """``gateway init DIR``: make DIR a gateway workspace.
 
-Writes DIR/gateway.yaml and the state dir DIR/.gateway: a signing key, copies of the default roles
-and policies, and the store. The state dir ignores itself (a ``.gitignore`` of ``*``), so nothing in
-it ever shows in a diff, and the gateway refuses every agent path that reaches into it.
+Writes DIR/gateway.yaml and the state dir: a signing key, copies of the default roles and policies, and
+the store. The state dir lies outside the workspace (by default ``$XDG_STATE_HOME/mcp-gateway/<name>-<hash>/
+state``, owner-only), so no command an agent runs in the workspace can read or write it; task worktrees go
+beside it. ``migrate_state`` moves the state dir of a workspace made by an older version (``DIR/.gateway``)
+out of the workspace.
 
     config = init_workspace(Path("repo"))
+    moved = migrate_state(GatewayConfig.load("repo/gateway.yaml"))
 """
 
 from __future__ import annotations
@@ -14,40 +17,45 @@ import shutil
 import sys
 from pathlib import Path
 
-from gateway.config import CONFIG_FILE, GatewayConfig
+import yaml
+
+from gateway.config import CONFIG_FILE, GatewayConfig, default_state_root
 from gateway.errors import ConfigError
 from gateway.identity.keys import KeyRing
 from gateway.ledger.store import Database
-
-STATE_DIR = ".gateway"
+from gateway.repo import Repo
+from gateway.types import JSONObject
 
 CONFIG_TEMPLATE = """\
-# gateway.yaml: see the README for every field.
+# gateway.yaml: see the README for every field. Relative paths are relative to this file.
 version: 1
-workspace: .                 # the directory agents work in (relative to this file)
-state_dir: .gateway          # store, keys, checkpoints, worktrees (relative to the workspace)
+workspace: .                 # the directory agents work in
+# The gateway's own state (keys, store, approvals, checkpoints, roles, policies, decision log) lives outside
+# the workspace, where no command an agent runs can read or write it; task worktrees live beside it.
+state_dir: {state_dir}
+worktrees_dir: {worktrees_dir}
 listen: 127.0.0.1:8787       # gateway serve --http
-roles: .gateway/roles        # one YAML file per role
+# roles: <state_dir>/roles   one YAML file per role (the default)
 policy:
   engine: embedded           # embedded (regorus, in-process) or opa (a real OPA server)
-  path: .gateway/policies    # Rego bundle; edits are picked up while the gateway runs
+  # path: <state_dir>/policies   the Rego bundle (the default); edits are picked up while the gateway runs
   opa_url: http://127.0.0.1:8181
-upstreams: {}
+upstreams: {{}}
 # upstreams:
 #   git:
 #     command: mcp-server-git
 #     args: [--repository, .]
-#     arguments: {"*": {repo_path: read}}
+#     arguments: {{"*": {{repo_path: read}}}}
 #   fs:
 #     command: npx
 #     args: [-y, "@modelcontextprotocol/server-filesystem", "."]
 #     arguments:
-#       "read_*": {path: read, paths: read}
-#       "write_file": {path: write}
-#       "edit_file": {path: write}
+#       "read_*": {{path: read, paths: read}}
+#       "write_file": {{path: write}}
+#       "edit_file": {{path: write}}
 #   remote:
 #     url: https://example.com/mcp
-#     headers: {Authorization: "Bearer ${REMOTE_TOKEN}"}
+#     headers: {{Authorization: "Bearer ${{REMOTE_TOKEN}}"}}
 """
 
 
@@ -66,25 +74,102 @@ def defaults_dir() -> Path:
     raise ConfigError(f"default roles/ and policies/ not found under {candidates[0]}; set GATEWAY_DEFAULTS")
 
 
-def init_workspace(directory: Path, force: bool = False) -> GatewayConfig:
+def init_workspace(directory: Path, force: bool = False, state_dir: Path | None = None) -> GatewayConfig:
+    """Make ``directory`` a workspace; ``state_dir`` overrides where the state goes (outside the workspace)."""
     directory.mkdir(parents=True, exist_ok=True)
+    directory = directory.resolve()
     config_path = directory / CONFIG_FILE
-    state = directory / STATE_DIR
     if config_path.exists() and not force:
         raise ConfigError(f"{config_path} already exists (pass --force to start over)")
-    state.mkdir(exist_ok=True)
-    os.chmod(state, 0o700)
-    (state / ".gitignore").write_text("# the gateway's state never belongs in a diff\n*\n")
+    if state_dir is None:
+        root = default_state_root(directory)
+        state, worktrees = root / "state", root / "worktrees"
+    else:
+        state = state_dir.expanduser().resolve()
+        worktrees = state.with_name(f"{state.name}-worktrees")
+    config_path.write_text(CONFIG_TEMPLATE.format(state_dir=state, worktrees_dir=worktrees))
+    config = GatewayConfig.load(config_path)
+    try:
+        config.check_layout()
+    except ConfigError:
+        config_path.unlink()
+        raise
+    _private_dir(config.state)
     defaults = defaults_dir()
     for name in ("roles", "policies"):
-        target = state / name
+        target = config.state / name
         if target.exists():
             shutil.rmtree(target)
         shutil.copytree(defaults / name, target)
-    config_path.write_text(CONFIG_TEMPLATE)
-    config = GatewayConfig.load(config_path)
     keys = KeyRing(config.keys_dir)
     if not keys.kids():
         keys.create()
     Database.open(config.store_path).close()
     return config
+
+
+def migrate_state(config: GatewayConfig, state_dir: Path | None = None) -> JSONObject:
+    """Move a state dir (and its task worktrees) that lies inside the workspace to a private dir outside it.
+
+    The store's worktree and checkpoint paths follow the move, git's worktree links are repaired, and
+    gateway.yaml is rewritten to name the new places (the old file is kept beside it). Stop the gateway
+    first: its store is moved from under it.
+    """
+    old = config.state
+    if not old.is_relative_to(config.workspace):
+        raise ConfigError(f"the state dir {old} is already outside the workspace; nothing to migrate")
+    if state_dir is None:
+        root = default_state_root(config.workspace)
+        state, worktrees = root / "state", root / "worktrees"
+    else:
+        state = state_dir.expanduser().resolve()
+        worktrees = state.with_name(f"{state.name}-worktrees")
+    for target in (state, worktrees):
+        if target.is_relative_to(config.workspace):
+            raise ConfigError(f"{target} is inside the workspace; choose a place outside it")
+        if target.exists() and any(target.iterdir()):
+            raise ConfigError(f"{target} already exists and is not empty; choose another with --state-dir")
+    _private_dir(state)
+    worktrees.mkdir(parents=True, exist_ok=True)
+    repo = Repo(config.workspace)
+    moved_trees = []
+    old_trees = config.worktrees if config.worktrees.is_relative_to(old) else old / "worktrees"
+    for tree in sorted(old_trees.iterdir()) if old_trees.is_dir() else []:
+        if (tree / ".git").exists() and repo.is_repo():
+            repo.run("worktree", "move", str(tree), str(worktrees / tree.name))
+        else:
+            shutil.move(str(tree), str(worktrees / tree.name))
+        moved_trees.append(tree.name)
+    if old_trees.is_dir():
+        shutil.rmtree(old_trees)
+    for entry in sorted(old.iterdir()):
+        if entry.name != ".gitignore":
+            shutil.move(str(entry), str(state / entry.name))
+    shutil.rmtree(old)
+    db = Database.open(state / "gateway.db")
+    with db.transaction() as tx:
+        for table, column, prefix in (("tasks", "worktree", old_trees), ("checkpoints", "workspace", old_trees)):
+            tx.execute(
+                f"UPDATE {table} SET {column} = ? || substr({column}, ?) WHERE {column} LIKE ? || '%'",
+                (str(worktrees), len(str(prefix)) + 1, str(prefix)),
+            )
+    db.close()
+    assert config.source is not None
+    raw = yaml.safe_load(config.source.read_text(encoding="utf-8")) or {}
+    shutil.copy2(config.source, config.source.with_name(f"{config.source.name}.before-migrate"))
+    raw["state_dir"], raw["worktrees_dir"] = str(state), str(worktrees)
+    for key in ("roles",):
+        if raw.get(key) and config.roles_dir.is_relative_to(old):
+            raw.pop(key)
+    if isinstance(raw.get("policy"), dict) and raw["policy"].get("path") and config.policy_dir.is_relative_to(old):
+        raw["policy"].pop("path")
+    header = "# gateway.yaml (migrated: the state dir moved out of the workspace; the old file is *.before-migrate)\n"
+    config.source.write_text(header + yaml.safe_dump(raw, sort_keys=False))
+    GatewayConfig.load(config.source).check_layout()
+    return {"from": str(old), "state_dir": str(state), "worktrees_dir": str(worktrees), "worktrees": moved_trees}
+
+
+def _private_dir(path: Path) -> None:
+    """A directory only its owner can enter."""
+    path.mkdir(parents=True, exist_ok=True)
+    os.chmod(path, 0o700)

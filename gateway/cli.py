@@ -52,14 +52,29 @@ def open_gateway(args: argparse.Namespace) -> Any:
 def cmd_init(args: argparse.Namespace) -> int:
     from gateway.bootstrap import init_workspace
 
-    config = init_workspace(Path(args.dir), force=args.force)
+    config = init_workspace(
+        Path(args.dir), force=args.force, state_dir=Path(args.state_dir) if args.state_dir else None
+    )
     print(f"workspace  {config.workspace}", file=sys.stderr)
     print(f"config     {config.source}", file=sys.stderr)
-    print(f"state dir  {config.state_dir} (keys, store, roles, policies; ignored by git)", file=sys.stderr)
+    print(
+        f"state dir  {config.state} (keys, store, roles, policies: outside the workspace, owner-only)", file=sys.stderr
+    )
+    print(f"worktrees  {config.worktrees}", file=sys.stderr)
     print(
         "next: gateway token issue --role worker --agent w1, then gateway serve --http 127.0.0.1:8787",
         file=sys.stderr,
     )
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from gateway.bootstrap import migrate_state
+
+    moved = migrate_state(load_config(args), state_dir=Path(args.state_dir) if args.state_dir else None)
+    print(f"moved the state dir {moved['from']} to {moved['state_dir']}", file=sys.stderr)
+    print(f"worktrees  {moved['worktrees_dir']} ({len(moved['worktrees'])} moved)", file=sys.stderr)
+    emit(moved)
     return 0
 
 
@@ -309,7 +324,18 @@ def build_parser() -> argparse.ArgumentParser:
     init = commands.add_parser("init", help="make DIR a gateway workspace")
     init.add_argument("dir", nargs="?", default=".")
     init.add_argument("--force", action="store_true", help="overwrite an existing gateway.yaml")
+    init.add_argument(
+        "--state-dir",
+        help="where the gateway keeps its keys, store, roles and policies; outside DIR "
+        "(default: $XDG_STATE_HOME/mcp-gateway/<name>-<hash>/state)",
+    )
     init.set_defaults(handler=cmd_init)
+
+    migrate = commands.add_parser(
+        "migrate", help="move a state dir that lies inside the workspace (an older layout) out of agents' reach"
+    )
+    migrate.add_argument("--state-dir", help="where to move it (default: $XDG_STATE_HOME/mcp-gateway/...)")
+    migrate.set_defaults(handler=cmd_migrate)
 
     serve = commands.add_parser("serve", help="serve MCP over stdio or streamable HTTP")
     mode = serve.add_mutually_exclusive_group()

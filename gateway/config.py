@@ -1,15 +1,20 @@
 """gateway.yaml as a pydantic model.
 
-Relative paths are resolved against the directory of the config file, except ``state_dir``, which is
-resolved against the workspace. ``${VAR}`` in an upstream's env and headers is taken from the
-environment when the config is loaded, so secrets stay out of the file.
+Every relative path in the file is resolved against the directory of the file. The state dir (keys, store,
+approvals, checkpoints, roles, policies, the decision log) lives outside the workspace, where no command an
+agent runs can reach it: by default under ``$XDG_STATE_HOME/mcp-gateway/`` (``~/.local/state``), in a
+directory named after the workspace; task worktrees live beside it, never inside it. ``${VAR}`` in an
+upstream's env and headers is taken from the environment when the config is loaded, so secrets stay out
+of the file.
 
     config = GatewayConfig.load("gateway.yaml")
     config.workspace, config.state_dir, config.upstreams["git"].command
+    config.check_layout()        # refuses a state dir agents could reach (see `gateway migrate`)
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from pathlib import Path
@@ -81,7 +86,7 @@ class LimitsConfig(Strict):
 
 class PolicyConfig(Strict):
     engine: Literal["embedded", "opa"] = "embedded"
-    path: Path = Path(".gateway/policies")
+    path: Path | None = None  # default: <state_dir>/policies
     opa_url: str = "http://127.0.0.1:8181"
     opa_token: str | None = None
 
@@ -121,14 +126,26 @@ class TelemetryConfig(Strict):
     decision_log: bool = True  # write <state_dir>/decisions.jsonl, one masked entry per policy decision
 
 
+def default_state_root(workspace: Path, environ: dict[str, str] | None = None) -> Path:
+    """Where a workspace's gateway keeps its state unless gateway.yaml says otherwise:
+    ``$XDG_STATE_HOME/mcp-gateway/<name>-<hash of the workspace path>`` (``~/.local/state`` by default)."""
+    env = os.environ if environ is None else environ
+    base = Path(env.get("XDG_STATE_HOME") or Path(env.get("HOME") or Path.home()) / ".local" / "state")
+    tag = hashlib.sha256(str(workspace).encode()).hexdigest()[:10]
+    return base / "mcp-gateway" / f"{workspace.name or 'root'}-{tag}"
+
+
 class GatewayConfig(Strict):
     version: Literal[1] = 1
     workspace: Path = Path(".")
-    state_dir: Path = Path(".gateway")
+    # default: default_state_root(workspace) / "state"; must lie outside the workspace
+    state_dir: Path | None = None
+    # default: beside the state dir (<root>/worktrees, or <state_dir>-worktrees); never inside it
+    worktrees_dir: Path | None = None
     listen: str = "127.0.0.1:8787"
     upstreams: dict[str, UpstreamConfig] = Field(default_factory=dict)
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
-    roles: Path = Path(".gateway/roles")
+    roles: Path | None = None  # default: <state_dir>/roles
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     shell: ShellConfig = Field(default_factory=ShellConfig)
     identity: IdentityConfig = Field(default_factory=IdentityConfig)
@@ -176,6 +193,14 @@ class GatewayConfig(Strict):
 
     def _resolved(self, base: Path, source: Path | None) -> GatewayConfig:
         workspace = (base / self.workspace).resolve()
+        if self.state_dir is None:
+            root = default_state_root(workspace)
+            state_dir, worktrees = root / "state", root / "worktrees"
+        else:
+            state_dir = _absolute(base, self.state_dir)
+            worktrees = state_dir.with_name(f"{state_dir.name}-worktrees")
+        if self.worktrees_dir is not None:
+            worktrees = _absolute(base, self.worktrees_dir)
         upstreams = {
             prefix: up.model_copy(
                 update={
@@ -189,11 +214,12 @@ class GatewayConfig(Strict):
         return self.model_copy(
             update={
                 "workspace": workspace,
-                "state_dir": (workspace / self.state_dir).resolve(),
-                "roles": (base / self.roles).resolve(),
+                "state_dir": state_dir,
+                "worktrees_dir": worktrees,
+                "roles": _absolute(base, self.roles) if self.roles else state_dir / "roles",
                 "policy": self.policy.model_copy(
                     update={
-                        "path": (base / self.policy.path).resolve(),
+                        "path": _absolute(base, self.policy.path) if self.policy.path else state_dir / "policies",
                         "opa_token": expand_env(self.policy.opa_token) if self.policy.opa_token else None,
                     }
                 ),
@@ -202,28 +228,77 @@ class GatewayConfig(Strict):
             }
         )
 
+    # The properties below are for a loaded config (GatewayConfig.load), whose paths are resolved.
+
+    @property
+    def state(self) -> Path:
+        assert self.state_dir is not None, "load the config with GatewayConfig.load"
+        return self.state_dir
+
+    @property
+    def worktrees(self) -> Path:
+        assert self.worktrees_dir is not None, "load the config with GatewayConfig.load"
+        return self.worktrees_dir
+
+    @property
+    def roles_dir(self) -> Path:
+        assert self.roles is not None, "load the config with GatewayConfig.load"
+        return self.roles
+
+    @property
+    def policy_dir(self) -> Path:
+        assert self.policy.path is not None, "load the config with GatewayConfig.load"
+        return self.policy.path
+
     @property
     def store_path(self) -> Path:
-        return self.state_dir / "gateway.db"
+        return self.state / "gateway.db"
 
     @property
     def keys_dir(self) -> Path:
-        return self.state_dir / "keys"
+        return self.state / "keys"
 
     @property
     def checkpoints_dir(self) -> Path:
-        return self.state_dir / "checkpoints"
+        return self.state / "checkpoints"
 
     @property
-    def worktrees_dir(self) -> Path:
-        return self.state_dir / "worktrees"
+    def decision_log_path(self) -> Path:
+        return self.state / "decisions.jsonl"
 
     def protected_paths(self) -> list[Path]:
         """Paths no agent may touch through the gateway: its own state, keys, policies and config."""
-        paths = [self.state_dir, self.roles, self.policy.path]
+        paths = [self.state, self.roles_dir, self.policy_dir, self.worktrees]
         if self.source is not None:
             paths.append(self.source)
         return paths
+
+    def secret_paths(self) -> list[Path]:
+        """What the sandbox hides from every command: the state dir and whatever else holds the gateway's
+        secrets or policy (roles and policies may live elsewhere than the state dir)."""
+        return [self.state, self.roles_dir, self.policy_dir]
+
+    def check_layout(self) -> None:
+        """Refuse a layout that puts the gateway's state within an agent's reach, naming the fix."""
+        workspace = self.workspace
+        for what, path in (("state dir", self.state), ("roles", self.roles_dir), ("policies", self.policy_dir)):
+            if _inside(path, workspace):
+                raise ConfigError(
+                    f"the {what} {path} is inside the workspace {workspace}, where agents can read and write it; "
+                    "run 'gateway migrate' to move the gateway's state out of the workspace"
+                )
+        if _inside(self.worktrees, self.state) or _inside(self.state, self.worktrees):
+            raise ConfigError(f"worktrees_dir {self.worktrees} must not overlap the state dir {self.state}")
+        if _inside(self.worktrees, workspace) or _inside(workspace, self.worktrees) or _inside(workspace, self.state):
+            raise ConfigError(f"worktrees_dir {self.worktrees} and the state dir must lie outside the workspace")
+
+
+def _absolute(base: Path, path: Path) -> Path:
+    return (base / Path(os.path.expanduser(path))).resolve()
+
+
+def _inside(path: Path, parent: Path) -> bool:
+    return path == parent or path.is_relative_to(parent)
 
 
 def parse_listen(value: str) -> tuple[str, int]:

@@ -108,7 +108,7 @@ def serving(config: GatewayConfig) -> Iterator[str]:
     url = f"http://127.0.0.1:{port}"
     argv = [sys.executable, "-m", "gateway", "--config", str(config.source), "serve", "--http", f"127.0.0.1:{port}"]
     try:
-        with server_process(argv, f"{url}/healthz", "the gateway", log=config.state_dir / "demo-server.log"):
+        with server_process(argv, f"{url}/healthz", "the gateway", log=config.state / "demo-server.log"):
             yield url
     except RuntimeError as exc:
         raise DemoFailed(f"demo: {exc}") from None
@@ -212,7 +212,7 @@ def run_demo(directory: Path | None = None) -> int:
     print(f"scratch repository  {root}")
     print(f"gateway config      {config.source}\n")
     with serving(config) as url:
-        print(f"gateway             {url}/mcp (embedded Rego policy, ledger in {config.state_dir.name}/)\n")
+        print(f"gateway             {url}/mcp (embedded Rego policy, ledger in {config.state})\n")
         trace_id = anyio.run(workflow, config, url, bearers)
     verified = gateway_cli(config, "ledger", "verify", timeout=120)
     expect(verified.returncode == 0, f"the ledger chain to verify: {verified.stderr.strip()}")

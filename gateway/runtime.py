@@ -79,11 +79,12 @@ def make_engine(config: PolicyConfig, data: JSONObject) -> PolicyEngine:
 
 class Gateway:
     def __init__(self, config: GatewayConfig) -> None:
+        config.check_layout()
         self.config = config
         self.telemetry = Telemetry.from_config(config)
         self.db = Database.open(config.store_path)
         self.ledger = Ledger(self.db)
-        self.roles = RoleSet.load(config.roles)
+        self.roles = RoleSet.load(config.roles_dir)
         self.keys = KeyRing(config.keys_dir)
         self.revocations = Revocations(self.db)
         self.tokens = Tokens(self.keys, self.roles, self.revocations, config.identity.issuer, config.identity.audience)

@@ -159,7 +159,7 @@ class Telemetry:
             "policy_engine": config.policy.engine,
             "input_version": INPUT_VERSION,
         }
-        path = config.state_dir / "decisions.jsonl" if config.telemetry.decision_log else None
+        path = config.decision_log_path if config.telemetry.decision_log else None
         return cls(config.telemetry, DecisionLog(path, labels), environ=environ)
 
     @property

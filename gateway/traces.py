@@ -255,7 +255,7 @@ class Traces:
     @classmethod
     def for_config(cls, config: GatewayConfig, db: Database | None = None) -> Traces:
         """The traces of a configured gateway: its store, and its decision log when it writes one."""
-        decisions = config.state_dir / "decisions.jsonl" if config.telemetry.decision_log else None
+        decisions = config.decision_log_path if config.telemetry.decision_log else None
         return cls(db or Database.open(config.store_path), decisions)
 
     def list(self, filters: Filters | None = None, limit: int | None = None) -> list[TraceSummary]:

@@ -35,6 +35,29 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+@pytest.fixture(autouse=True, scope="session")
+def session_state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Gateway state dirs (default: under $XDG_STATE_HOME) made by module-scoped fixtures stay out of $HOME."""
+    home = tmp_path_factory.mktemp("xdg-state")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_STATE_HOME", str(home))
+        yield home
+
+
+@pytest.fixture(autouse=True)
+def private_state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test's gateway state dirs go to its own temporary directory, for the test process and the
+    gateway processes it starts."""
+    home = tmp_path / "xdg-state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(home))
+    return home
+
+
+def state_of(workspace: Path) -> Path:
+    """The state dir of the workspace whose gateway.yaml is in ``workspace``."""
+    return GatewayConfig.load(workspace / "gateway.yaml").state
+
+
 def make_repo(path: Path) -> Path:
     """A git repository with a README, a src/ file and one commit on main."""
     path.mkdir(parents=True, exist_ok=True)
@@ -84,8 +107,7 @@ def token(config: GatewayConfig, role: str, agent: str = "agent-1", task: str | 
 def http_gateway(config_path: Path, timeout: float = 30.0) -> Iterator[str]:
     """``gateway serve --http`` in a subprocess on a free port; yields the base URL."""
     port = free_port()
-    state = config_path.parent / ".gateway"
-    log = (state if state.is_dir() else config_path.parent) / f"gateway-{port}.log"
+    log = GatewayConfig.load(config_path).state / f"gateway-{port}.log"
     url = f"http://127.0.0.1:{port}"
     argv = [sys.executable, "-m", "gateway", "--config", str(config_path), "serve", "--http", f"127.0.0.1:{port}"]
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")

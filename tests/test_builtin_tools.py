@@ -78,9 +78,10 @@ async def test_list_and_search(maintainer: str, gateway: Any, repo: Path) -> Non
         ("fs_read", {"path": "../outside.txt"}),
         ("fs_read", {"path": "/etc/passwd"}),
         ("fs_write", {"path": "../escape.txt", "content": "x"}),
-        ("fs_write", {"path": ".gateway/roles/evil.yaml", "content": "x"}),
+        ("fs_write", {"path": "{state}/roles/evil.yaml", "content": "x"}),
         ("fs_write", {"path": "gateway.yaml", "content": "x"}),
-        ("fs_delete", {"path": ".gateway/gateway.db"}),
+        ("fs_delete", {"path": "{state}/gateway.db"}),
+        ("fs_read", {"path": "{state}/keys/active"}),
         ("shell_run", {"command": "ls", "cwd": ".."}),
     ],
 )
@@ -88,13 +89,15 @@ async def test_paths_that_escape_are_refused_and_recorded(
     maintainer: str, gateway: Any, repo: Path, tool: str, arguments: dict[str, Any]
 ) -> None:
     before = (repo / "gateway.yaml").read_text()
+    state = gateway.config.state
+    arguments = {k: v.replace("{state}", str(state)) if isinstance(v, str) else v for k, v in arguments.items()}
     async with inproc_client(gateway, maintainer) as client:
         result = await client.call_tool(tool, arguments)
     assert result.is_error
     assert result.structured_content["error"]["code"] == "path_outside_workspace"
     assert not (repo.parent / "escape.txt").exists()
     assert (repo / "gateway.yaml").read_text() == before
-    assert not (repo / ".gateway" / "roles" / "evil.yaml").exists()
+    assert not (state / "roles" / "evil.yaml").exists() and (state / "gateway.db").exists()
     last = ledger_rows(gateway)[-1]
     assert last.tool == tool and last.outcome == "invalid"
 

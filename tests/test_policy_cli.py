@@ -1,7 +1,7 @@
 """The policy from the command line, and the embedded engine's hot reload.
 
 The CLI tests run the real ``gateway`` command in a subprocess, in a workspace made by ``gateway init``
-(a git repository with the default roles and policies copied into .gateway/): ``gateway check`` prints
+(a git repository with the default roles and policies copied into its state dir): ``gateway check`` prints
 the Decision JSON, ``gateway policy test`` runs the Rego unit tests and names a failing one,
 ``gateway policy eval`` prints the raw decision for an input document, and malformed input gives one
 clear line on stderr and a non-zero exit.
@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import structlog
 import yaml
-from conftest import BIN, make_repo
+from conftest import BIN, make_repo, state_of
 
 from gateway.identity.roles import RoleSet
 from gateway.policy import embedded
@@ -42,9 +42,9 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     repo = make_repo(tmp_path_factory.mktemp("cli") / "repo")
     made = gateway(repo.parent, "init", "repo")
     assert made.returncode == 0, made.stderr
-    assert (repo / "gateway.yaml").is_file() and (repo / ".gateway" / "policies" / "decision.rego").is_file()
+    assert (repo / "gateway.yaml").is_file() and (state_of(repo) / "policies" / "decision.rego").is_file()
     role = {"name": "operator", "description": "every built-in tool", "tools": ["fs_*", "shell_run"], "max_tier": 2}
-    (repo / ".gateway" / "roles" / "operator.yaml").write_text(yaml.safe_dump(role))
+    (state_of(repo) / "roles" / "operator.yaml").write_text(yaml.safe_dump(role))
     return repo
 
 
@@ -121,7 +121,7 @@ def test_policy_test_passes_on_the_default_bundle(workspace: Path) -> None:
 
 def test_policy_test_names_a_failing_test(workspace: Path, tmp_path: Path) -> None:
     bundle = tmp_path / "bundle"
-    shutil.copytree(workspace / ".gateway" / "policies", bundle)
+    shutil.copytree(state_of(workspace) / "policies", bundle)
     (bundle / "broken_test.rego").write_text(
         "package gateway_test.broken\n\nimport rego.v1\n\nimport data.gateway.decision\n\n"
         'test_reading_is_denied if {\n\tdecision.action == "deny" with input as {}\n}\n\n'
@@ -140,7 +140,7 @@ def test_policy_test_names_a_failing_test(workspace: Path, tmp_path: Path) -> No
 
 def test_policy_test_of_a_bundle_that_does_not_compile(workspace: Path, tmp_path: Path) -> None:
     bundle = tmp_path / "bundle"
-    shutil.copytree(workspace / ".gateway" / "policies", bundle)
+    shutil.copytree(state_of(workspace) / "policies", bundle)
     (bundle / "tiers.rego").write_text((bundle / "tiers.rego").read_text() + "\nbroken := {\n")
     line = one_error_line(gateway(workspace, "policy", "test", str(bundle)))
     assert "does not compile" in line and "tiers.rego" in line
@@ -200,12 +200,12 @@ def live_policies(workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     """A copy of the workspace's policy directory, re-read on every decision (not once a second)."""
     monkeypatch.setattr(embedded, "RELOAD_CHECK_S", 0.0)
     directory = tmp_path / "policies"
-    shutil.copytree(workspace / ".gateway" / "policies", directory)
+    shutil.copytree(state_of(workspace) / "policies", directory)
     return directory
 
 
 def engine_for(workspace: Path, directory: Path) -> EmbeddedEngine:
-    return EmbeddedEngine(directory, {"roles": RoleSet.load(workspace / ".gateway" / "roles").as_data()})
+    return EmbeddedEngine(directory, {"roles": RoleSet.load(state_of(workspace) / "roles").as_data()})
 
 
 def ls_input(workspace: Path) -> dict[str, Any]:
@@ -271,11 +271,11 @@ def test_an_error_while_evaluating_is_a_deny(workspace: Path, live_policies: Pat
 
 def test_a_bundle_that_never_compiled_is_refused_at_start(workspace: Path, tmp_path: Path) -> None:
     broken = tmp_path / "broken"
-    shutil.copytree(workspace / ".gateway" / "policies", broken)
+    shutil.copytree(state_of(workspace) / "policies", broken)
     (broken / "decision.rego").write_text("package gateway\n\nimport rego.v1\n\ndecision := {\n")
     config = yaml.safe_load((workspace / "gateway.yaml").read_text())
     config["policy"]["path"] = str(broken)
-    config["roles"] = str(workspace / ".gateway" / "roles")
+    config["roles"] = str(state_of(workspace) / "roles")
     (tmp_path / "gateway.yaml").write_text(yaml.safe_dump({**config, "workspace": str(workspace)}))
     line = one_error_line(
         gateway(tmp_path, "check", "--role", "planner", "--tool", "fs_read", "--args", '{"path": "README.md"}')

@@ -217,7 +217,7 @@ class TaskBoard:
                 failures=failures,
             )
             self._event(tx, task_id, "claim", owner=principal.agent, attempt=attempt, principal=principal)
-        path = self.config.worktrees_dir / task_id
+        path = self.config.worktrees / task_id
         await anyio.to_thread.run_sync(lambda: ensure_worktree(self.repo, path, task["branch"], task["base_commit"]))
         with self.db.transaction() as tx:
             self._set(tx, task_id, worktree=str(path))
