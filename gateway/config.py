@@ -51,6 +51,15 @@ def expand_env(value: str, environ: dict[str, str] | None = None) -> str:
     return _ENV_REF.sub(sub, value)
 
 
+class UpstreamSandbox(Strict):
+    """How a stdio upstream server is confined (it runs inside the sandbox like every command)."""
+
+    # network egress for the server's whole life; off unless the operator turns it on
+    network: bool = False
+    # directories it may write, relative to the workspace (default: the workspace itself)
+    writable: list[str] = Field(default_factory=lambda: ["."])
+
+
 class UpstreamConfig(Strict):
     """An upstream MCP server: a stdio command or a streamable HTTP URL."""
 
@@ -67,6 +76,7 @@ class UpstreamConfig(Strict):
     read_only: list[str] = Field(default_factory=list)
     # tool names (globs) that only the committer may run, through intent_commit
     commit_class: list[str] = Field(default_factory=list)
+    sandbox: UpstreamSandbox = Field(default_factory=UpstreamSandbox)
 
     @model_validator(mode="after")
     def _one_transport(self) -> UpstreamConfig:
@@ -114,6 +124,20 @@ class ShellConfig(Strict):
     pass_env: list[str] = Field(default_factory=lambda: ["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR"])
 
 
+class SandboxConfig(Strict):
+    """The OS sandbox around every command the gateway runs for an agent (gateway/sandbox.py)."""
+
+    # bubblewrap, or off: commands run unconfined (explicit opt-out; each call is marked unconfined)
+    mode: Literal["bubblewrap", "off"] = "bubblewrap"
+    bwrap: str = "bwrap"  # the bubblewrap binary
+    hide: list[str] = Field(default_factory=list)  # more paths no command may see (~ is expanded)
+    scratch: list[str] = Field(default_factory=lambda: ["~/.cache"])  # throwaway writable dirs (tmpfs)
+    file_size_mb: Annotated[int, Field(gt=0)] = 1024  # largest file a command may write
+    processes: Annotated[int, Field(gt=0)] = 1024  # RLIMIT_NPROC (Linux does not apply it to root)
+    cpu_s: Annotated[int, Field(gt=0)] = 600  # CPU seconds per process (not for upstream servers)
+    open_files: Annotated[int, Field(gt=0)] = 4096
+
+
 class TelemetryConfig(Strict):
     """OpenTelemetry export and the decision log. Spans are exported only when an OTLP endpoint is set here
     or in OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; otherwise nothing leaves the host."""
@@ -152,6 +176,7 @@ class GatewayConfig(Strict):
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
     tasks: TasksConfig = Field(default_factory=TasksConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     source: Path | None = Field(default=None, exclude=True)
 
     @field_validator("upstreams")

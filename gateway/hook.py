@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -130,65 +129,48 @@ def working_root(gateway: Any, task: JSONObject | None) -> Path:
     return Path(workspace.root) if workspace else Path(gateway.config.workspace)
 
 
-async def safeguarded(gateway: Any, principal: Principal, tool: str, arguments: JSONObject) -> JSONObject:
-    """The policy's decision; a tier-2 "allow" takes its checkpoint now, before Claude Code runs the tool."""
-    from gateway.pipeline import take_safeguard
-    from gateway.runtime import decision_report
-
-    call = await gateway.checked_call(principal, tool, arguments)
-    checked = decision_report(call)
-    if call.decision.action == "allow" and call.decision.tier >= 2:
-        checked["checkpoint"] = (await take_safeguard(gateway.checkpoints, call))["id"]
-    return checked
-
-
 def decide(config: GatewayConfig, raw: str, role: str, agent: str) -> JSONObject:
-    """Answer one PreToolUse hook input (the JSON Claude Code writes to the hook's stdin)."""
-    from gateway.runtime import Gateway
+    """Answer one PreToolUse hook input (the JSON Claude Code writes to the hook's stdin).
+
+    The call is judged by the gateway's own stages (the same as a tools/call and ``gateway check``) and
+    recorded by them: a ledger row of kind "hook" and a decision log entry. A tier-2 "allow" takes its
+    checkpoint before answering, since Claude Code runs the tool right after."""
+    from gateway.pipeline import Call
+    from gateway.runtime import Gateway, decision_report
+    from gateway.types import Decision, Origin
 
     gateway = Gateway(config)
-    tool_name = "?"
-    principal: Principal | None = None
-    trace_id: str | None = None
+    call = Call(tool="?", arguments={}, origin=Origin(transport="inprocess", protocol_version="hook"), kind="hook")
+    call.detail = {"client": "claude-code"}
     try:
         event = json.loads(raw)
         if not isinstance(event, dict) or not isinstance(event.get("tool_input"), dict):
             raise InvalidRequest("hook input is not a PreToolUse event with a tool_input object")
-        tool_name = str(event.get("tool_name"))
-        principal = principal_for(gateway, role, agent)
-        task = gateway.board.task_for(principal)
-        trace_id = hook_trace(task, event.get("session_id"))
+        call.tool = call.detail["claude_tool"] = str(event.get("tool_name"))
+        call.principal = principal_for(gateway, role, agent)
+        task = gateway.board.task_for(call.principal)
+        call.trace_id = hook_trace(task, event.get("session_id")) or call.trace_id
         # Paths are judged where the gateway would act: a worker's task worktree, else the workspace. Claude
         # Code working anywhere else (the main checkout, say) is then outside, and refused.
         root = working_root(gateway, task)
         cwd = Path(event["cwd"]) if isinstance(event.get("cwd"), str) else root
-        tool, arguments = translate(tool_name, event["tool_input"], root, cwd)
-        checked = anyio.run(safeguarded, gateway, principal, tool, arguments)
+        call.tool, call.arguments = translate(call.tool, event["tool_input"], root, cwd)
     except (GatewayError, ValueError) as exc:
-        message = exc.message if isinstance(exc, GatewayError) else f"hook input is not JSON: {exc}"
-        # Cannot be analysed: a tool we cannot describe is asked about; bad input or credentials are denied.
-        action = "ask" if isinstance(exc, Untranslatable) else "deny"
-        rule = f"gateway.{exc.code}" if isinstance(exc, GatewayError) else "gateway.invalid_request"
-        checked = {"action": action, "tier": 3, "reasons": [message], "rules": [rule], "effects": None}
-        tool = None
+        error = exc if isinstance(exc, GatewayError) else InvalidRequest(f"hook input is not JSON: {exc}")
+        call.stop(error)
+        if isinstance(exc, Untranslatable):  # cannot be analysed: a person decides, in Claude Code
+            call.decision = Decision(action="ask", tier=3, reasons=[error.message], rules=[f"gateway.{error.code}"])
+            call.outcome = "asked"
+        anyio.run(gateway.hook_judge.finish, call)
+    else:
+        anyio.run(gateway.hook_judge.run, call)
+    checked = decision_report(call)
     decision = str(checked.get("action"))
     decision = decision if decision in ANSWERS else "deny"
     reason = "; ".join(checked.get("reasons") or []) or f"policy: {decision}"
     rules = ", ".join(checked.get("rules") or [])
-    gateway.ledger.append(
-        {
-            "kind": "hook",
-            "call_id": secrets.token_hex(16),
-            "trace_id": trace_id,
-            "principal": principal.model_dump() if principal else None,
-            "tool": tool or tool_name,
-            "effects": checked.get("effects"),
-            "decision": {k: checked.get(k) for k in ("action", "tier", "reasons", "rules")},
-            "outcome": {"allow": "allowed", "ask": "asked", "deny": "denied"}[decision],
-            "detail": {"client": "claude-code", "claude_tool": tool_name, "checkpoint": checked.get("checkpoint")},
-        }
-    )
-    saved = f" (checkpoint {checked['checkpoint']}: gateway rollback undoes it)" if checked.get("checkpoint") else ""
+    checkpoint = (call.safeguard or {}).get("id")
+    saved = f" (checkpoint {checkpoint}: gateway rollback undoes it)" if checkpoint else ""
     return answer(decision, f"gateway policy (tier {checked.get('tier')}, {rules}): {reason}{saved}")
 
 

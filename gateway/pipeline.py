@@ -61,6 +61,7 @@ from gateway.types import (
 )
 
 if TYPE_CHECKING:
+    from gateway.sandbox import Confinement
     from gateway.telemetry import Telemetry
 
 log = structlog.get_logger("gateway.pipeline")
@@ -77,6 +78,9 @@ class Call:
     tool: str
     arguments: JSONObject
     origin: Origin
+    # what the ledger records it as: "call" (a tools/call), or a decision without a run: "check" (gateway
+    # check), "hook" (Claude Code's own tools), "verify" (a verification command the gateway runs itself)
+    kind: str = "call"
     call_id: str = field(default_factory=new_id)
     trace_id: str = field(default_factory=new_id)
     span_id: str = field(default_factory=lambda: new_id(8))
@@ -86,6 +90,7 @@ class Call:
     workspace: Workspace | None = None
     task: JSONObject | None = None  # input.task: the task the caller works on, as the policy sees it
     intent: JSONObject | None = None  # input.intent: the intent a commit-protocol call names
+    confinement: Confinement | None = None  # the sandbox its commands (or its upstream) run in: context.sandbox
     effects: Effects | None = None
     decision: Decision | None = None
     safeguard: JSONObject | None = None
@@ -138,6 +143,10 @@ class Pipeline:
         self.finish = finish
 
     async def __call__(self, call: Call) -> mt.CallToolResult | mt.InputRequiredResult:
+        return (await self.run(call)).response()
+
+    async def run(self, call: Call) -> Call:
+        """The call through every stage, recorded; answers the call with its decision, result or error."""
         # every log line written during the call names it; the trace is rebound once situate picks it
         names = {"trace_id": call.trace_id, "span_id": call.span_id, "call_id": call.call_id}
         with structlog.contextvars.bound_contextvars(**names):
@@ -159,7 +168,7 @@ class Pipeline:
             if call.trace_id != trace_id:
                 structlog.contextvars.bind_contextvars(trace_id=call.trace_id)
             await self.finish(call)
-            return call.response()
+            return call
 
 
 # --- authenticate ---------------------------------------------------------------------------------
@@ -201,7 +210,8 @@ class Resolve:
     async def __call__(self, call: Call) -> None:
         assert call.principal is not None
         call.denials_as_errors = self.grants.denials_as_errors(call.principal)
-        spec = self.catalog.get(call.tool)
+        # the gateway's own calls (a verification command) bring the spec that describes them
+        spec = call.spec or self.catalog.get(call.tool)
         granted = self.grants.grants(call.principal, call.tool)
         if spec is None or not granted:
             upstream = self.catalog.pool.owner(call.tool)
@@ -315,6 +325,28 @@ class Decide:
             raise Denied("; ".join(call.decision.reasons) or "the policy denied this call", rules=call.decision.rules)
 
 
+class Judged:
+    """The last stage of a decision without a run (``gateway check``, the hook, verification commands):
+    the call is recorded as allowed or asked about; a denial stopped it at Decide."""
+
+    async def __call__(self, call: Call) -> None:
+        assert call.decision is not None
+        call.outcome = "allowed" if call.decision.action == "allow" else "asked"
+
+
+class Safeguard:
+    """Tier 2's safeguard for an allowed call that the gateway does not run itself (the Claude Code hook:
+    Claude Code runs the tool after the answer): the checkpoint is taken before answering."""
+
+    def __init__(self, checkpoints: Checkpoints) -> None:
+        self.checkpoints = checkpoints
+
+    async def __call__(self, call: Call) -> None:
+        assert call.decision is not None
+        if call.decision.action == "allow" and call.decision.tier >= 2:
+            call.safeguard = await take_safeguard(self.checkpoints, call)
+
+
 def policy_input(call: Call) -> JSONObject:
     assert call.principal is not None and call.effects is not None and call.workspace is not None
     return input_document(
@@ -326,6 +358,7 @@ def policy_input(call: Call) -> JSONObject:
         trace_id=call.trace_id,
         task=call.task,
         intent=call.intent,
+        sandbox=call.confinement.describe() if call.confinement is not None else None,
     )
 
 
@@ -508,6 +541,10 @@ class Execute:
     async def __call__(self, call: Call) -> None:
         assert call.spec is not None and call.principal is not None and call.workspace is not None
         progress = call.origin.progress or _no_progress
+        confinement = call.confinement
+        if confinement is not None and call.effects is not None and call.effects.network:
+            # the decision (or the person who approved it) allowed this call's egress, and only that
+            confinement = confinement.allowing(n.host for n in call.effects.network)
         invocation = ToolInvocation(
             arguments=call.arguments,
             workspace=call.workspace,
@@ -516,6 +553,7 @@ class Execute:
             trace_id=call.trace_id,
             input_responses=call.origin.input_responses,
             request_state=call.origin.request_state,
+            confinement=confinement,
         )
         try:
             call.result = await call.spec.handler(invocation)
@@ -539,10 +577,13 @@ def ledger_fields(call: Call, outcome: Outcome) -> JSONObject:
         detail["error"] = call.error.as_dict()
     if call.safeguard is not None:
         detail["safeguard"] = call.safeguard
+    if call.confinement is not None:
+        c = call.confinement
+        detail["sandbox"] = {"mode": c.mode, "writable": [str(p) for p in c.writable]}
     if outcome != "started":
         detail["duration_ms"] = round((time.perf_counter() - call.started) * 1000, 3)
     return {
-        "kind": "call",
+        "kind": call.kind,
         "call_id": call.call_id,
         "trace_id": call.trace_id,
         "span_id": call.span_id,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import anyio
 import structlog
@@ -19,9 +20,8 @@ from gateway.checkpoints import Checkpoints
 from gateway.commit.executor import Committer
 from gateway.commit.intents import Intents
 from gateway.commit.tools import intent_tools
-from gateway.config import GatewayConfig, PolicyConfig
+from gateway.config import GatewayConfig, PolicyConfig, UpstreamConfig
 from gateway.effects.paths import Workspace
-from gateway.errors import GatewayError
 from gateway.identity.keys import KeyRing
 from gateway.identity.revocations import Revocations
 from gateway.identity.roles import RoleSet
@@ -35,16 +35,18 @@ from gateway.pipeline import (
     Decide,
     Describe,
     Execute,
+    Judged,
     Pipeline,
     Record,
     RecordIntent,
     Resolve,
+    Safeguard,
     Stage,
     Validate,
-    policy_input,
 )
 from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.engine import PolicyEngine
+from gateway.sandbox import Confinement, Sandbox
 from gateway.tasks.board import TaskBoard
 from gateway.tasks.tools import task_tools
 from gateway.telemetry import Telemetry
@@ -64,9 +66,13 @@ def session_trace(session_id: str) -> str:
 
 
 def decision_report(call: Call) -> JSONObject:
-    """What ``gateway check`` prints for a checked call: the Decision and the effects it was made on."""
-    assert call.decision is not None
-    return {**call.decision.model_dump(), "effects": call.effects.model_dump() if call.effects else None}
+    """What ``gateway check`` prints for a judged call: the Decision and the effects it was made on. A call
+    refused before the policy saw it (an unknown tool, bad arguments) is a deny naming the refusal."""
+    decision = call.decision
+    if decision is None:
+        assert call.error is not None
+        decision = Decision(action="deny", tier=3, reasons=[call.error.message], rules=[f"gateway.{call.error.code}"])
+    return {**decision.model_dump(), "effects": call.effects.model_dump() if call.effects else None}
 
 
 def make_engine(config: PolicyConfig, data: JSONObject) -> PolicyEngine:
@@ -90,13 +96,15 @@ class Gateway:
         self.tokens = Tokens(self.keys, self.roles, self.revocations, config.identity.issuer, config.identity.audience)
         self.engine = make_engine(config.policy, {"roles": self.roles.as_data()})
         self.workspace = Workspace(config.workspace, config.protected_paths())
+        # every command run for an agent is confined; none may see the state, other worktrees or credentials
+        self.sandbox = Sandbox(config.sandbox, hidden=[*config.secret_paths(), config.worktrees])
         self.approvals = Approvals(self.db, self.ledger, ttl_s=config.approvals.ttl_s)
         self.checkpoints = Checkpoints(self.db, config.checkpoints_dir)
-        self.pool = UpstreamPool(config.upstreams)
+        self.pool = UpstreamPool(config.upstreams, self.sandbox, self.upstream_confinement)
         self.board = TaskBoard(self.db, self.ledger, self.engine, config)
         local = [
             *file_tools(config.limits),
-            *shell_tools(config.limits, config.shell),
+            *shell_tools(config.limits, config.shell, self.sandbox),
             *git_tools(),
             *task_tools(self.board),
         ]
@@ -104,17 +112,21 @@ class Gateway:
         self.intents = Intents(self.db, self.ledger)
         self.committer = Committer(self.intents, self.board, self.catalog, config)
         self.catalog.add(intent_tools(self.intents, self.committer, self.board, self.catalog))
-        # the stages that describe a call, shared by the pipeline and by `gateway check`
+        # One judge: a tools/call, `gateway check`, the Claude Code hook and the verification commands the
+        # gateway runs itself are described and decided by the same stages, and recorded the same way.
+        recording = Record(self.ledger, self.telemetry)
         self.describing: list[Stage] = [
             Resolve(self.catalog, self.roles),
             Validate(config.limits),
             Describe(self.situate),
         ]
+        deciding: list[Stage] = [*self.describing, Decide(self.engine)]
+        self.judge = Pipeline([*deciding, Judged()], finish=recording)
+        self.hook_judge = Pipeline([*deciding, Safeguard(self.checkpoints), Judged()], finish=recording)
         self.pipeline = Pipeline(
             [
                 Authenticate(self.tokens),
-                *self.describing,
-                Decide(self.engine),
+                *deciding,
                 ActOnTier(
                     self.approvals,
                     self.checkpoints,
@@ -125,28 +137,27 @@ class Gateway:
                 RecordIntent(self.ledger),
                 Execute(),
             ],
-            finish=Record(self.ledger, self.telemetry),
+            finish=recording,
         )
 
     async def check(self, principal: Principal, tool: str, arguments: JSONObject) -> JSONObject:
-        """The decision for one call, without running it (``gateway check``)."""
-        return decision_report(await self.checked_call(principal, tool, arguments))
-
-    async def checked_call(self, principal: Principal, tool: str, arguments: JSONObject) -> Call:
-        """A call taken through describe and decide only; a refusal on the way becomes a deny decision."""
-        call = Call(tool=tool, arguments=arguments, origin=Origin(transport="inprocess", protocol_version="check"))
+        """The decision for one call, without running it (``gateway check``); recorded like any call."""
+        call = Call(
+            tool=tool, arguments=arguments, origin=Origin(transport="inprocess", protocol_version="check"), kind="check"
+        )
         call.principal = principal
-        try:
-            for stage in self.describing:
-                await stage(call)
-        except GatewayError as exc:
-            call.decision = Decision(action="deny", tier=3, reasons=[exc.message], rules=[f"gateway.{exc.code}"])
-            return call
-        call.decision = await self.engine.decide(policy_input(call))
-        return call
+        call.trace_id = session_trace(f"check:{principal.agent}")
+        return decision_report(await self.judge.run(call))
 
     def situate(self, call: Call) -> None:
-        """Where a call happens: a worker's task worktree, the task and intent the policy sees, the trace."""
+        """Where a call happens: a worker's task worktree, the task and intent the policy sees, the trace,
+        and the sandbox its commands will run in. Calls the gateway makes itself (verification commands)
+        arrive with their workspace set."""
+        if call.workspace is None:
+            self._locate(call)
+        call.confinement = self.confinement_for(call)
+
+    def _locate(self, call: Call) -> None:
         assert call.principal is not None
         task = self.board.task_for(call.principal)
         named = call.arguments.get("task_id")
@@ -164,6 +175,39 @@ class Gateway:
             call.trace_id = task["trace_id"]
         elif call.origin.session_id:
             call.trace_id = session_trace(call.origin.session_id)
+
+    def confinement_for(self, call: Call) -> Confinement | None:
+        """The sandbox of a call that runs commands: its worktree (or the workspace, for roles that work
+        without tasks) writable; for a role that needs a claim and has no worktree, nothing writable.
+        An upstream tool runs inside its server's sandbox; tools that run no command have none."""
+        assert call.spec is not None and call.principal is not None and call.workspace is not None
+        if call.spec.provider.startswith("upstream:"):
+            upstream = self.pool.owner(call.tool)
+            return upstream.confinement if upstream is not None else None
+        if "command" not in call.spec.argument_roles.values():
+            return None
+        root = call.workspace.root
+        role = self.roles.roles.get(call.principal.role)
+        needs_worktree = role is None or role.requires_claim
+        writable = [] if needs_worktree and root == self.workspace.root else [root]
+        return self.sandbox.confine(writable=writable, cwd=root, protect=self.protected_in(root))
+
+    def protected_in(self, root: Path) -> list[Path]:
+        """What stays read-only inside a writable directory: what would run outside the sandbox later
+        (git's hooks and config, a worktree's link to its repository) and gateway.yaml."""
+        git = root / ".git"
+        protect = [git / "hooks", git / "config", git / "modules"] if git.is_dir() else [git]
+        return [*protect, *([self.config.source] if self.config.source else [])]
+
+    def upstream_confinement(self, config: UpstreamConfig) -> Confinement | None:
+        """A stdio upstream server runs confined for its whole life; an HTTP one is someone else's process."""
+        if config.command is None:
+            return None
+        root = self.config.workspace
+        writable = [(root / p).resolve() for p in config.sandbox.writable]
+        cwd = Path(config.cwd) if config.cwd else root
+        confinement = self.sandbox.confine(writable, cwd, protect=self.protected_in(root), commands=False)
+        return confinement.allowing(["*"]) if config.sandbox.network else confinement
 
     def visible_tools(self, principal: Principal) -> list[ToolSpec]:
         return [spec for spec in self.catalog.all() if self.roles.grants(principal, spec.name)]

@@ -320,8 +320,9 @@ class _Index:
     def _build(self, rows: list[JSONObject]) -> None:
         grouped: dict[str, list[JSONObject]] = {}
         for row in rows:
-            # "hook": Claude Code's built-in tools, decided by `gateway hook claude-code` (one row each)
-            if row.get("kind") in ("call", "hook") and row.get("call_id"):
+            # decisions without a run are calls too (one row each): "hook" (Claude Code's built-in tools),
+            # "check" (gateway check), "verify" (a verification command, before it runs)
+            if row.get("kind") in ("call", "hook", "check", "verify") and row.get("call_id"):
                 grouped.setdefault(row["call_id"], []).append(row)
         for call_id, call_rows in grouped.items():
             view = _call_view(call_id, call_rows)

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
     from gateway.effects.paths import Workspace
+    from gateway.sandbox import Confinement
 
 JSONObject = dict[str, Any]
 
@@ -30,7 +31,9 @@ Tier = Literal[1, 2, 3]
 #   ok        ran and succeeded; error: ran and failed (tool error, upstream error, timeout)
 #   denied    refused by identity, scope or policy; invalid: refused as malformed; nothing ran
 #   asked     waiting for a human (tier 3)
-Outcome = Literal["started", "ok", "error", "denied", "invalid", "asked"]
+#   allowed   decided, not run by the gateway (gateway check, the Claude Code hook, a verification command
+#             before it runs)
+Outcome = Literal["started", "ok", "error", "denied", "invalid", "asked", "allowed"]
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 """``async (progress, total, message)``: reports progress to the caller; a no-op without a progress token."""
@@ -146,6 +149,7 @@ class ToolInvocation:
     trace_id: str = ""
     input_responses: JSONObject | None = None
     request_state: str | None = None
+    confinement: Confinement | None = None  # the sandbox its commands (or its upstream server) run in
 
 
 @dataclass

@@ -37,6 +37,7 @@ def input_document(
     trace_id: str | None = None,
     task: JSONObject | None = None,
     intent: JSONObject | None = None,
+    sandbox: JSONObject | None = None,
 ) -> JSONObject:
     return {
         "version": INPUT_VERSION,
@@ -50,6 +51,8 @@ def input_document(
             "workspace": workspace,
             "trace_id": trace_id,
             "time": datetime.now(UTC).isoformat(timespec="seconds"),
+            # what confines the call's commands (or its upstream server); None for calls that run none
+            "sandbox": sandbox,
         },
     }
 

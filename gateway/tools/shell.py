@@ -1,9 +1,11 @@
 """The shell_run tool: one bash command in the workspace, with a timeout, an output cap and progress.
 
-The command runs in its own process group so a timeout kills everything it started. It gets a
-minimal environment (``shell.pass_env`` in gateway.yaml): the gateway's tokens and keys never reach it.
+The command runs inside the OS sandbox (gateway/sandbox.py) that the pipeline chose for the call, in its
+own process group so a timeout kills everything it started. It gets a minimal environment
+(``shell.pass_env`` in gateway.yaml): the gateway's tokens and keys never reach it.
 
-    specs = shell_tools(config.limits, config.shell)
+    specs = shell_tools(config.limits, config.shell, sandbox)
+    result = await run_confined(sandbox, confinement, "pytest -q", env, timeout=60, cap=65536, progress=p)
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import os
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import anyio
@@ -23,6 +26,7 @@ from pydantic import Field
 
 from gateway.config import LimitsConfig, ShellConfig
 from gateway.errors import ToolFailed
+from gateway.sandbox import Confinement, Sandbox, SandboxUnavailable
 from gateway.tools.base import Arguments, builtin, json_result
 from gateway.types import JSONObject, ProgressFn, ToolInvocation, ToolSpec
 
@@ -81,19 +85,37 @@ def sandbox_env(shell: ShellConfig, workspace: Path) -> dict[str, str]:
     """The environment a command gets: only the pass-through variables, never the gateway's secrets."""
     env = {name: os.environ[name] for name in shell.pass_env if name in os.environ}
     env["GATEWAY_WORKSPACE"] = str(workspace)
+    env["TMPDIR"] = "/tmp"  # the sandbox's private /tmp
     return env
 
 
-async def run_command(
-    command: str, cwd: Path, env: dict[str, str], timeout: float, cap: int, progress: ProgressFn, label: str = ""
+async def run_confined(
+    sandbox: Sandbox,
+    confinement: Confinement,
+    command: str,
+    env: dict[str, str],
+    timeout: float,
+    cap: int,
+    progress: ProgressFn,
+    label: str = "",
 ) -> CommandResult:
-    """Run one bash command in its own process group; kill the group on timeout or cancellation."""
+    """One bash command inside ``confinement``; raises SandboxUnavailable when the sandbox did not start."""
+    argv = sandbox.command(confinement, ["/bin/bash", "-c", command])
+    result = await run_command(argv, confinement.cwd, env, timeout, cap, progress, label)
+    why = sandbox.failure(result.exit_code, result.stderr)
+    if why is not None:
+        raise SandboxUnavailable(f"the command was not run: the sandbox did not start ({why})")
+    return result
+
+
+async def run_command(
+    argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float, cap: int, progress: ProgressFn, label: str = ""
+) -> CommandResult:
+    """Run one program in its own process group; kill the group on timeout or cancellation."""
     stdout, stderr = Capture(cap), Capture(cap)
     started = time.monotonic()
     timed_out = False
-    process = await anyio.open_process(
-        ["/bin/bash", "-c", command], cwd=cwd, env=env, stdin=subprocess.DEVNULL, start_new_session=True
-    )
+    process = await anyio.open_process(list(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         async with anyio.create_task_group() as tg:
             assert process.stdout is not None and process.stderr is not None
@@ -127,16 +149,18 @@ async def run_command(
     )
 
 
-def shell_tools(limits: LimitsConfig, shell: ShellConfig) -> list[ToolSpec]:
+def shell_tools(limits: LimitsConfig, shell: ShellConfig, sandbox: Sandbox) -> list[ToolSpec]:
     async def shell_run(args: ShellArgs, inv: ToolInvocation) -> mt.CallToolResult:
         cwd = inv.workspace.resolve(args.cwd)
         if not cwd.is_dir():
             raise ToolFailed(f"cwd {args.cwd!r} is not a directory")
+        if inv.confinement is None:  # the pipeline gives every command call one; never run without
+            raise SandboxUnavailable("the command was not run: the call has no sandbox profile")
         timeout = min(args.timeout_s or limits.shell_timeout_s, limits.shell_timeout_s)
         cap = min(args.max_output_bytes or limits.shell_output_bytes, limits.shell_output_bytes)
-        outcome = await run_command(
-            args.command, cwd, sandbox_env(shell, inv.workspace.root), timeout, cap, inv.progress
-        )
+        env = sandbox_env(shell, inv.workspace.root)
+        confinement = replace(inv.confinement, cwd=cwd)
+        outcome = await run_confined(sandbox, confinement, args.command, env, timeout, cap, inv.progress)
         result = outcome.as_dict()
         if outcome.timed_out:
             result["error"] = f"command timed out after {timeout:g}s and was killed"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import re
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from typing import Any, Literal
 
@@ -29,6 +30,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from gateway.config import UpstreamConfig
 from gateway.errors import ToolFailed, UpstreamUnavailable
+from gateway.sandbox import Confinement, Sandbox
 from gateway.types import ToolInvocation, ToolSpec
 
 log = structlog.get_logger("gateway.upstream")
@@ -48,12 +50,19 @@ def exposed_name(prefix: str, name: str) -> str:
     return safe
 
 
-class Upstream:
-    """One upstream server and the supervisor that keeps it connected."""
+Confine = Callable[[UpstreamConfig], Confinement | None]
 
-    def __init__(self, prefix: str, config: UpstreamConfig) -> None:
+
+class Upstream:
+    """One upstream server and the supervisor that keeps it connected; a stdio server runs in the sandbox."""
+
+    def __init__(
+        self, prefix: str, config: UpstreamConfig, sandbox: Sandbox | None = None, confine: Confine | None = None
+    ) -> None:
         self.prefix = prefix
         self.config = config
+        self.sandbox = sandbox
+        self.confinement = confine(config) if confine is not None else None
         self.client: Client | None = None
         self.tools: list[mt.Tool] = []
         self.by_name: dict[str, ToolSpec] = {}  # kept while down, so calls get "down", not "unknown tool"
@@ -98,9 +107,12 @@ class Upstream:
             http = await stack.enter_async_context(create_mcp_http_client(headers=self.config.headers or None))
             return streamable_http_client(self.config.url, http_client=http)
         assert self.config.command is not None
+        argv = [self.config.command, *self.config.args]
+        if self.confinement is not None and self.sandbox is not None:
+            argv = self.sandbox.command(self.confinement, argv)  # SandboxUnavailable: the server stays down
         return StdioServerParameters(
-            command=self.config.command,
-            args=self.config.args,
+            command=argv[0],
+            args=argv[1:],
             env={**get_default_environment(), **self.config.env},
             cwd=self.config.cwd,
         )
@@ -162,8 +174,10 @@ class Upstream:
 
 
 class UpstreamPool:
-    def __init__(self, configs: dict[str, UpstreamConfig]) -> None:
-        self.upstreams = {prefix: Upstream(prefix, config) for prefix, config in configs.items()}
+    def __init__(
+        self, configs: dict[str, UpstreamConfig], sandbox: Sandbox | None = None, confine: Confine | None = None
+    ) -> None:
+        self.upstreams = {prefix: Upstream(prefix, config, sandbox, confine) for prefix, config in configs.items()}
 
     async def start(self, tg: TaskGroup, timeout: float = START_TIMEOUT_S) -> None:
         """Start every upstream at once; return when each has connected or failed once (or on timeout)."""

@@ -1,0 +1,228 @@
+"""The OS sandbox: every command the gateway runs for an agent runs inside bubblewrap.
+
+The shell analysis sorts commands into tiers and explains them; it is not a wall, since no reading of
+bash is complete. This module is the wall that holds when the analysis is wrong. A confined command sees:
+
+- the whole filesystem read-only, except the directories it may write (the call's worktree, or the
+  workspace for single-agent roles) and a private /tmp;
+- inside a writable workspace, git's hooks and config and gateway.yaml still read-only (a worker's
+  repository .git is read-only as a whole: it lies outside its worktree), so nothing it writes runs
+  later outside the sandbox and no branch but its own can move;
+- none of the gateway's state (keys, store, approvals, roles, policies), no other task's worktree and
+  none of the usual credential paths (~/.ssh, ~/.aws, ~/.netrc, ...): they are not there at all;
+- no network, unless the decision for the call allowed egress (``Confinement.network``);
+- no capabilities, no new privileges, its own PID, IPC, UTS and user namespaces, and limits on file
+  size, processes, CPU time and open files (``prlimit``).
+
+If bubblewrap cannot start, nothing runs: ``SandboxUnavailable`` says how to install it. An operator can
+opt out only explicitly (``sandbox.mode: off`` in gateway.yaml); every such call is marked unconfined in
+the ledger, the decision log (``input.context.sandbox``) and ``gateway trace``.
+
+    sandbox = Sandbox(config.sandbox, hidden=config.secret_paths() + [config.worktrees])
+    confinement = sandbox.confine(writable=[worktree], cwd=worktree, protect=[...])
+    argv = sandbox.command(confinement, ["/bin/bash", "-c", "pytest -q"])
+    confinement.describe()        # the facts the policy sees as input.context.sandbox
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Literal
+
+from gateway.config import SandboxConfig
+from gateway.errors import ToolFailed
+from gateway.types import JSONObject
+
+# Where credentials usually live, relative to $HOME: never visible to a confined command.
+CREDENTIAL_PATHS = (
+    ".ssh",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".config/gh",
+    ".config/git/credentials",
+    ".git-credentials",
+    ".netrc",
+    ".docker",
+    ".gnupg",
+    ".kube",
+    ".npmrc",
+    ".pypirc",
+    ".pgpass",
+    ".password-store",
+    ".local/share/keyrings",
+    ".vault-token",
+    ".terraform.d/credentials.tfrc.json",
+)
+INSTALL_HINT = (
+    "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap), "
+    "or set 'sandbox: {mode: off}' in gateway.yaml to run commands unconfined (every such call is marked "
+    "unconfined in the ledger)"
+)
+
+
+class SandboxUnavailable(ToolFailed):
+    code = "sandbox_unavailable"
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """What one command (or one upstream server) may touch; ``describe`` is ``input.context.sandbox``."""
+
+    mode: Literal["bubblewrap", "off"]
+    cwd: Path
+    writable: tuple[Path, ...] = ()
+    protect: tuple[Path, ...] = ()  # read-only again inside a writable directory
+    hidden: tuple[Path, ...] = ()
+    network: tuple[str, ...] = ()  # hosts the decision allowed; empty: no network at all
+    limits: JSONObject = field(default_factory=dict)
+
+    @property
+    def confined(self) -> bool:
+        return self.mode != "off"
+
+    def allowing(self, hosts: Iterable[str]) -> Confinement:
+        """The same confinement with network egress to ``hosts`` (what the decision allowed)."""
+        return replace(self, network=tuple(sorted(set(hosts))))
+
+    def describe(self) -> JSONObject:
+        return {
+            "mode": self.mode,
+            "confined": self.confined,
+            "writable": [str(p) for p in self.writable],
+            "read_only_inside": [str(p) for p in self.protect],
+            "hidden": [str(p) for p in self.hidden],
+            "network": list(self.network) if self.network else "none",
+            "limits": self.limits,
+        }
+
+
+class Sandbox:
+    """Builds bubblewrap command lines from a ``Confinement``; checks once that bubblewrap works here."""
+
+    def __init__(self, config: SandboxConfig, hidden: Sequence[Path] = ()) -> None:
+        self.config = config
+        home = Path(os.environ.get("HOME") or Path.home())
+        extra = [Path(os.path.expanduser(p)) for p in config.hide]
+        # a symlinked ~/.ssh is hidden where it really is (bubblewrap mounts over the target)
+        paths = [*hidden, *(home / p for p in CREDENTIAL_PATHS), *extra]
+        self.hidden = tuple(dict.fromkeys(Path(os.path.realpath(p)) for p in paths))
+        self.scratch = tuple(Path(os.path.expanduser(p)) for p in config.scratch)
+        self._working: bool | None = None
+        self._problem = ""
+
+    @property
+    def mode(self) -> Literal["bubblewrap", "off"]:
+        return self.config.mode
+
+    def confine(
+        self, writable: Sequence[Path], cwd: Path, protect: Sequence[Path] = (), commands: bool = True
+    ) -> Confinement:
+        """A confinement with no network; ``commands`` False drops the CPU-time limit (long-lived servers)."""
+        limits: JSONObject = {
+            "file_size_mb": self.config.file_size_mb,
+            "processes": self.config.processes,
+            "open_files": self.config.open_files,
+        }
+        if commands:
+            limits["cpu_s"] = self.config.cpu_s
+        return Confinement(
+            mode=self.mode,
+            cwd=cwd,
+            writable=tuple(writable),
+            protect=tuple(p for p in protect if any(_within(p, w) for w in writable)),
+            hidden=self.hidden,
+            limits=limits,
+        )
+
+    def command(self, confinement: Confinement, argv: Sequence[str]) -> list[str]:
+        """The argv that runs ``argv`` inside ``confinement``; raises SandboxUnavailable when it cannot."""
+        if not confinement.confined:
+            return list(argv)
+        self.check()
+        return [*self._bwrap(confinement), "--", *self._limits(confinement), "--", *argv]
+
+    def check(self) -> None:
+        """Raise SandboxUnavailable, naming the fix, unless bubblewrap can start a sandbox here."""
+        if self._working is None:
+            self._working, self._problem = self._probe()
+        if not self._working:
+            raise SandboxUnavailable(
+                f"the command was not run: the sandbox cannot start ({self._problem}); {INSTALL_HINT}"
+            )
+
+    def failure(self, exit_code: int | None, stderr: str) -> str | None:
+        """Why bubblewrap itself failed to set up a sandbox (rather than the command failing), or None."""
+        first = stderr.lstrip().splitlines()[0] if stderr.strip() else ""
+        if exit_code == 1 and first.startswith("bwrap: "):
+            return first
+        return None
+
+    def _probe(self) -> tuple[bool, str]:
+        binary = shutil.which(self.config.bwrap)
+        if binary is None:
+            return False, f"{self.config.bwrap!r} not found on PATH"
+        if shutil.which("prlimit") is None:
+            return False, "'prlimit' (util-linux) not found on PATH"
+        probe = self.confine(writable=[], cwd=Path("/"))
+        try:
+            done = subprocess.run(
+                [*self._bwrap(probe), "--", "true"], capture_output=True, text=True, timeout=30, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return False, f"bubblewrap did not run: {exc}"
+        if done.returncode != 0:
+            return False, (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[0]
+        return True, ""
+
+    def _bwrap(self, c: Confinement) -> list[str]:
+        args = [self.config.bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--unshare-user"]
+        args += ["--disable-userns", "--cap-drop", "ALL"]
+        if c.network:
+            args.append("--share-net")
+        args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run"]
+        # Mount order matters: a hidden directory that holds a writable one (the worktrees dir around the
+        # call's own worktree) stays a writable tmpfs so the worktree can be bound into it; hidden paths
+        # inside a writable directory are hidden after it is bound.
+        inside = [h for h in c.hidden if any(_within(h, w) and h != w for w in c.writable)]
+        for path in c.hidden:
+            if path not in inside:
+                args += _hide(path, read_only=not any(_within(w, path) for w in c.writable))
+        for path in self.scratch:
+            if path.is_dir() and not any(_within(path, h) for h in c.hidden):
+                args += ["--tmpfs", str(path)]
+        for path in c.writable:
+            args += ["--bind", str(path), str(path)]
+        for path in inside:
+            args += _hide(path, read_only=True)
+        for path in c.protect:
+            if os.path.lexists(path):
+                args += ["--ro-bind", str(path), str(path)]
+        args += ["--chdir", str(c.cwd)]
+        return args
+
+    def _limits(self, c: Confinement) -> list[str]:
+        limits = c.limits
+        args = ["prlimit", f"--fsize={int(limits['file_size_mb']) * 1024 * 1024}"]
+        args += [f"--nproc={limits['processes']}", f"--nofile={limits['open_files']}"]
+        if "cpu_s" in limits:
+            args.append(f"--cpu={limits['cpu_s']}")
+        return args
+
+
+def _hide(path: Path, read_only: bool) -> list[str]:
+    """A directory becomes an empty tmpfs, a file an empty one; a missing path needs nothing."""
+    if path.is_dir() and not path.is_symlink():
+        return ["--tmpfs", str(path), *(["--remount-ro", str(path)] if read_only else [])]
+    if path.is_file():
+        return ["--ro-bind", "/dev/null", str(path)]
+    return []
+
+
+def _within(path: Path, parent: Path) -> bool:
+    return path == parent or path.is_relative_to(parent)
