@@ -49,6 +49,7 @@ from gateway.policy.engine import PolicyEngine
 from gateway.sandbox import Confinement, Sandbox
 from gateway.tasks.board import TaskBoard
 from gateway.tasks.tools import task_tools
+from gateway.tasks.verification import Verification
 from gateway.telemetry import Telemetry
 from gateway.tools.catalog import Catalog
 from gateway.tools.files import file_tools
@@ -101,7 +102,9 @@ class Gateway:
         self.approvals = Approvals(self.db, self.ledger, ttl_s=config.approvals.ttl_s)
         self.checkpoints = Checkpoints(self.db, config.checkpoints_dir)
         self.pool = UpstreamPool(config.upstreams, self.sandbox, self.upstream_confinement)
-        self.board = TaskBoard(self.db, self.ledger, self.engine, config)
+        # the verification commands the gateway runs itself are judged by self.judge (built below) when run
+        self.verification = Verification(self.judge_call, self.sandbox, config)
+        self.board = TaskBoard(self.db, self.ledger, self.engine, config, self.verification)
         local = [
             *file_tools(config.limits),
             *shell_tools(config.limits, config.shell, self.sandbox),
@@ -110,7 +113,7 @@ class Gateway:
         ]
         self.catalog = Catalog(local, self.pool)
         self.intents = Intents(self.db, self.ledger)
-        self.committer = Committer(self.intents, self.board, self.catalog, config)
+        self.committer = Committer(self.intents, self.board, self.catalog, config, self.verification)
         self.catalog.add(intent_tools(self.intents, self.committer, self.board, self.catalog))
         # One judge: a tools/call, `gateway check`, the Claude Code hook and the verification commands the
         # gateway runs itself are described and decided by the same stages, and recorded the same way.
@@ -139,6 +142,10 @@ class Gateway:
             ],
             finish=recording,
         )
+
+    async def judge_call(self, call: Call) -> Call:
+        """A call decided, not run, and recorded (the verification commands use it before they run)."""
+        return await self.judge.run(call)
 
     async def check(self, principal: Principal, tool: str, arguments: JSONObject) -> JSONObject:
         """The decision for one call, without running it (``gateway check``); recorded like any call."""

@@ -110,8 +110,11 @@ class Sandbox:
         home = Path(os.environ.get("HOME") or Path.home())
         extra = [Path(os.path.expanduser(p)) for p in config.hide]
         # a symlinked ~/.ssh is hidden where it really is (bubblewrap mounts over the target)
-        paths = [*hidden, *(home / p for p in CREDENTIAL_PATHS), *extra]
-        self.hidden = tuple(dict.fromkeys(Path(os.path.realpath(p)) for p in paths))
+        paths = list(
+            dict.fromkeys(Path(os.path.realpath(p)) for p in [*hidden, *(home / p for p in CREDENTIAL_PATHS), *extra])
+        )
+        # a path inside another hidden one is hidden with it
+        self.hidden = tuple(p for p in paths if not any(p != q and _within(p, q) for q in paths))
         self.scratch = tuple(Path(os.path.expanduser(p)) for p in config.scratch)
         self._working: bool | None = None
         self._problem = ""

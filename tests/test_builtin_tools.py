@@ -14,13 +14,19 @@ from conftest import add_role, inproc_client, ledger_rows, text_of, token
 pytestmark = pytest.mark.anyio
 
 
-def alive(pid: int) -> bool:
-    """Running, not a zombie waiting for a reaper (PID 1 in a container may never reap it)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state not in ("Z", "X")
+def running(argv: list[str]) -> list[int]:
+    """Host pids of processes running exactly ``argv`` (not zombies waiting for a reaper). The sandbox has
+    its own PID namespace, so a pid a command prints is not the host's."""
+    wanted = "\0".join(argv) + "\0"
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            matches = entry.name.isdigit() and (entry / "cmdline").read_text() == wanted
+            if matches and (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
 
 
 MODES = ["auto", "legacy"]  # 2026-07-28 and 2025-11-25
@@ -172,13 +178,15 @@ async def test_shell_run_timeout_kills_the_whole_group(maintainer: str, gateway:
     started = time.monotonic()
     async with inproc_client(gateway, maintainer) as client:
         result = await client.call_tool(
-            "shell_run", {"command": "sleep 30 & echo $! > child.pid; wait", "timeout_s": 1.5}
+            "shell_run", {"command": "sleep 31.25 & echo started > child.txt; wait", "timeout_s": 1.5}
         )
     assert time.monotonic() - started < 10
     assert result.is_error and result.structured_content["timed_out"]
-    child = int((repo / "child.pid").read_text())
-    time.sleep(0.2)
-    assert not alive(child)
+    assert (repo / "child.txt").read_text() == "started\n"
+    deadline = time.monotonic() + 10  # killing the sandbox's PID 1 kills its namespace; wait for the kernel
+    while running(["sleep", "31.25"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert running(["sleep", "31.25"]) == []
     assert ledger_rows(gateway)[-1].outcome == "error"
 
 

@@ -25,6 +25,7 @@ from conftest import (
     token,
 )
 
+from gateway.ledger.store import Database
 from gateway.process import gateway_cli
 from gateway.repo import Repo
 from gateway.runtime import Gateway
@@ -103,8 +104,15 @@ async def test_twenty_concurrent_commits_give_one_merge(config: Any, repo: Path)
 
 async def test_gateway_killed_mid_commit_reconciles_to_one_merge(config: Any, repo: Path) -> None:
     """SIGKILL while the post-merge verification runs (after the merge commit, before "committed")."""
-    marker = repo / "verification-started"  # the post-merge run happens in the workspace itself
-    check = "grep -q 'return 42' src/app.py && touch verification-started && sleep 5"
+    check = "grep -q 'return 42' src/app.py && sleep 5"
+    store = Database.open(config.store_path)
+
+    def verifying() -> bool:  # the post-merge command was judged (recorded) and is about to run or running
+        query = (
+            "SELECT 1 FROM ledger WHERE json_extract(body, '$.kind') = 'verify' AND json_extract(body, '$.tool') = ?"
+        )
+        return bool(store.query(query, ("intent_commit",)))
+
     _, intent_id = await approved_merge(config, verification=[check])
     port = free_port()
     proc = subprocess.Popen(
@@ -129,7 +137,7 @@ async def test_gateway_killed_mid_commit_reconciles_to_one_merge(config: Any, re
         async with anyio.create_task_group() as tg:
             tg.start_soon(commit)
             with anyio.fail_after(30):
-                while not marker.exists():
+                while not verifying():
                     await anyio.sleep(0.05)
             proc.send_signal(signal.SIGKILL)
             proc.wait(10)

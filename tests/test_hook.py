@@ -82,7 +82,7 @@ def test_hook_records_every_answer_and_checkpoints_tier_2(config: Any, repo: Pat
     rows = ledger_rows(Gateway(config), kind="hook")
     assert [r.outcome for r in rows] == ["asked", "allowed"]
     assert rows[0].principal["role"] == "developer" and rows[0].tool == "shell_run"
-    assert rows[1].detail["checkpoint"] and rows[1].decision["tier"] == 2
+    assert rows[1].detail["safeguard"]["id"] and rows[1].decision["tier"] == 2
 
 
 @pytest.mark.parametrize(

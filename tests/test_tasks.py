@@ -184,8 +184,13 @@ async def test_verifier_runs_only_the_manifest_commands(gateway: Gateway, config
     assert not (tree / "pwned").exists() and not (repo / "pwned").exists()
     verification = result.structured_content
     assert verification["passed"] and verification["exit_codes"] == [0, 0]
-    assert (tree / "verified.marker").exists()
+    # it ran in a throwaway checkout of the reported commit: what it wrote is gone with it
+    assert not (tree / "verified.marker").exists() and not (repo / "verified.marker").exists()
     assert gateway.board.get("T1")["state"] == "verified"
+    judged = ledger_rows(gateway, kind="verify")
+    assert [(r.tool, r.outcome, r.principal["agent"]) for r in judged] == [("verify_run", "allowed", "v1")] * 2
+    assert [r.decision["action"] for r in judged] == ["allow", "allow"]
+    assert {r.trace_id for r in judged} == {gateway.board.get("T1")["trace_id"]}
 
 
 async def test_failed_attempts_block_the_task(config: Any) -> None:

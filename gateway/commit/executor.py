@@ -32,8 +32,8 @@ from gateway.effects.paths import Workspace
 from gateway.errors import GatewayError, InvalidArguments, ToolFailed
 from gateway.repo import GitError, Repo
 from gateway.tasks.board import TaskBoard
+from gateway.tasks.verification import Verification
 from gateway.tools.catalog import Catalog
-from gateway.tools.shell import run_command, sandbox_env
 from gateway.types import JSONObject, Principal, ProgressFn, ToolInvocation
 
 log = structlog.get_logger("gateway.commit")
@@ -98,11 +98,14 @@ def check_arguments(action: str, arguments: JSONObject, catalog: Catalog) -> Non
 
 
 class Committer:
-    def __init__(self, intents: Intents, board: TaskBoard, catalog: Catalog, config: GatewayConfig) -> None:
+    def __init__(
+        self, intents: Intents, board: TaskBoard, catalog: Catalog, config: GatewayConfig, verification: Verification
+    ) -> None:
         self.intents = intents
         self.board = board
         self.catalog = catalog
         self.config = config
+        self.verification = verification
         self.repo = Repo(config.workspace)
 
     async def commit(self, identifier: str, principal: Principal, progress: ProgressFn) -> JSONObject:
@@ -112,7 +115,7 @@ class Committer:
         if not self.intents.begin(identifier, principal):
             return answer(await self._wait_for_peer(identifier, progress), replayed=True)
         try:
-            state, outcome = await self._run(intent, progress)
+            state, outcome = await self._run(intent, principal, progress)
         except GatewayError as exc:
             state, outcome = "failed", {"error": exc.message}
         except Exception as exc:  # a bug must not leave the intent executing forever
@@ -162,10 +165,10 @@ class Committer:
 
     # --- actions ----------------------------------------------------------------------------------
 
-    async def _run(self, intent: JSONObject, progress: ProgressFn) -> tuple[str, JSONObject]:
+    async def _run(self, intent: JSONObject, principal: Principal, progress: ProgressFn) -> tuple[str, JSONObject]:
         action, arguments = intent["action"], intent["arguments"]
         if action == "merge":
-            return await self._merge(intent, progress)
+            return await self._merge(intent, principal, progress)
         if action == "tag":
             ref = arguments.get("ref") or "HEAD"
             await self.repo.arun("tag", "-a", arguments["name"], "-m", f"Gateway-Intent: {intent['id']}", ref)
@@ -188,7 +191,7 @@ class Committer:
         state = "failed" if getattr(result, "is_error", False) else "committed"
         return state, {"tool": arguments["tool"], "result": text[:4000]}
 
-    async def _merge(self, intent: JSONObject, progress: ProgressFn) -> tuple[str, JSONObject]:
+    async def _merge(self, intent: JSONObject, principal: Principal, progress: ProgressFn) -> tuple[str, JSONObject]:
         task = self.board.get(intent["task_id"])
         states = {t["task_id"]: t["state"] for t in self.board.list()}
         waiting = [d for d in task["manifest"]["depends_on"] if states.get(d) != "committed"]
@@ -211,28 +214,37 @@ class Committer:
             await self.repo.arun("merge", "--abort", check=False)
             raise ToolFailed(f"the merge did not apply cleanly and was aborted: {exc.message}") from None
         merge_commit = self.repo.run("rev-parse", "HEAD").strip()
-        return await self._verify_merge(intent, task, merge_commit, progress)
+        return await self._verify_merge(intent, task, merge_commit, principal, progress)
 
     async def _verify_merge(
-        self, intent: JSONObject, task: JSONObject, merge_commit: str, progress: ProgressFn
+        self, intent: JSONObject, task: JSONObject, merge_commit: str, principal: Principal, progress: ProgressFn
     ) -> tuple[str, JSONObject]:
-        root = self.config.workspace
-        env = sandbox_env(self.config.shell, root)
+        """The manifest's verification on the merge commit: judged as part of the committer's intent_commit,
+        run confined in a throwaway checkout; a failure is compensated by a revert."""
         commands = task["manifest"]["verification"]
-        for index, command in enumerate(commands, start=1):
-            await progress(index - 1, len(commands), f"post-merge verification [{index}/{len(commands)}]")
-            result = await run_command(
-                command, root, env, self.config.tasks.verification_timeout_s, 16_384, progress, label="post-merge "
-            )
-            if result.exit_code != 0:
-                revert = await self._compensate(intent, merge_commit)
-                return "compensated", {
-                    "merge_commit": merge_commit,
-                    "revert_commit": revert,
-                    "failed_command": command,
-                    "exit_code": result.exit_code,
-                    "output": (result.stdout + result.stderr)[-2000:],
-                }
+        runs = await self.verification.run(
+            commands,
+            merge_commit,
+            principal=principal,
+            tool="intent_commit",
+            arguments={"intent_id": intent["id"]},
+            trace_id=task["trace_id"],
+            progress=progress,
+            task=self.board.policy_section(task),
+            intent={k: intent[k] for k in ("id", "task_id", "action", "approved_by")} | {"state": "executing"},
+            label="post-merge ",
+            stop_on_failure=True,
+        )
+        failed = next((run for run in runs if run.exit_code != 0), None)
+        if failed is not None:
+            revert = await self._compensate(intent, merge_commit)
+            return "compensated", {
+                "merge_commit": merge_commit,
+                "revert_commit": revert,
+                "failed_command": failed.command,
+                "exit_code": failed.exit_code,
+                "output": failed.note[-2000:],
+            }
         return "committed", {"merge_commit": merge_commit, "verification": commands}
 
     async def _compensate(self, intent: JSONObject, merge_commit: str) -> str:
@@ -252,7 +264,9 @@ class Committer:
         reverted = self._commit_with(f"Gateway-Compensates: {intent['id']}", base)
         if reverted is not None:
             return "compensated", {"merge_commit": merged, "revert_commit": reverted, "reconciled": True}
-        state, outcome = await self._verify_merge(intent, task, merged, _no_progress)
+        # the committer whose call a crash cut short, on whose behalf the verification is judged again
+        committer = Principal(agent=intent.get("committed_by") or "gateway", role="committer")
+        state, outcome = await self._verify_merge(intent, task, merged, committer, _no_progress)
         return state, {**outcome, "reconciled": True}
 
     def _commit_with(self, trailer: str, branch: str) -> str | None:

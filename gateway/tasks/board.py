@@ -27,26 +27,16 @@ from gateway.config import GatewayConfig
 from gateway.effects.paths import Workspace
 from gateway.effects.shell import describe_command
 from gateway.errors import Denied, InvalidRequest
-from gateway.ledger.chain import Ledger, digest, utc_now
+from gateway.ledger.chain import Ledger, utc_now
 from gateway.ledger.store import Database
 from gateway.policy.engine import PolicyEngine
-from gateway.policy.input import input_document
 from gateway.repo import Repo
 from gateway.tasks.models import Claim, ExecutionRecord, TaskManifest, VerificationResult
+from gateway.tasks.verification import Verification
 from gateway.tasks.worktrees import changed_files, commit_all, ensure_worktree, head, is_clean
-from gateway.tools.shell import run_command, sandbox_env
 from gateway.types import JSONObject, Principal, ProgressFn
 
 SCOPE_RULE = "gateway.scope.violations"
-# How a verification command appears to the policy: run by verify_run on the verifier's behalf.
-VERIFY_TOOL: JSONObject = {
-    "name": "verify_run",
-    "provider": "gateway",
-    "annotations": None,
-    "commit_class": False,
-    "read_only": False,
-    "analysed": True,
-}
 # Paths a glob would have to cover to "match everything": if it covers all of these, it is refused.
 EVERYTHING_PROBES = ["a", "zz/yy/xx.txt", ".hidden/f", "src/deep/er/main.py", "README", "x.y.z"]
 
@@ -60,11 +50,14 @@ def _now() -> datetime:
 
 
 class TaskBoard:
-    def __init__(self, db: Database, ledger: Ledger, engine: PolicyEngine, config: GatewayConfig) -> None:
+    def __init__(
+        self, db: Database, ledger: Ledger, engine: PolicyEngine, config: GatewayConfig, verification: Verification
+    ) -> None:
         self.db = db
         self.ledger = ledger
         self.engine = engine
         self.config = config
+        self.verification = verification
         self.repo = Repo(config.workspace)
 
     # --- reading ----------------------------------------------------------------------------------
@@ -301,58 +294,27 @@ class TaskBoard:
         if not await anyio.to_thread.run_sync(lambda: is_clean(worktree)):
             raise TaskRefused(f"task {task_id!r} has changes after its report; they were not reported")
         commit = await anyio.to_thread.run_sync(lambda: head(worktree))
-        workspace = Workspace(worktree, self.config.protected_paths())
         commands = task["manifest"]["verification"]
-        exit_codes: list[int | None] = []
-        digests: list[str] = []
-        notes: list[str] = []
-        env = sandbox_env(self.config.shell, worktree)
-        for index, command in enumerate(commands, start=1):
-            effects = describe_command(command, workspace, worktree)
-            decision = await self.engine.decide(
-                input_document(
-                    principal=principal,
-                    tool=VERIFY_TOOL,
-                    arguments={"task_id": task_id, "command": command},
-                    effects=effects,
-                    workspace=str(worktree),
-                    trace_id=task["trace_id"],
-                    task=self.policy_section(task),
-                )
-            )
-            if decision.action != "allow":
-                exit_codes.append(None)
-                digests.append("")
-                notes.append(f"[{index}] not run: the policy says {decision.action}: {'; '.join(decision.reasons)}")
-                continue
-            await progress(index - 1, len(commands), f"[{index}/{len(commands)}] {command}")
-            result = await run_command(
-                command,
-                worktree,
-                env,
-                self.config.tasks.verification_timeout_s,
-                self.config.limits.shell_output_bytes,
-                progress,
-                label=f"[{index}/{len(commands)}] ",
-            )
-            exit_codes.append(result.exit_code)
-            digests.append(digest({"stdout": result.stdout, "stderr": result.stderr}))
-            tail = (result.stdout + result.stderr)[-1500:]
-            notes.append(
-                f"[{index}] {command} -> exit {result.exit_code}"
-                + (" (timed out)" if result.timed_out else "")
-                + (f"\n{tail}" if result.exit_code != 0 else "")
-            )
-        passed = all(code == 0 for code in exit_codes)
+        runs = await self.verification.run(
+            commands,
+            commit,
+            principal=principal,
+            tool="verify_run",
+            arguments={"task_id": task_id},
+            trace_id=task["trace_id"],
+            progress=progress,
+            task=self.policy_section(task),
+        )
         verification = VerificationResult(
             task_id=task_id,
             commit=commit,
             commands=commands,
-            exit_codes=exit_codes,
-            passed=passed,
-            output_digests=digests,
-            notes=notes,
+            exit_codes=[run.exit_code for run in runs],
+            passed=all(run.exit_code == 0 for run in runs),
+            output_digests=[run.output_digest for run in runs],
+            notes=[run.note for run in runs],
         )
+        passed = verification.passed
         with self.db.transaction() as tx:
             current = self._locked(tx, task_id)
             self._set(tx, task_id, verification=verification.model_dump_json())

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import os
 import sys
+import uuid
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 server = MCPServer("echo-upstream", version="1.0.0")
+INCARNATION = uuid.uuid4().hex  # a sandboxed server has its own PID namespace: its pid alone repeats
 
 
 @server.tool()
@@ -48,9 +50,9 @@ def die() -> str:
 
 
 @server.tool()
-def pid() -> int:
-    """The server's process id (tells a restarted server from the first one)."""
-    return os.getpid()
+def pid() -> str:
+    """The server's process id and incarnation (tells a restarted server from the first one)."""
+    return f"{os.getpid()}-{INCARNATION}"
 
 
 if __name__ == "__main__":
