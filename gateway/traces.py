@@ -165,6 +165,7 @@ class CallView:
     approval: JSONObject | None = None  # as recorded with the call: {id, answer: pending|approved|denied, by?}
     approval_state: str | None = None  # the approval's state now: pending, approved, denied, used, expired, ...
     safeguard: JSONObject | None = None
+    sandbox: JSONObject | None = None  # {"mode", "writable"} of a call that ran commands; mode "off": unconfined
     intent_id: str | None = None
     duration_ms: float | None = None
     task: str | None = None
@@ -191,12 +192,18 @@ class CallView:
     def refused(self) -> bool:
         return self.outcome in REFUSED
 
+    @property
+    def unconfined(self) -> bool:
+        """Its commands ran (or would run) outside the sandbox: the operator turned it off."""
+        return (self.sandbox or {}).get("mode") == "off"
+
     def as_dict(self) -> JSONObject:
         data = asdict(self)
         data["steps"] = [s.as_dict() for s in self.steps]
         return {
             "type": "call",
             **data,
+            "unconfined": self.unconfined,
             "role": self.role,
             "agent": self.agent,
             "action": self.action,
@@ -485,6 +492,7 @@ def _call_view(call_id: str, rows: list[JSONObject]) -> CallView:
         decision_id=detail.get("decision_id"),
         approval=detail.get("approval"),
         safeguard=detail.get("safeguard"),
+        sandbox=detail.get("sandbox"),
         intent_id=last.get("intent_id"),
         duration_ms=detail.get("duration_ms"),
     )
@@ -787,6 +795,8 @@ def call_label(call: CallView) -> Any:
         text.append(f"  {call.action} tier {call.tier}", style="magenta")
     text.append(f"  [{', '.join(clean(r, 80) for r in call.rules) or 'no rule'}]", style="dim")
     text.append(f"  → {call.outcome}", style=OUTCOME_STYLE.get(call.outcome, ""))
+    if call.unconfined:
+        text.append("  UNCONFINED (sandbox off)", style="bold red")
     return text
 
 

@@ -204,6 +204,12 @@ def call_card(call: CallView, with_trace_link: bool = True) -> str:
                 f"<span class='muted'>undo: <code>{esc(call.safeguard.get('rollback'))}</code></span>",
             )
         )
+    if call.sandbox:
+        where = ", ".join(call.sandbox.get("writable") or []) or "nothing"
+        confined = f"bubblewrap, writable: <code>{esc(where)}</code>"
+        rows.append(
+            ("Sandbox", "<strong class='unconfined'>UNCONFINED (sandbox off)</strong>" if call.unconfined else confined)
+        )
     for related in call.links:
         rows.append(("Trace", f'<a href="{esc(trace_href(related["trace_id"]))}">{esc(related["why"])}</a>'))
     steps = ""

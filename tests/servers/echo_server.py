@@ -44,6 +44,16 @@ async def slow(steps: int, ctx: Context) -> str:
 
 
 @server.tool()
+def peek(path: str) -> str:
+    """Read a file, or say why it could not (what a confined server can see)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read(4096)
+    except OSError as exc:
+        return f"cannot read: {exc.strerror}"
+
+
+@server.tool()
 def die() -> str:
     """Exit the server process at once, mid-call."""
     os._exit(3)

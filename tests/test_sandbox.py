@@ -1,0 +1,201 @@
+"""The OS sandbox around every command the gateway runs for an agent: the wall that holds when the shell
+analysis is wrong. Each test runs real commands through the whole pipeline with a real MCP client; the
+commands that try to get out are scripts (an unknown program: tier 2, run after a checkpoint), so the
+analysis has nothing to catch and only the sandbox stands in the way."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import add_role, inproc_client, ledger_rows, reconfigure, text_of, token
+
+from gateway.decision_log import read_entries
+from gateway.repo import Repo
+from gateway.runtime import Gateway
+
+pytestmark = pytest.mark.anyio
+
+ECHO = Path(__file__).parent / "servers" / "echo_server.py"
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A $HOME with credentials in the usual places; the gateway under test runs with it."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE-SSH-KEY\n")
+    (home / ".netrc").write_text("machine example.com login me password hunter2\n")
+    monkeypatch.setenv("HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def dev(config: Any, home: Path) -> tuple[Gateway, str]:
+    """A single-agent role that works in the workspace itself (like `developer`), max tier 2."""
+    add_role(config, "dev", ["fs_*", "shell_run", "git_*"], max_tier=2)
+    return Gateway(config), token(config, "dev", agent="d1")
+
+
+async def run_script(gateway: Gateway, bearer: str, script: str, name: str = "probe.sh") -> dict[str, Any]:
+    """Write a script with fs_write and run it with shell_run: tier 2, nothing for the analysis to see."""
+    async with inproc_client(gateway, bearer) as client:
+        written = await client.call_tool("fs_write", {"path": name, "content": script})
+        assert not written.is_error, text_of(written)
+        result = await client.call_tool("shell_run", {"command": f"sh {name}"})
+    assert not result.is_error or "exit_code" in (result.structured_content or {}), text_of(result)
+    return dict(result.structured_content or {})
+
+
+async def test_a_command_cannot_reach_the_state_credentials_or_anything_outside(
+    dev: tuple[Gateway, str], repo: Path, home: Path, tmp_path: Path
+) -> None:
+    gateway, bearer = dev
+    state = gateway.config.state
+    outside = tmp_path / "outside.txt"
+    script = f"""
+        cat {state}/keys/*.pem {state}/keys/active 2>&1
+        ls -A {state} 2>&1
+        cat {home}/.ssh/id_ed25519 {home}/.netrc 2>&1
+        echo escaped > {outside} 2>&1
+        echo hook > .git/hooks/pre-commit 2>&1
+        echo '[core] fsmonitor = evil' >> .git/config 2>&1
+        echo 'sandbox: {{mode: off}}' >> gateway.yaml 2>&1
+        sqlite3 {state}/gateway.db 'delete from ledger' 2>&1
+        echo inside > inside.txt && echo wrote-inside
+    """
+    result = await run_script(gateway, bearer, script)
+    out = result["stdout"] + result["stderr"]
+    assert "PRIVATE" not in out and "BEGIN" not in out and "hunter2" not in out
+    assert "wrote-inside" in out and (repo / "inside.txt").read_text() == "inside\n"
+    assert not outside.exists()
+    assert not (repo / ".git" / "hooks" / "pre-commit").exists()
+    assert "fsmonitor" not in (repo / ".git" / "config").read_text()
+    assert "sandbox" not in (repo / "gateway.yaml").read_text()
+    assert gateway.ledger.verify().ok and len(ledger_rows(gateway)) >= 4
+    # the call is recorded as confined, and the policy saw what confines it
+    row = ledger_rows(gateway)[-1]
+    assert row.tool == "shell_run" and row.detail["sandbox"] == {"mode": "bubblewrap", "writable": [str(repo)]}
+    entry = read_entries(gateway.config.decision_log_path)[-1]
+    sandbox = entry["input"]["context"]["sandbox"]
+    assert sandbox["confined"] and sandbox["network"] == "none" and str(state) in sandbox["hidden"]
+
+
+async def test_a_workers_command_can_write_only_its_worktree(config: Any, repo: Path) -> None:
+    gateway = Gateway(config)
+    manifest = {"task_id": "T1", "objective": "o", "allowed_paths": ["src/**", "probe.sh"], "verification": ["true"]}
+    other = {**manifest, "task_id": "T2"}
+    async with inproc_client(gateway, token(config, "planner", agent="p1")) as client:
+        for m in (manifest, other):
+            assert not (await client.call_tool("task_submit", {"manifest": m})).is_error
+    async with inproc_client(gateway, token(config, "worker", agent="w2")) as client:
+        t2 = (await client.call_tool("task_claim", {"task_id": "T2"})).structured_content["worktree"]
+    worker = token(config, "worker", agent="w1")
+    async with inproc_client(gateway, worker) as client:
+        tree = Path((await client.call_tool("task_claim", {"task_id": "T1"})).structured_content["worktree"])
+    main_before = Repo(repo).run("rev-parse", "refs/heads/main").strip()
+    script = f"""
+        git update-ref refs/heads/main HEAD 2>&1; echo update-ref=$?
+        git branch -f main HEAD 2>&1; echo branch=$?
+        echo x > {repo}/src/app.py 2>&1
+        ls {t2} 2>&1; echo x > {t2}/src/x.py 2>&1
+        echo mine > src/mine.py && echo wrote-mine
+    """
+    result = await run_script(gateway, worker, script, name="probe.sh")
+    out = result["stdout"] + result["stderr"]
+    assert "wrote-mine" in out and (tree / "src" / "mine.py").read_text() == "mine\n"
+    assert "update-ref=0" not in out and "branch=0" not in out
+    assert Repo(repo).run("rev-parse", "refs/heads/main").strip() == main_before
+    assert (repo / "src" / "app.py").read_text().startswith("def answer")
+    assert not (Path(t2) / "src" / "x.py").exists()
+
+
+async def test_no_network_unless_the_decision_allowed_it(dev: tuple[Gateway, str], config: Any) -> None:
+    class Hello(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"hello from the host")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hello)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    try:
+        gateway, bearer = dev
+        fetch = f"import urllib.request\nprint(urllib.request.urlopen({url!r}, timeout=5).read().decode())\n"
+        async with inproc_client(gateway, bearer) as client:
+            await client.call_tool("fs_write", {"path": "fetch.py", "content": fetch})
+            quiet = (await client.call_tool("shell_run", {"command": "python3 fetch.py"})).structured_content
+            assert quiet["exit_code"] != 0 and "hello" not in quiet["stdout"]
+            assert "Connection refused" in quiet["stderr"] or "URLError" in quiet["stderr"]
+
+            asked = await client.call_tool("shell_run", {"command": f"curl -s {url}"})
+            pending = asked.structured_content
+            assert pending["status"] == "approval_pending" and any("127.0.0.1" in r for r in pending["reasons"])
+            gateway.approvals.settle(pending["approval_id"], approve=True, by="a person")
+            approved = (await client.call_tool("shell_run", {"command": f"curl -s {url}"})).structured_content
+        assert approved["exit_code"] == 0 and approved["stdout"] == "hello from the host"
+    finally:
+        server.shutdown()
+
+
+async def test_limits_stop_a_runaway_file(config: Any, home: Path) -> None:
+    config = reconfigure(config, sandbox={"file_size_mb": 1})
+    add_role(config, "dev", ["fs_*", "shell_run"], max_tier=2)
+    gateway = Gateway(config)
+    result = await run_script(gateway, token(config, "dev"), "head -c 3000000 /dev/zero > big.bin; echo rc=$?\n")
+    assert "rc=0" not in result["stdout"]
+    assert (config.workspace / "big.bin").stat().st_size <= 1024 * 1024
+
+
+async def test_no_sandbox_no_command(config: Any, repo: Path) -> None:
+    config = reconfigure(config, sandbox={"bwrap": "/nonexistent/bwrap"})
+    add_role(config, "dev", ["fs_*", "shell_run"], max_tier=2)
+    gateway = Gateway(config)
+    async with inproc_client(gateway, token(config, "dev")) as client:
+        result = await client.call_tool("shell_run", {"command": "touch ran.txt"})
+    assert result.is_error and result.structured_content["error"]["code"] == "sandbox_unavailable"
+    assert "apt-get install bubblewrap" in text_of(result) and "sandbox: {mode: off}" in text_of(result)
+    assert not (repo / "ran.txt").exists()
+    assert ledger_rows(gateway)[-1].detail["error"]["code"] == "sandbox_unavailable"
+
+
+async def test_an_explicit_opt_out_runs_unconfined_and_says_so_everywhere(config: Any, repo: Path) -> None:
+    from gateway.traces import Traces
+
+    config = reconfigure(config, sandbox={"mode": "off"})
+    add_role(config, "dev", ["fs_*", "shell_run"], max_tier=2)
+    gateway = Gateway(config)
+    async with inproc_client(gateway, token(config, "dev")) as client:
+        result = await client.call_tool("shell_run", {"command": "touch ran.txt"})
+    assert not result.is_error and (repo / "ran.txt").exists()
+    row = ledger_rows(gateway)[-1]
+    assert row.detail["sandbox"]["mode"] == "off"
+    assert read_entries(config.decision_log_path)[-1]["input"]["context"]["sandbox"]["confined"] is False
+    trace = Traces.for_config(config).get(row.trace_id)
+    assert any(call.unconfined for call in trace.calls())
+    shown = json.loads(json.dumps(trace.as_dict(), default=str))
+    assert any(entry.get("unconfined") for entry in shown["entries"] if entry.get("type") == "call")
+
+
+async def test_a_stdio_upstream_runs_confined(config: Any, repo: Path, home: Path) -> None:
+    import sys
+
+    add_role(config, "operator", ["*"], max_tier=2)
+    upstream = {"command": sys.executable, "args": [str(ECHO)], "read_only": ["peek"]}
+    config = reconfigure(config, upstreams={"echo": upstream})
+    gateway = Gateway(config)
+    async with inproc_client(gateway, token(config, "operator")) as client:
+        key = await client.call_tool("echo__peek", {"path": str(gateway.config.keys_dir / "active")})
+        ssh = await client.call_tool("echo__peek", {"path": str(home / ".ssh" / "id_ed25519")})
+        readme = await client.call_tool("echo__peek", {"path": str(repo / "README.md")})
+    assert "cannot read" in text_of(key) and "cannot read" in text_of(ssh)
+    assert "# demo repo" in text_of(readme)
+    assert gateway.pool.upstreams["echo"].confinement is not None
