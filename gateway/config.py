@@ -107,6 +107,11 @@ class ApprovalsConfig(Strict):
     elicit_timeout_s: Annotated[float, Field(gt=0)] = 600.0
     # clients (globs over clientInfo.name) sent straight to the pending-approval path, skipping elicitation
     pending_clients: list[str] = Field(default_factory=list)
+    # Roles whose MCP client is a person at a keyboard: only for these does an elicitation answer (or an
+    # InputRequiredResult answer) count as approval. The agent's own client answers elicitations, so for
+    # any other role an agent could approve itself; by default approvals come from a person with an admin
+    # credential (gateway approvals, /ui). Risk of listing a role: whatever drives its client approves.
+    interactive_roles: list[str] = Field(default_factory=list)
 
 
 class TasksConfig(Strict):

@@ -407,11 +407,12 @@ class ActOnTier:
             return
         origin = call.origin
         answer: mt.ElicitResult | None = None
-        if origin.input_responses and "approval" in origin.input_responses:
+        interactive = self._interactive(call)
+        if interactive and origin.input_responses and "approval" in origin.input_responses:
             if not self.seal.opens(key, origin.request_state):
                 raise Denied("the approval answer does not belong to this call (request_state mismatch)")
             answer = mt.ElicitResult.model_validate(origin.input_responses["approval"])
-        elif self._elicits(call):
+        elif interactive and self._elicits(call):
             if origin.elicitation == "input_required":
                 request = mt.ElicitRequest(
                     params=mt.ElicitRequestFormParams(message=approval_message(call), requested_schema=APPROVAL_SCHEMA)
@@ -448,6 +449,11 @@ class ActOnTier:
         call.detail["approval"] = {"id": pending["id"], "answer": "pending"}
         call.result = pending_result(call, pending)
         call.outcome = "asked"
+
+    def _interactive(self, call: Call) -> bool:
+        """Whether the caller's client is a person (gateway.yaml says so): else its answers approve nothing."""
+        assert call.principal is not None
+        return call.principal.role in self.config.interactive_roles
 
     def _elicits(self, call: Call) -> bool:
         assert call.principal is not None

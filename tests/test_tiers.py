@@ -9,7 +9,7 @@ from typing import Any
 
 import mcp_types as mt
 import pytest
-from conftest import add_role, inproc_client, ledger_rows, text_of, token
+from conftest import add_role, inproc_client, ledger_rows, reconfigure, text_of, token
 
 from gateway.process import gateway_cli as cli
 from gateway.repo import Repo
@@ -23,6 +23,17 @@ TIER3 = {"command": "cat /etc/hostname"}  # reads outside the workspace: tier 3,
 @pytest.fixture
 def operator(config: Any) -> str:
     add_role(config, "operator", ["fs_*", "shell_run", "git_*"], max_tier=2)
+    return token(config, "operator", agent="op")
+
+
+@pytest.fixture
+def interactive(config: Any) -> str:
+    """A role gateway.yaml marks as a person at the keyboard: its client's elicitation answers approve."""
+    add_role(config, "operator", ["fs_*", "shell_run", "git_*"], max_tier=2)
+    # the file, for gateway processes; the loaded config the tests' in-process gateways use, in place
+    config.approvals.interactive_roles[:] = reconfigure(
+        config, approvals={"interactive_roles": ["operator"]}
+    ).approvals.interactive_roles
     return token(config, "operator", agent="op")
 
 
@@ -131,10 +142,32 @@ async def test_pending_approval_is_bound_to_the_agent(headless: str, config: Any
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])  # pushed elicitation; InputRequiredResult
-async def test_elicitation_approves(operator: str, config: Any, mode: str) -> None:
+async def test_an_agents_own_client_cannot_approve(operator: str, config: Any, repo: Path, mode: str) -> None:
+    """By default no role's client counts as a person: an elicitation handler that always approves gets
+    nothing run; the call waits for a person with an admin credential."""
     gateway = Gateway(config)
     callback = answering("accept", approve=True)
     async with inproc_client(gateway, operator, mode=mode, elicitation_callback=callback) as client:
+        result = await client.call_tool("shell_run", {"command": "cat /etc/hostname > self-approved"})
+        sneaked = await client.session.call_tool(
+            "shell_run",
+            {"command": "cat /etc/hostname > self-approved"},
+            input_responses={"approval": mt.ElicitResult(action="accept", content={"approve": True})},
+            request_state="00.ff",
+            allow_input_required=True,
+        )
+    assert callback.asked == [], "the agent's client is never asked"
+    assert result.structured_content["status"] == "approval_pending"
+    assert sneaked.structured_content["status"] == "approval_pending"
+    assert not (repo / "self-approved").exists()
+    assert [r.outcome for r in ledger_rows(gateway)][-2:] == ["asked", "asked"]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])  # pushed elicitation; InputRequiredResult
+async def test_elicitation_approves(interactive: str, config: Any, mode: str) -> None:
+    gateway = Gateway(config)
+    callback = answering("accept", approve=True)
+    async with inproc_client(gateway, interactive, mode=mode, elicitation_callback=callback) as client:
         result = await client.call_tool("shell_run", TIER3)
     assert result.structured_content["exit_code"] == 0, text_of(result)
     assert len(callback.asked) == 1 and "cat /etc/hostname" in callback.asked[0]
@@ -145,33 +178,35 @@ async def test_elicitation_approves(operator: str, config: Any, mode: str) -> No
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 @pytest.mark.parametrize(("action", "approve"), [("decline", None), ("accept", False)])
-async def test_elicitation_denies(operator: str, config: Any, mode: str, action: str, approve: bool | None) -> None:
+async def test_elicitation_denies(interactive: str, config: Any, mode: str, action: str, approve: bool | None) -> None:
     gateway = Gateway(config)
-    async with inproc_client(gateway, operator, mode=mode, elicitation_callback=answering(action, approve)) as client:
+    async with inproc_client(
+        gateway, interactive, mode=mode, elicitation_callback=answering(action, approve)
+    ) as client:
         result = await client.call_tool("shell_run", TIER3)
     assert result.is_error and "declined" in text_of(result)
     assert ledger_rows(gateway)[-1].outcome == "denied"
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_cancelled_elicitation_falls_back_to_pending(operator: str, config: Any, mode: str) -> None:
+async def test_cancelled_elicitation_falls_back_to_pending(interactive: str, config: Any, mode: str) -> None:
     """Claude Code in -p mode answers every elicitation with cancel: that is not a denial."""
     gateway = Gateway(config)
-    async with inproc_client(gateway, operator, mode=mode, elicitation_callback=answering("cancel")) as client:
+    async with inproc_client(gateway, interactive, mode=mode, elicitation_callback=answering("cancel")) as client:
         result = await client.call_tool("shell_run", TIER3)
     assert result.structured_content["status"] == "approval_pending"
 
 
-async def test_client_without_elicitation_gets_pending(operator: str, config: Any) -> None:
+async def test_client_without_elicitation_gets_pending(interactive: str, config: Any) -> None:
     gateway = Gateway(config)
-    async with inproc_client(gateway, operator, mode="legacy") as client:
+    async with inproc_client(gateway, interactive, mode="legacy") as client:
         result = await client.call_tool("shell_run", TIER3)
     assert result.structured_content["status"] == "approval_pending"
 
 
-async def test_forged_request_state_is_refused(operator: str, config: Any) -> None:
+async def test_forged_request_state_is_refused(interactive: str, config: Any) -> None:
     gateway = Gateway(config)
-    async with inproc_client(gateway, operator) as client:
+    async with inproc_client(gateway, interactive) as client:
         forged = {"approval": mt.ElicitResult(action="accept", content={"approve": True})}
         result = await client.session.call_tool(
             "shell_run", TIER3, input_responses=forged, request_state="00.ff", allow_input_required=True
