@@ -164,10 +164,18 @@ def cmd_keys(args: argparse.Namespace) -> int:
 
 def cmd_ledger_verify(args: argparse.Namespace) -> int:
     from gateway.ledger.chain import Ledger
-    from gateway.ledger.store import Database
 
-    report = Ledger(Database.open(load_config(args).store_path)).verify()
-    emit({"ok": report.ok, "checked": report.checked, "first_bad": report.first_bad, "reason": report.reason})
+    report = Ledger.for_config(load_config(args)).verify()
+    emit(
+        {
+            "ok": report.ok,
+            "checked": report.checked,
+            "first_bad": report.first_bad,
+            "reason": report.reason,
+            "authenticated": report.authenticated,
+            "legacy_unauthenticated_rows": report.legacy,
+        }
+    )
     if not report.ok:
         print(f"gateway: ledger broken at seq {report.first_bad}: {report.reason}", file=sys.stderr)
         return 1

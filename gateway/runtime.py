@@ -90,7 +90,7 @@ class Gateway:
         self.config = config
         self.telemetry = Telemetry.from_config(config)
         self.db = Database.open(config.store_path)
-        self.ledger = Ledger(self.db)
+        self.ledger = Ledger.for_config(config, self.db)
         self.roles = RoleSet.load(config.roles_dir)
         self.keys = KeyRing(config.keys_dir)
         self.revocations = Revocations(self.db)

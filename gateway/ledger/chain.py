@@ -1,25 +1,36 @@
-"""The ledger: an append-only, hash-chained record of every decision and outcome.
+"""The ledger: an append-only, hash-chained, authenticated record of every decision and outcome.
 
 Each event's hash covers its canonical JSON and the previous event's hash, so editing, inserting or
-deleting any row breaks the chain from that row on; ``verify`` names the first bad one.
+deleting any row breaks the chain from that row on; ``verify`` names the first bad one. A chain alone can
+be recomputed by whoever can write the store, so each row also carries an HMAC under a key in the state
+dir (``Seal``), which no command an agent runs can read: rewriting rows and recomputing their hashes is
+found too. The seal also keeps the newest row's seq and hash in a head file beside the store, updated
+after every commit, so cutting rows off the end of the ledger is found as well.
 
-    ledger = Ledger(db)
+    ledger = Ledger(db, Seal(key, state_dir / "ledger.head"))
     event = ledger.append({"kind": "call", "tool": "fs_read", "outcome": "ok", ...})
     report = ledger.verify()   # VerifyReport(ok=True, checked=..., first_bad=None, reason=None)
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import hmac
 import json
+import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.ledger.store import Database
 from gateway.types import JSONObject
+
+if TYPE_CHECKING:
+    from gateway.config import GatewayConfig
 
 GENESIS = "0" * 64
 
@@ -73,11 +84,75 @@ class VerifyReport:
     checked: int
     first_bad: int | None = None
     reason: str | None = None
+    authenticated: bool = False  # every row after the legacy ones carried a valid HMAC, and the head matched
+    legacy: int = 0  # rows written before the ledger was authenticated (hash-chained only)
+
+
+@dataclass(frozen=True)
+class Head:
+    seq: int
+    hash: str
+    legacy_through: int  # rows up to this seq were written before authentication: no HMAC
+
+
+class Seal:
+    """The ledger's authentication: HMACs under a key agents cannot reach, and the authenticated head.
+
+    The head file holds the newest committed row (seq, hash) and its own HMAC; it only moves forward, under
+    a file lock, so several gateway processes appending to one store keep it right.
+    """
+
+    def __init__(self, key: bytes, head_path: Path) -> None:
+        self.key = key
+        self.head_path = head_path
+
+    def mac(self, seq: int, row_hash: str) -> str:
+        return hmac.new(self.key, f"row:{seq}:{row_hash}".encode(), hashlib.sha256).hexdigest()
+
+    def head(self) -> Head | None:
+        """The authenticated head, None when there is none yet; raises ValueError when it was tampered with."""
+        try:
+            raw = json.loads(self.head_path.read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ValueError(f"the ledger head {self.head_path} is unreadable: {exc}") from None
+        head = Head(int(raw["seq"]), str(raw["hash"]), int(raw["legacy_through"]))
+        if not hmac.compare_digest(str(raw.get("mac", "")), self._head_mac(head)):
+            raise ValueError(f"the ledger head {self.head_path} fails authentication")
+        return head
+
+    def advance(self, seq: int, row_hash: str, legacy_through: int) -> None:
+        """Move the head to (seq, hash) unless it already stands further on."""
+        fd = os.open(self.head_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            current = os.read(fd, 4096)
+            if current:
+                try:
+                    stored = json.loads(current)
+                    if int(stored["seq"]) >= seq:
+                        return
+                    legacy_through = int(stored["legacy_through"])
+                except (ValueError, KeyError, TypeError):
+                    pass  # unreadable: verify reports it; the next append writes a good one
+            head = Head(seq, row_hash, legacy_through)
+            data = json.dumps({**head.__dict__, "mac": self._head_mac(head)}).encode()
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.ftruncate(fd, 0)
+            os.write(fd, data)
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def _head_mac(self, head: Head) -> str:
+        message = f"head:{head.seq}:{head.hash}:{head.legacy_through}".encode()
+        return hmac.new(self.key, message, hashlib.sha256).hexdigest()
 
 
 class Ledger:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, seal: Seal | None = None) -> None:
         self.db = db
+        self.seal = seal
 
     def append(self, fields: JSONObject) -> LedgerEvent:
         """Append one event; the write is committed before this returns."""
@@ -93,35 +168,78 @@ class Ledger:
         body = unhashed.body()
         # the body is validated already: adding its hash needs no second validation
         event = unhashed.model_copy(update={"hash": chain_hash(body)})
+        mac = self.seal.mac(seq, event.hash) if self.seal is not None else None
         tx.execute(
-            "INSERT INTO ledger (seq, body, prev_hash, hash) VALUES (?, ?, ?, ?)",
-            (seq, canonical_json(body), prev, event.hash),
+            "INSERT INTO ledger (seq, body, prev_hash, hash, mac) VALUES (?, ?, ?, ?, ?)",
+            (seq, canonical_json(body), prev, event.hash, mac),
         )
+        if self.seal is not None:
+            self.db.after_commit(lambda: self._advance(seq, event.hash))
         return event
 
+    def _advance(self, seq: int, row_hash: str) -> None:
+        assert self.seal is not None
+        if not self.seal.head_path.exists():  # the first authenticated append: older rows have no HMAC
+            legacy = self.db.query("SELECT max(seq) AS s FROM ledger WHERE mac IS NULL AND seq < ?", (seq,))
+            self.seal.advance(seq, row_hash, legacy[0]["s"] or 0)
+        else:
+            self.seal.advance(seq, row_hash, 0)
+
     def verify(self) -> VerifyReport:
-        """Recompute the whole chain; report the first row whose content or link does not match."""
-        prev = GENESIS
-        checked = 0
-        expected_seq = 1
-        for row in self.db.connection.execute("SELECT seq, body, prev_hash, hash FROM ledger ORDER BY seq"):
+        """Recompute the whole chain and every HMAC; report the first row whose content, link or
+        authentication does not match, and a ledger cut short of its authenticated head."""
+        try:
+            head = self.seal.head() if self.seal is not None else None
+        except ValueError as exc:
+            return VerifyReport(False, 0, None, str(exc))
+        legacy = head.legacy_through if head is not None else 0
+        if self.seal is not None and head is None and not self.db.query("SELECT 1 FROM ledger WHERE mac IS NOT NULL"):
+            legacy = 1 << 62  # a store written before authentication and not appended to since: all legacy
+        prev, checked, head_seen = GENESIS, 0, head is None
+        for row in self.db.connection.execute("SELECT seq, body, prev_hash, hash, mac FROM ledger ORDER BY seq"):
             checked += 1
-            seq = row["seq"]
-            if seq != expected_seq:
-                return VerifyReport(False, checked, seq, f"sequence gap: expected {expected_seq}, found {seq}")
-            try:
-                body = json.loads(row["body"])
-            except json.JSONDecodeError:
-                return VerifyReport(False, checked, seq, "body is not valid JSON")
-            if body.get("seq") != seq or body.get("prev_hash") != row["prev_hash"]:
-                return VerifyReport(False, checked, seq, "row columns disagree with the hashed body")
-            if row["prev_hash"] != prev:
-                return VerifyReport(False, checked, seq, "prev_hash does not match the previous event's hash")
-            if chain_hash(body) != row["hash"]:
-                return VerifyReport(False, checked, seq, "hash does not match the event's content")
+            why = self._bad_row(row, checked, prev, head, legacy)
+            if why is not None:
+                return VerifyReport(False, checked, row["seq"], why)
+            head_seen = head_seen or (head is not None and row["seq"] == head.seq)
             prev = row["hash"]
-            expected_seq += 1
-        return VerifyReport(True, checked)
+        if not head_seen:
+            assert head is not None
+            why = f"the ledger ends at seq {checked}, before its authenticated head {head.seq}: rows were cut off"
+            return VerifyReport(False, checked, checked + 1, why)
+        return VerifyReport(True, checked, authenticated=head is not None, legacy=min(legacy, checked))
+
+    def _bad_row(self, row: Any, expected_seq: int, prev: str, head: Head | None, legacy: int) -> str | None:
+        """Why one row breaks the chain or its authentication, or None."""
+        seq = row["seq"]
+        if seq != expected_seq:
+            return f"sequence gap: expected {expected_seq}, found {seq}"
+        try:
+            body = json.loads(row["body"])
+        except json.JSONDecodeError:
+            return "body is not valid JSON"
+        if body.get("seq") != seq or body.get("prev_hash") != row["prev_hash"]:
+            return "row columns disagree with the hashed body"
+        if row["prev_hash"] != prev:
+            return "prev_hash does not match the previous event's hash"
+        if chain_hash(body) != row["hash"]:
+            return "hash does not match the event's content"
+        if self.seal is not None and seq > legacy:
+            if head is None:
+                return f"rows to authenticate but no ledger head ({self.seal.head_path})"
+            if not hmac.compare_digest(row["mac"] or "", self.seal.mac(seq, row["hash"])):
+                return "HMAC does not authenticate the row (rewritten without the key)"
+        if head is not None and seq == head.seq and row["hash"] != head.hash:
+            return "the row at the authenticated head was replaced"
+        return None
+
+    @classmethod
+    def for_config(cls, config: GatewayConfig, db: Database | None = None) -> Ledger:
+        """The ledger of a configured gateway: its store, sealed with the key in its state dir."""
+        from gateway.identity.keys import KeyRing
+
+        seal = Seal(KeyRing(config.keys_dir).secret("ledger"), config.state / "ledger.head")
+        return cls(db or Database.open(config.store_path), seal)
 
     def events(self, where: str = "1=1", params: tuple[Any, ...] = (), limit: int = 1000) -> list[LedgerEvent]:
         rows = self.db.query(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
@@ -91,6 +91,10 @@ MIGRATIONS: list[str] = [
         updated TEXT NOT NULL
     );
     """,
+    # 2: each ledger row's HMAC (gateway/ledger/chain.py), with a key no agent can reach
+    """
+    ALTER TABLE ledger ADD COLUMN mac TEXT;
+    """,
 ]
 
 
@@ -136,12 +140,21 @@ class Database:
     def transaction(self) -> Iterator[sqlite3.Connection]:
         conn = self.connection
         conn.execute("BEGIN IMMEDIATE")
+        self._local.after = []
         try:
             yield conn
         except BaseException:
             conn.execute("ROLLBACK")
+            self._local.after = []
             raise
         conn.execute("COMMIT")
+        after, self._local.after = self._local.after, []
+        for callback in after:
+            callback()
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` once the current transaction has committed (never if it rolls back)."""
+        self._local.after.append(callback)
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         return self.connection.execute(sql, params).fetchall()
