@@ -1,13 +1,16 @@
 """Tier-2 safeguards: a rollback point taken before a risky call runs.
 
-In a git workspace the checkpoint is a commit of the whole working tree (tracked and untracked files,
-.gitignore respected) built through a temporary index, so neither the user's index nor their branch
-moves; a ref under ``refs/gateway/checkpoints/`` keeps it from garbage collection. Outside git, the
-files the call names are copied into the state dir.
+In a git workspace the checkpoint records everything a command there can change: the working tree (a
+commit of tracked and untracked files, .gitignore respected, built through a temporary index so neither
+the user's index nor their branch moves), the index, HEAD, every branch, tag and remote-tracking ref,
+and the stash list. One commit under ``refs/gateway/checkpoints/`` has all of them as parents, which
+keeps their objects from garbage collection: a deleted branch, a commit ``reset --hard`` dropped and a
+dropped stash all come back with ``rollback``. Outside git, the files the call names are copied into
+the state dir.
 
     checkpoints = Checkpoints(db, state_dir)
     cp = checkpoints.take(workspace_root, call_id, paths=["src/a.py"])   # {"id", "kind", "ref", ...}
-    checkpoints.rollback(cp["id"])                                      # the tree as it was
+    checkpoints.rollback(cp["id"])              # the tree, index, refs and stashes as they were
 """
 
 from __future__ import annotations
@@ -41,19 +44,33 @@ class Checkpoints:
         repo = Repo(root)
         if repo.is_repo():
             commit = snapshot(repo, f"gateway checkpoint {checkpoint_id} before call {call_id}", list(exclude))
-            repo.run("update-ref", REF_PREFIX + checkpoint_id, commit)
             detail: JSONObject = {"commit": commit, "exclude": list(exclude)}
+            if (root / ".git").is_dir():
+                # a repository's own checkout: a command there can move refs, the index and stashes. In a
+                # task's worktree (.git is a file) it cannot: the sandbox keeps the repository read-only.
+                detail.update(repository_state(repo))
+            keep = keepalive(repo, commit, detail, f"gateway checkpoint {checkpoint_id}: what it restores")
+            repo.run("update-ref", REF_PREFIX + checkpoint_id, keep)
             kind, ref = "git", REF_PREFIX + checkpoint_id
         else:
             detail = {"files": self._copy(root, checkpoint_id, paths)}
             kind, ref = "files", None
+        what = {"git": "the working tree", "files": "the files this call names"}[kind]
+        if "refs" in detail:
+            what = "the working tree, index, refs and stashes"
         with self.db.transaction() as tx:
             tx.execute(
                 "INSERT INTO checkpoints (id, time, kind, workspace, ref, call_id, detail) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (checkpoint_id, utc_now(), kind, str(root), ref, call_id, json.dumps(detail)),
             )
-        return {"id": checkpoint_id, "kind": kind, "ref": ref, "rollback": f"gateway rollback {checkpoint_id}"}
+        return {
+            "id": checkpoint_id,
+            "kind": kind,
+            "ref": ref,
+            "restores": what,
+            "rollback": f"gateway rollback {checkpoint_id}",
+        }
 
     def get(self, checkpoint_id: str) -> JSONObject:
         rows = self.db.query("SELECT * FROM checkpoints WHERE id = ?", (checkpoint_id,))
@@ -68,7 +85,12 @@ class Checkpoints:
         cp = self.get(checkpoint_id)
         root = Path(cp["workspace"])
         if cp["kind"] == "git":
-            return restore(Repo(root), cp["detail"]["commit"], cp["detail"].get("exclude", []))
+            repo = Repo(root)
+            refs = restore_repository(repo, cp["detail"]) if "refs" in cp["detail"] else {}
+            files = restore(repo, cp["detail"]["commit"], cp["detail"].get("exclude", []))
+            if cp["detail"].get("index"):
+                repo.run("read-tree", cp["detail"]["index"])
+            return {"checkpoint": checkpoint_id, **files, **refs}
         restored, removed = [], []
         for rel, saved in cp["detail"]["files"].items():
             target = root / rel
@@ -130,6 +152,62 @@ def snapshot(repo: Repo, message: str, exclude: list[str]) -> str:
         tree = repo.run("write-tree", env=env).strip()
     parents = ["-p", head] if head else []
     return repo.run("commit-tree", tree, *parents, "-m", message).strip()
+
+
+# Refs a rollback leaves alone: the gateway's own (checkpoints, task branches other agents work on).
+GATEWAY_REFS = ("refs/gateway/", "refs/heads/task/")
+
+
+def repository_state(repo: Repo) -> JSONObject:
+    """HEAD, the index's tree, every ref but the gateway's, and the stash list (newest first)."""
+    head = repo.run("symbolic-ref", "-q", "HEAD", check=False).strip()
+    detached = "" if head else repo.run("rev-parse", "-q", "--verify", "HEAD", check=False).strip()
+    index = repo.run("write-tree", check=False).strip()  # fails with unmerged entries: then not restored
+    refs = {}
+    for line in repo.run("for-each-ref", "--format=%(refname) %(objectname)").splitlines():
+        name, _, sha = line.partition(" ")
+        if name != "refs/stash" and not name.startswith(GATEWAY_REFS):
+            refs[name] = sha
+    stash = []
+    if repo.run("rev-parse", "-q", "--verify", "refs/stash", check=False).strip():
+        for line in repo.run("log", "-g", "--format=%H%x00%gs", "refs/stash").splitlines():
+            sha, _, message = line.partition("\0")
+            stash.append({"commit": sha, "message": message})
+    return {"head": head or None, "detached": detached or None, "index": index or None, "refs": refs, "stash": stash}
+
+
+def keepalive(repo: Repo, snapshot_commit: str, state: JSONObject, message: str) -> str:
+    """A commit whose parents are the snapshot and every commit the checkpoint may restore: one ref to it
+    keeps them all from garbage collection."""
+    refs, stash = state.get("refs", {}), state.get("stash", [])
+    tips = [refs[name] for name in sorted(refs)] + [entry["commit"] for entry in stash]
+    commits = [sha for sha in dict.fromkeys(tips) if repo.run("cat-file", "-t", sha, check=False).strip() == "commit"]
+    tree = repo.run("rev-parse", f"{snapshot_commit}^{{tree}}").strip()
+    parents = [arg for sha in [snapshot_commit, *commits] for arg in ("-p", sha)]
+    return repo.run("commit-tree", tree, *parents, "-m", message).strip()
+
+
+def restore_repository(repo: Repo, state: JSONObject) -> JSONObject:
+    """Put refs, HEAD and the stash list back as recorded; refs made since (not the gateway's) go."""
+    now = {}
+    for line in repo.run("for-each-ref", "--format=%(refname) %(objectname)").splitlines():
+        name, _, sha = line.partition(" ")
+        if name != "refs/stash" and not name.startswith(GATEWAY_REFS):
+            now[name] = sha
+    recorded: dict[str, str] = state["refs"]
+    moved = sorted(name for name, sha in recorded.items() if now.get(name) != sha)
+    removed = sorted(set(now) - set(recorded))
+    commands = [f"update {name} {recorded[name]}" for name in moved] + [f"delete {name}" for name in removed]
+    if commands:
+        repo.run("update-ref", "--stdin", input="\n".join(commands) + "\n")
+    if state.get("head"):
+        repo.run("symbolic-ref", "HEAD", state["head"])
+    elif state.get("detached"):
+        repo.run("update-ref", "--no-deref", "HEAD", state["detached"])
+    repo.run("update-ref", "-d", "refs/stash", check=False)
+    for entry in reversed(state.get("stash") or []):  # oldest first, so the newest ends on top
+        repo.run("stash", "store", "-m", entry["message"], entry["commit"])
+    return {"refs_restored": moved, "refs_removed": removed, "stashes": len(state.get("stash") or [])}
 
 
 def restore(repo: Repo, commit: str, exclude: list[str]) -> JSONObject:

@@ -568,6 +568,29 @@ class Execute:
         except OSError as exc:
             raise ToolFailed(f"{call.spec.name} failed: {exc.strerror or exc}") from None
         call.outcome = "error" if isinstance(call.result, mt.CallToolResult) and call.result.is_error else "ok"
+        if call.safeguard is not None and isinstance(call.result, mt.CallToolResult):
+            call.result = with_checkpoint(
+                call.result, call.safeguard, structured=not call.spec.provider.startswith("upstream")
+            )
+
+
+CHECKPOINT_META = "io.github.mcp-policy-gateway/checkpoint"
+
+
+def with_checkpoint(result: mt.CallToolResult, safeguard: JSONObject, structured: bool) -> mt.CallToolResult:
+    """The result, telling the agent which checkpoint was taken before the call and how it is undone (in
+    the text, in _meta, and in the gateway's own structuredContent; an upstream's may follow its schema)."""
+    note = (
+        f"checkpoint {safeguard['id']} was taken before this call; '{safeguard['rollback']}' (run by a person) "
+        f"restores {safeguard.get('restores', 'what it changed')}"
+    )
+    update: JSONObject = {
+        "content": [*result.content, mt.TextContent(type="text", text=note)],
+        "meta": {**(result.meta or {}), CHECKPOINT_META: safeguard},
+    }
+    if structured and isinstance(result.structured_content, dict):
+        update["structured_content"] = {**result.structured_content, "checkpoint": safeguard}
+    return result.model_copy(update=update)
 
 
 async def _no_progress(progress: float, total: float | None, message: str | None) -> None:

@@ -81,6 +81,71 @@ async def test_tier_2_takes_a_checkpoint_that_rolls_back(operator: str, config: 
     assert Repo(repo).run("status", "--porcelain").split() == ["??", "gateway.yaml", "??", "scratch.txt"]
 
 
+def commit_file(repo: Path, name: str, text: str, message: str) -> str:
+    (repo / name).write_text(text)
+    git = Repo(repo)
+    git.run("add", name)
+    git.run("commit", "-q", "-m", message)
+    return git.run("rev-parse", "HEAD").strip()
+
+
+def git_branch_deleted(repo: Path) -> tuple[str, Any]:
+    git = Repo(repo)
+    git.run("checkout", "-q", "-b", "feature")
+    tip = commit_file(repo, "feature.txt", "feature work\n", "feature work")
+    git.run("checkout", "-q", "main")
+
+    def check() -> None:
+        assert git.run("rev-parse", "-q", "--verify", "refs/heads/feature", check=False).strip() == tip
+
+    return "git branch -D feature", check
+
+
+def git_reset_hard(repo: Path) -> tuple[str, Any]:
+    tip = commit_file(repo, "second.txt", "second\n", "second commit")
+
+    def check() -> None:
+        assert Repo(repo).run("rev-parse", "refs/heads/main").strip() == tip
+        assert (repo / "second.txt").read_text() == "second\n"
+
+    return "git reset --hard HEAD~1", check
+
+
+def git_stash_dropped(repo: Path) -> tuple[str, Any]:
+    git = Repo(repo)
+    (repo / "src" / "app.py").write_text("def answer():\n    return 7\n")
+    git.run("stash", "push", "-q", "-m", "older work")
+    (repo / "README.md").write_text("# stashed readme\n")
+    git.run("stash", "push", "-q", "-m", "newer work")
+
+    def check() -> None:
+        listed = git.run("stash", "list", "--format=%gs").splitlines()
+        assert [line.split(": ", 1)[-1] for line in listed] == ["newer work", "older work"]
+        assert "return 7" in git.run("stash", "show", "-p", "stash@{1}")
+
+    return "git stash drop", check
+
+
+@pytest.mark.parametrize("operation", [git_branch_deleted, git_reset_hard, git_stash_dropped])
+async def test_rollback_restores_refs_and_stashes_a_tier_2_git_command_changed(
+    operator: str, config: Any, repo: Path, operation: Any
+) -> None:
+    command, check = operation(repo)
+    gateway = Gateway(config)
+    async with inproc_client(gateway, operator) as client:
+        result = await client.call_tool("shell_run", {"command": command})
+    assert result.structured_content["exit_code"] == 0, text_of(result)
+    safeguard = result.meta["io.github.mcp-policy-gateway/checkpoint"]
+    assert result.structured_content["checkpoint"] == safeguard and safeguard["id"] in text_of(result)
+    assert "refs and stashes" in safeguard["restores"]
+    with pytest.raises(AssertionError):
+        check()  # the command did what it says
+    rolled = cli(config, "rollback", safeguard["id"])
+    assert rolled.returncode == 0, rolled.stderr
+    check()
+    assert Repo(repo).run("symbolic-ref", "HEAD").strip() == "refs/heads/main"
+
+
 async def test_tier_1_takes_no_checkpoint(operator: str, config: Any) -> None:
     gateway = Gateway(config)
     async with inproc_client(gateway, operator) as client:
