@@ -60,11 +60,33 @@ class Redirect(Frozen):
 
 
 class CommandEffect(Frozen):
-    """One simple command found in a shell string, after unwrapping sudo/env/bash -c and the like."""
+    """One simple command found in a shell string, after unwrapping sudo/env/bash -c and the like.
+
+    ``argv``, ``redirects`` and ``via`` are as the shell sees them (input version 1). The other fields are
+    the normalised facts of input version 2, worked out by the shell analysis so that a policy judges
+    facts and never parses argv. Paths are shown as Effects shows them: workspace-relative inside,
+    absolute outside.
+
+        CommandEffect(argv=["git", "-C", "src", "log"], program="git", subcommand="log", cwd="src", access="read")
+    """
 
     argv: list[str]
     redirects: list[Redirect] = Field(default_factory=list)
     via: str = "direct"  # direct | pipe | subst | procsubst | wrapper:<name> | background | heredoc
+    program: str = ""  # the program it runs, normalised (/usr/bin/python3.11 -> python); "" when not literal
+    subcommand: str | None = None  # after global options: `git -C x log` -> log, `npm i` -> i
+    operation: str | None = None  # the word after the subcommand that says what it does: `git stash drop` -> drop
+    cwd: str | None = None  # where it runs after every cd / git -C / env -C before it; None when not known
+    inline_code: list[str] = Field(default_factory=list)  # program text given to an interpreter or editor
+    reads: list[str] = Field(default_factory=list)  # files its own operands, options and redirections read
+    writes: list[str] = Field(default_factory=list)  # ... create or modify
+    deletes: list[str] = Field(default_factory=list)  # ... delete
+    paths: list[str] = Field(default_factory=list)  # path-like words of a program not analysed: access unknown
+    executes: list[str] = Field(default_factory=list)  # programs or text it may run, not listed as commands
+    env: dict[str, str] = Field(default_factory=dict)  # NAME=value given to it (`A=1 cmd`, `env A=1 cmd`)
+    access: Literal["read", "write", "remote"] | None = None  # what a git command does to the repository
+    recursive: bool = False  # its own recursive option (rm -r, cp -r, chmod -R, grep -r, ...)
+    world_writable: bool = False  # chmod gives everyone write access (777, o+w, a+rwx)
 
 
 class NetworkEffect(Frozen):

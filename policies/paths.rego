@@ -14,6 +14,9 @@ touched := {p | some key in ["reads", "writes", "creates", "deletes", "recursive
 
 changed := {p | some key in ["writes", "creates", "deletes", "recursive_deletes"]; some p in effects[key]}
 
+# Paths given to programs the analysis does not follow: they may be written.
+unknown_access := {p | some cmd in data.gateway.tiers.commands; some p in object.get(cmd, "paths", [])}
+
 outside(p) if startswith(p, "/")
 
 findings contains {"tier": 3, "rule": "paths.outside_workspace", "reason": msg} if {
@@ -37,218 +40,77 @@ git_internal(p) if startswith(lower(p), ".git/")
 
 git_internal(p) if contains(lower(p), "/.git/")
 
+git_internal(p) if endswith(lower(p), "/.git") # a .git file in a subdirectory points git at another repository
+
 ci_config(p) if {
 	some pattern in ci_patterns
 	glob.match(lower(pattern), ["/"], lower(p))
 }
 
 findings contains {"tier": 3, "rule": "paths.git_internals", "reason": msg} if {
-	hits := sort([p | some p in changed; git_internal(p)])
+	hits := sort([p | some p in changed | unknown_access; git_internal(p)])
 	count(hits) > 0
 	msg := sprintf("changes git's internals (hooks, config): %s", [concat(", ", hits)])
 }
 
 findings contains {"tier": 3, "rule": "paths.ci_config", "reason": msg} if {
-	hits := sort([p | some p in changed; ci_config(p)])
+	hits := sort([p | some p in changed | unknown_access; ci_config(p)])
 	count(hits) > 0
 	msg := sprintf("changes CI configuration or hooks: %s", [concat(", ", hits)])
 }
 
-# --- directory changes in shell commands ---------------------------------------------------------
+# --- where shell commands run, and the paths they are given -----------------------------------------
 
-# The shell analysis follows `cd` for the paths a command names, but a program that works on its
-# current directory without naming it (`ls`, `du`, `git log`) states nothing, so a cd that leaves the
-# workspace is a reach outside it. The directory is simulated from the cd commands in order: an
-# absolute target outside the workspace, `cd` alone or `cd ~user` (a home), `cd -` (unknown), or a
-# relative target whose `..` climbs above the workspace root leaves it.
+# The shell analysis follows `cd`, `pushd`, `git -C` and `env -C` and states where each command runs
+# (`cwd`: workspace-relative, absolute outside it, null when a cd could not be followed). A program
+# that works on its current directory without naming it (`ls`, `du`, `git log`) states nothing else,
+# so a command that runs outside the workspace, or where the analysis lost track, reaches outside it.
 cd_programs := {"cd", "pushd"}
 
-cd_commands := [cmd | some cmd in effects.commands; tiers.program(cmd) in cd_programs]
+# A cwd the analysis did not state (null or missing) is not known: fail closed.
+cwd_outside(cmd) if not is_string(object.get(cmd, "cwd", null))
 
-cd_target(cmd) := t if {
-	args := [a | some i, a in cmd.argv; i > 0; not regex.match("^-[LPe@]+$", a)]
-	t := args[0]
+cwd_outside(cmd) if {
+	is_string(cmd.cwd)
+	outside(cmd.cwd)
 }
-
-# Without a workspace in the input every absolute path counts as outside (fail closed).
-default workspace := "(no workspace in the input)"
-
-workspace := trim_suffix(input.context.workspace, "/") if is_string(input.context.workspace)
-
-leaves_by_itself(cmd) if not cd_target(cmd)
-
-leaves_by_itself(cmd) if cd_target(cmd) == "-"
-
-leaves_by_itself(cmd) if startswith(cd_target(cmd), "~")
-
-leaves_by_itself(cmd) if {
-	startswith(cd_target(cmd), "/")
-	cd_target(cmd) != workspace
-	not startswith(cd_target(cmd), concat("", [workspace, "/"]))
-}
-
-# The depth (below the workspace root) each cd moves by, and where an absolute cd resets it.
-relative_part(cmd) := cd_target(cmd) if not startswith(cd_target(cmd), "/")
-
-relative_part(cmd) := trim_prefix(trim_prefix(cd_target(cmd), workspace), "/") if startswith(cd_target(cmd), "/")
-
-segment_steps(cmd) := [s |
-	some seg in split(relative_part(cmd), "/")
-	not seg in {"", "."}
-	s := step(seg)
-]
-
-step("..") := -1
-
-step(seg) := 1 if seg != ".."
-
-resets(i) if startswith(cd_target(cd_commands[i]), "/")
-
-# Depth after each segment of each cd, in order; any negative depth is above the workspace root.
-depths := [d |
-	some i, cmd in cd_commands
-	some j, _ in segment_steps(cmd)
-	start := max({0} | {k | some k, _ in cd_commands; k <= i; resets(k)})
-	before := [x | some k, c in cd_commands; k >= start; k < i; some x in segment_steps(c)]
-	d := sum(before) + sum(array.slice(segment_steps(cmd), 0, j + 1))
-]
 
 findings contains {"tier": 3, "rule": "paths.cd_outside_workspace", "reason": msg} if {
-	some cmd in cd_commands
-	leaves_by_itself(cmd)
+	runs := sort({c | some cmd in data.gateway.tiers.commands; cwd_outside(cmd); c := concat(" ", cmd.argv)})
+	count(runs) > 0
+	msg := sprintf("runs outside the workspace (after a change of directory), or where the analysis lost track: %s", [concat("; ", runs)])
+}
+
+# `cd /` as the last command runs nothing there, but it is where the call leaves its shell.
+findings contains {"tier": 3, "rule": "paths.cd_outside_workspace", "reason": msg} if {
+	some cmd in data.gateway.tiers.commands
+	tiers.program(cmd) in cd_programs
+	some p in cmd.paths
+	outside(p)
 	msg := sprintf("changes directory outside the workspace: %s", [concat(" ", cmd.argv)])
 }
 
-findings contains {"tier": 3, "rule": "paths.cd_outside_workspace", "reason": msg} if {
-	some d in depths
-	d < 0
-	msg := sprintf("changes directory above the workspace root: %s", [concat("; ", [concat(" ", c.argv) | some c in cd_commands])])
-}
-
-# tree-sitter-bash reads `cd dir && cmd > file` as one list with the redirection on the whole list,
-# so the analysis places `file` in the directory before the cd (`cd .git/hooks && echo x > pre-commit`
-# would look like a new file at the root). A cd never needs a redirection of its own: when one shows
-# up, where the write lands is not known, and the call is treated as opaque.
-stream_targets := {"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"}
-
-findings contains {"tier": 3, "rule": "paths.redirect_after_cd", "reason": msg} if {
-	some cmd in effects.commands
-	tiers.program(cmd) in {"cd", "pushd", "popd"}
-	some r in cmd.redirects
-	not r.op in {"<<", "<<-", "<<<"}
-	not r.target in stream_targets
-	msg := sprintf("a redirection to '%s' follows a change of directory; where it lands cannot be told", [r.target])
-}
-
-# --- arguments of programs the analysis does not know ------------------------------------------------
-
-# The shell analysis states the paths of the programs it knows. For the others (and git, whose -C,
-# worktree and archive options take directories and files) an argument that is an absolute path
-# outside the workspace (`make -C /tmp`, `git worktree add /tmp/x`, `--out=/etc/x`) reaches outside it.
-# Printing or testing a path (echo, test, which: the read-only programs) does not.
-unanalysed_program(cmd) if {
-	name := tiers.program(cmd)
-	not name in data.gateway.tiers.read_only_programs
-	not name in data.gateway.tiers.described_programs
-}
-
-path_argument(arg) := arg if startswith(arg, "/")
-
-path_argument(arg) := value if {
-	regex.match("^--?[A-Za-z][A-Za-z0-9-]*=/", arg)
-	value := substring(arg, indexof(arg, "=") + 1, -1)
-}
-
-path_argument(arg) := value if {
-	regex.match("^-[A-Za-z]/", arg) # -C/tmp, -o/etc/x
-	value := substring(arg, 2, -1)
-}
-
-outside_argument(p) if {
-	not p in stream_targets
-	not startswith(p, "/dev/fd/")
-	p != workspace
-	not startswith(p, concat("", [workspace, "/"]))
-}
-
+# Path-like words given to a program the analysis does not follow (`make -C /tmp`, `./tool ../../x`,
+# `pytest --basetemp=/tmp/x`, `-o/etc/x`, `DESTDIR=/x`), resolved against the command's cwd: what it
+# may touch, with the access not known. One outside the workspace reaches outside it. Printing or
+# testing a path (echo, test, which) states no paths.
 findings contains {"tier": 3, "rule": "paths.argument_outside_workspace", "reason": msg} if {
-	args := sort({p |
-		some cmd in effects.commands
-		unanalysed_program(cmd)
-		some i, arg in cmd.argv
-		i > 0
-		contains(arg, "/") # every path_argument has one: a cheap test before its regexes
-		p := path_argument(arg)
-		outside_argument(p)
-	})
+	args := sort({p | some cmd in data.gateway.tiers.commands; not tiers.program(cmd) in cd_programs; some p in cmd.paths; outside(p)})
 	count(args) > 0
 	msg := sprintf("passes paths outside the workspace to a program: %s", [concat(", ", args)])
 }
 
-# --- links -----------------------------------------------------------------------------------------
-
-# `ln SOURCE... DEST` states only the new link; the shell analysis does not report the sources. A hard
-# link to a file outside the workspace (or to a secret) would let a later, innocent-looking read of the
-# link return that file's content, so the sources are checked here: an absolute path outside the
-# workspace, a `..` or a `~` in a source reaches outside it (the secrets concern checks their names).
+# A link's sources are reads (resolved as the kernel resolves a symlink: relative to the link's
+# directory). A link to a file outside the workspace makes its content readable under an inside name.
 link_programs := {"ln", "link"}
 
-link_operands(cmd) := [a |
-	some i, a in cmd.argv
-	i > 0
-	not startswith(a, "-")
-	not cmd.argv[i - 1] in {"-t", "--target-directory", "-S", "--suffix"}
-]
-
-link_sources contains src if {
-	some i, name in data.gateway.tiers.command_program
-	name in link_programs
-	cmd := effects.commands[i]
-	operands := link_operands(cmd)
-	count(operands) == 1
-	src := operands[0]
-}
-
-link_sources contains src if {
-	some i, name in data.gateway.tiers.command_program
-	name in link_programs
-	cmd := effects.commands[i]
-	operands := link_operands(cmd)
-	count(operands) > 1
-	not link_has_target_dir(cmd)
-	some src in array.slice(operands, 0, count(operands) - 1)
-}
-
-link_sources contains src if {
-	some i, name in data.gateway.tiers.command_program
-	name in link_programs
-	cmd := effects.commands[i]
-	link_has_target_dir(cmd)
-	some src in link_operands(cmd)
-}
-
-link_has_target_dir(cmd) if {
-	some a in cmd.argv
-	a in {"-t", "--target-directory"}
-}
-
-link_has_target_dir(cmd) if {
-	some a in cmd.argv
-	startswith(a, "--target-directory=")
-}
-
-link_outside(src) if {
-	startswith(src, "/")
-	src != workspace
-	not startswith(src, concat("", [workspace, "/"]))
-}
-
-link_outside(src) if startswith(src, "~")
-
-link_outside(src) if ".." in split(src, "/")
-
 findings contains {"tier": 3, "rule": "paths.link_outside_workspace", "reason": msg} if {
-	out := sort([src | some src in link_sources; link_outside(src)])
+	out := sort({p |
+		some cmd in data.gateway.tiers.commands
+		tiers.program(cmd) in link_programs
+		some p in cmd.reads
+		outside(p)
+	})
 	count(out) > 0
 	msg := sprintf("links to paths outside the workspace: %s", [concat(", ", out)])
 }

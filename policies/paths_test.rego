@@ -55,6 +55,13 @@ test_git_hooks_ask if {
 	"paths.git_internals" in d.rules
 }
 
+# A .git file in a subdirectory points git at another repository (`gitdir: /elsewhere`).
+test_a_git_file_in_a_subdirectory_asks if {
+	task := object.union(testing.live_task, {"allowed_paths": ["**"]})
+	"paths.git_internals" in worker({"creates": ["src/.git"]}, task).rules
+	not "paths.git_internals" in worker({"creates": ["src/.gitignore"]}, task).rules
+}
+
 test_ci_config_asks if {
 	task := object.union(testing.live_task, {"allowed_paths": ["**"]})
 	d := worker({"writes": [".github/workflows/ci.yml"]}, task)
@@ -67,8 +74,6 @@ shell(effects) := d if {
 		with data.roles as testing.roles
 }
 
-cd_then_ls(argv) := shell({"commands": [testing.cmd(argv), testing.cmd(["ls"])]})
-
 # On a case-insensitive file system .GIT/hooks is git's hooks directory.
 test_git_internals_and_ci_config_ignore_case if {
 	task := object.union(testing.live_task, {"allowed_paths": ["**"]})
@@ -76,49 +81,60 @@ test_git_internals_and_ci_config_ignore_case if {
 	"paths.ci_config" in worker({"creates": [".GitHub/Workflows/x.yml"]}, task).rules
 }
 
-test_cd_out_of_the_workspace_asks if {
-	every argv in [["cd", "/"], ["cd"], ["cd", "-"], ["cd", "~other"], ["cd", ".."], ["cd", "src/../.."], ["pushd", "/etc"]] {
-		d := cd_then_ls(argv)
+# Where each command runs is the analysis' `cwd`: outside the workspace, or not known (null), is tier 3.
+test_a_command_running_outside_the_workspace_asks if {
+	every cwd in ["/", "/home/u", "/etc", null] {
+		d := shell({"commands": [testing.command(["ls"], {"cwd": cwd})]})
 		d.tier == 3
 		"paths.cd_outside_workspace" in d.rules
 	}
-	d := shell({"commands": [testing.cmd(["cd", "src"]), testing.cmd(["cd", "../.."]), testing.cmd(["ls"])]})
+	# a command without a cwd at all (not stated): fail closed
+	d := shell({"commands": [object.remove(testing.cmd(["ls"]), ["cwd"])]})
+	"paths.cd_outside_workspace" in d.rules
+}
+
+test_cd_out_of_the_workspace_asks if {
+	d := shell({"commands": [testing.command(["cd", "/"], {"paths": ["/"]})]})
+	d.tier == 3
 	"paths.cd_outside_workspace" in d.rules
 }
 
 test_cd_inside_the_workspace_is_fine if {
-	cd_then_ls(["cd", "src"]).tier == 1
-	cd_then_ls(["cd", "/repo/src"]).tier == 1
-	shell({"commands": [testing.cmd(["cd", "src"]), testing.cmd(["cd", ".."]), testing.cmd(["ls"])]}).tier == 1
-	shell({"commands": [testing.cmd(["cd", "/repo/src"]), testing.cmd(["cd", ".."])]}).tier == 1
+	shell({"commands": [testing.command(["cd", "src"], {"paths": ["src"]}), testing.command(["ls"], {"cwd": "src"})]}).tier == 1
+	shell({"commands": [testing.command(["cd", ".."], {"cwd": "src", "paths": ["."]}), testing.cmd(["ls"])]}).tier == 1
 }
 
-# tree-sitter-bash puts the redirection of `cd D && cmd > f` on the cd too: where f lands is unknown.
-test_redirect_after_cd_asks if {
-	redirected := {"argv": ["cd", ".git/hooks"], "redirects": [{"op": ">", "target": "pre-commit"}], "via": "direct"}
-	d := shell({"commands": [redirected, testing.cmd(["echo", "x"])], "creates": ["pre-commit"]})
-	d.tier == 3
-	"paths.redirect_after_cd" in d.rules
-	quiet := {"argv": ["cd", "src"], "redirects": [{"op": ">", "target": "/dev/null", "fd": 2}], "via": "direct"}
-	shell({"commands": [quiet]}).tier == 1
+# The policy does not simulate cd: argv that looks like it leaves is not judged, the cwd is.
+test_cd_is_not_simulated if {
+	shell({"commands": [testing.cmd(["cd", "../.."]), testing.cmd(["ls"])]}).tier == 1
 }
 
+# Paths given to programs the analysis does not follow: one outside the workspace is tier 3.
 test_unknown_program_given_a_path_outside_asks if {
-	every argv in [["make", "-C", "/tmp"], ["pytest", "--basetemp=/tmp/x"], ["git", "worktree", "add", "/tmp/x"], ["tool", "-o/etc/x"]] {
-		d := shell({"commands": [testing.cmd(argv)]})
+	every c in [
+		[["make", "-C", "/tmp"], ["/tmp"]], [["pytest", "--basetemp=/tmp/x"], ["/tmp/x"]],
+		[["tool", "-o/etc/x"], ["/etc/x"]], [["./tool", "../../../etc/x"], ["/etc/x"]],
+	] {
+		d := shell({"commands": [testing.command(c[0], {"paths": c[1]})]})
 		d.tier == 3
 		"paths.argument_outside_workspace" in d.rules
 	}
+	shell({"commands": [testing.command(["make", "-C", "src"], {"paths": ["src"]})]}).tier == 2
 	shell({"commands": [testing.cmd(["echo", "/etc/passwd"])]}).tier == 1
-	shell({"commands": [testing.cmd(["make", "-C", "/repo/src"])]}).tier == 2
-	shell({"commands": [testing.cmd(["/usr/bin/make", "2>/dev/null"])]}).tier == 2
 }
 
-# A hard link to a file outside the workspace makes its content readable under an inside name.
+# A path given to a program with access unknown may be written: git internals and CI config ask.
+test_unknown_access_to_git_internals_asks if {
+	d := shell({"commands": [testing.command(["./tool", ".git/hooks/pre-commit"], {"paths": [".git/hooks/pre-commit"]})]})
+	"paths.git_internals" in d.rules
+	"paths.ci_config" in shell({"commands": [testing.command(["./gen", ".github/workflows/x.yml"], {"paths": [".github/workflows/x.yml"]})]}).rules
+}
+
+# A link's sources are its reads (the analysis resolves a symlink's source against the link's directory).
 test_links_to_outside_ask if {
-	every argv in [["ln", "/etc/passwd", "pw"], ["ln", "-s", "../x", "y"], ["link", "/etc/shadow", "s"], ["ln", "-t", "d", "/etc/a"]] {
-		d := shell({"commands": [testing.cmd(argv)], "creates": ["pw"]})
+	every c in [[["ln", "/etc/passwd", "pw"], "/etc/passwd"], [["ln", "-s", "../x", "y"], "/x"], [["link", "/etc/shadow", "s"], "/etc/shadow"]] {
+		d := shell({"commands": [testing.command(c[0], {"reads": [c[1]]})], "reads": [c[1]], "creates": ["pw"]})
 		"paths.link_outside_workspace" in d.rules
 	}
-	shell({"commands": [testing.cmd(["ln", "-s", "src/app.py", "app.py"])], "creates": ["app.py"]}).tier == 1
+	shell({"commands": [testing.command(["ln", "-s", "src/app.py", "app.py"], {"reads": ["src/app.py"]})], "reads": ["src/app.py"], "creates": ["app.py"]}).tier == 1
 }

@@ -89,9 +89,10 @@ secret_hint := concat("|", [
 
 might_hold_secret(words) if regex.match(secret_hint, lower(concat("\n", words)))
 
-# A link to a secret makes a copy of it under an innocent name (see paths.link_sources).
+# A link's source is a read (a link to a secret is a copy of it under an innocent name); the paths given
+# to a program the analysis does not follow (`./tool .env`) may be read or written.
 findings contains {"tier": 3, "rule": "secrets.access", "reason": msg} if {
-	candidates := touched | data.gateway.paths.link_sources
+	candidates := touched | data.gateway.paths.unknown_access
 	might_hold_secret(candidates)
 	hits := sort([p | some p in candidates; secret(p)])
 	count(hits) > 0

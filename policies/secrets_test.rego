@@ -48,8 +48,18 @@ test_public_keys_are_not_secrets if {
 	reads("deploy/id_ed25519.pub").action == "allow"
 }
 
+# A link's source is a read: a link to a secret is a copy of it under an innocent name.
 test_link_to_a_secret_asks if {
-	doc := testing.call("planner", "fs_read", {"commands": [testing.cmd(["ln", ".env", "notes.txt"])], "creates": ["notes.txt"]})
+	link := testing.command(["ln", ".env", "notes.txt"], {"reads": [".env"], "writes": ["notes.txt"]})
+	doc := testing.call("planner", "fs_read", {"commands": [link], "reads": [".env"], "creates": ["notes.txt"]})
+	d := decision with input as doc with data.roles as testing.roles
+	"secrets.access" in d.rules
+}
+
+# A secret given to a program the analysis does not follow (`./tool .env`) may be read.
+test_secret_paths_given_to_unknown_programs_ask if {
+	tool := testing.command(["./upload", "config/.env.prod"], {"paths": ["config/.env.prod"]})
+	doc := testing.call("planner", "fs_read", {"commands": [tool]})
 	d := decision with input as doc with data.roles as testing.roles
 	"secrets.access" in d.rules
 }

@@ -22,7 +22,7 @@ live_task := {
 }
 
 call(role, tool, effects) := {
-	"version": 1,
+	"version": 2,
 	"principal": {"agent": "w1", "role": role, "task": null, "jti": "j", "exp": 0},
 	"tool": {"name": tool, "provider": "builtin", "annotations": null, "commit_class": false, "read_only": false, "analysed": true},
 	"arguments": {},
@@ -34,4 +34,15 @@ call(role, tool, effects) := {
 
 with_task(doc, task) := object.union(doc, {"task": task})
 
-cmd(argv) := {"argv": argv, "redirects": [], "via": "direct"}
+# A simple command as the shell analysis states it (input version 2): argv[0] is taken as the
+# normalised program name, it runs at the workspace root, and it states no other facts.
+base_command := {
+	"argv": [], "redirects": [], "via": "direct", "program": "", "subcommand": null, "operation": null,
+	"cwd": ".", "inline_code": [], "reads": [], "writes": [], "deletes": [], "paths": [], "executes": [],
+	"env": {}, "access": null, "recursive": false, "world_writable": false,
+}
+
+cmd(argv) := object.union(base_command, {"argv": argv, "program": argv[0]})
+
+# A command with more facts: command(["git", "-C", "src", "log"], {"subcommand": "log", "access": "read"}).
+command(argv, facts) := object.union(cmd(argv), facts)

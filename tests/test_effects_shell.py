@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gateway.effects.paths import Workspace
-from gateway.effects.shell import MAX_COMMAND_BYTES, describe_command
+from gateway.effects.shell import MAX_COMMAND_BYTES, MAX_COMMANDS, describe_command
 from gateway.types import Effects
 
 HOME = "/home/tester"
@@ -181,6 +181,7 @@ FILE_CASES = [
     ("sort -u exists.txt", "reads", ["exists.txt"]),
     ("uniq in.txt", "reads", ["in.txt"]),
     ("sed -n 1,5p exists.txt", "reads", ["exists.txt"]),
+    ("sed 'r /etc/passwd' exists.txt", "reads", ["/etc/passwd", "exists.txt"]),
     ("awk '{print $1}' n=1 exists.txt", "reads", ["exists.txt"]),
     ("cp exists.txt copy.txt", "reads", ["exists.txt"]),
     ("tar czf out.tgz src", "reads", ["src"]),
@@ -231,6 +232,8 @@ FILE_CASES = [
     ("mkdir -p dir", "writes", ["dir"]),
     ("sed -i 's/a/b/' exists.txt", "writes", ["exists.txt"]),
     ("sed -i.bak -e 's/a/b/' exists.txt", "writes", ["exists.txt"]),
+    ("sed -n 'w /etc/x' exists.txt", "creates", ["/etc/x"]),
+    ("sed 's/a/b/w out.txt' exists.txt", "creates", ["out.txt"]),
     ("perl -pi -e 's/a/b/' exists.txt", "writes", ["exists.txt"]),
     ("ln -s /etc/passwd link", "creates", ["link"]),
     ("ln -sf ../x", "creates", ["x"]),
@@ -318,7 +321,8 @@ def test_quoted_glob_is_one_file(ws: Workspace) -> None:
 
 
 def test_grep_pattern_is_not_a_path(ws: Workspace) -> None:
-    assert run("grep -rn secret src", ws).reads == ["src"]
+    # a recursive grep reads the directory and the files under it; the pattern is no path
+    assert run("grep -rn secret src", ws).reads == ["src", "src/a.py"]
 
 
 def test_existing_path_is_written_missing_one_created(ws: Workspace) -> None:
@@ -671,8 +675,7 @@ OPAQUE_CASES = [
     ("tar -xf a.tar --to-command='sh -c id'", "tar runs a program"),
     ("tar -cf a.tar --checkpoint=1 --checkpoint-action=exec=id .", "tar runs a program"),
     ("tar -xPf a.tar", "may write anywhere"),
-    ("sed 's/a/b/e' exists.txt", "may run commands"),
-    ("sed -n 'w /etc/x' exists.txt", "may run commands"),
+    ("sed 's/a/b/e' exists.txt", "runs commands (e)"),
     ("awk 'BEGIN{system(\"id\")}'", "may run commands"),
     ("awk '{print | \"sh\"}' exists.txt", "may run commands"),
     ("find . -exec $CMD {} \\;", "dynamic command name"),
@@ -856,10 +859,16 @@ def test_deep_structure_does_not_crash(ws: Workspace) -> None:
 
 
 def test_long_lists_and_pipelines_are_not_recursive(ws: Workspace) -> None:
+    fx = run("true && " * 200 + "rm x", ws)
+    assert fx.deletes == ["x"] and len(fx.commands) == 201 and fx.opaque == []
+    fx = run("cat exists.txt" + " | cat" * 200, ws)
+    assert len(fx.commands) == 201 and fx.opaque == []
+
+
+def test_more_commands_than_the_bound_are_opaque(ws: Workspace) -> None:
     fx = run("true && " * 1500 + "rm x", ws)
-    assert fx.deletes == ["x"] and len(fx.commands) == 1501
-    fx = run("cat exists.txt" + " | cat" * 1500, ws)
-    assert len(fx.commands) == 1501 and fx.opaque == []
+    assert len(fx.commands) == MAX_COMMANDS and "more than 256 simple commands" in fx.opaque[0]
+    assert fx.deletes == [], "the walk stops at the bound"
 
 
 def test_nul_byte_stops_analysis(ws: Workspace) -> None:

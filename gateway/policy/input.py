@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from gateway.types import Effects, JSONObject, Principal, ToolSpec
 
-INPUT_VERSION = 1
+INPUT_VERSION = 2
 
 
 def tool_facts(spec: ToolSpec | None, name: str) -> JSONObject:

@@ -1,0 +1,247 @@
+"""Text tools: grep/rg, sed, awk, sort, uniq, cut, diff, jq, ...
+
+Most read their file operands; sed and awk are languages, so their scripts are parsed
+(``sed_script``, ``awk_program``) for the files they read and write and the commands they run.
+
+    HANDLERS["sed"](d, call)   # `sed -n 'w /tmp/x' f`: reads f, writes /tmp/x
+"""
+
+from __future__ import annotations
+
+from gateway.effects.shell.awk_program import AwkError, scan_awk
+from gateway.effects.shell.files import reads
+from gateway.effects.shell.sed_script import SedError, parse_sed
+from gateway.effects.shell.walker import Call, Describer, Handler
+from gateway.effects.shell.words import ASSIGNMENT, Word, short
+
+
+def grep_like(short_opts: str, long: str, recursive_default: bool = False) -> Handler:
+    """grep-like: the first operand is the pattern unless -e/-f gave one; the other operands are read.
+
+    A recursive search reads the files under its directories (rg skips hidden ones unless told not to)."""
+
+    def handler(d: Describer, call: Call) -> None:
+        opts = d.options(call, short_opts, f"--regexp --file {long}", known="--hidden --no-ignore --follow")
+        operands = list(opts.operands)
+        if not opts.values("-e", "--regexp", "-f", "--file") and operands:
+            operands.pop(0)
+        for word in opts.values("-f", "--file", "--ignore-file", "--exclude-from"):
+            d.read(word, call)
+        for word in opts.values("--pre"):
+            d.execute(call, word.value, f"{call.name} --pre runs a preprocessor command")
+        recursive = recursive_default or opts.has("-r", "-R", "--recursive", "--dereference-recursive")
+        call.facts.recursive = recursive
+        hidden = not recursive_default or opts.has("--hidden", "-.", "-u", "--no-ignore", "--unrestricted")
+        default = [Word.of(".")] if recursive and call.ctx.stdin == "inherit" else []
+        follow = opts.has("-R", "--dereference-recursive", "-L", "--follow")
+        for word in operands or default:
+            if recursive:
+                d.read_tree(word, call, hidden=hidden, follow=follow)
+            else:
+                d.read(word, call)
+
+    return handler
+
+
+_GREP = grep_like(
+    "efmABCdD",
+    "--max-count --after-context --before-context --context --directories --devices --include --exclude "
+    "--exclude-dir --exclude-from --label --binary-files --group-separator",
+)
+_RG = grep_like(
+    "efgtTmjABCEMrd",
+    "--glob --iglob --type --type-not --type-add --max-count --threads --context --after-context --before-context "
+    "--encoding --max-columns --replace --max-depth --max-filesize --pre --pre-glob --ignore-file --sort --sortr "
+    "--colors --engine",
+    recursive_default=True,
+)
+
+
+def _sed(d: Describer, call: Call) -> None:
+    """sed: the script is parsed (GNU grammar): `r`/`R` read, `w`/`W` and s///w write, `e` and s///e run."""
+    opts = d.options(
+        call, "efl", "--expression --file --line-length", known="--in-place --quiet --silent", optional="i"
+    )
+    operands = list(opts.operands)
+    scripts = opts.values("-e", "--expression")
+    if not scripts and not opts.values("-f", "--file") and operands:
+        scripts = [operands.pop(0)]
+    if scripts:
+        _sed_script(d, call, scripts)
+    for word in opts.values("-f", "--file"):
+        d.read(word, call)
+        d.opaque(f"sed script file {short(word.raw)} is not analysed")
+    for word in operands:
+        if opts.has("-i", "--in-place"):
+            d.write(word, call, modify=True)
+        else:
+            d.read(word, call)
+
+
+def _sed_script(d: Describer, call: Call, scripts: list[Word]) -> None:
+    raw = short("\n".join(w.raw for w in scripts))
+    if not all(w.literal for w in scripts):
+        d.opaque(f"sed script {raw} is not literal: it may run commands or write files")
+        return
+    try:
+        found = parse_sed("\n".join(w.value for w in scripts))  # GNU sed joins -e fragments with newlines
+    except SedError as exc:
+        d.opaque(f"sed script {raw} could not be parsed ({exc}): it may run commands or write files")
+        return
+    for name in found.reads:
+        d.read(Word.of(name), call)
+    for name in found.writes:
+        d.write(Word.of(name), call)
+    for command in found.runs:
+        what = command or "the pattern space, as a command"
+        d.execute(call, what, f"sed script {raw} runs commands (e): {short(what)}")
+
+
+def _awk(d: Describer, call: Call) -> None:
+    """awk: the program is scanned for output redirection, pipes, system(), getline files and loaded code."""
+    opts = d.options(call, "fvFiEle", "--file --assign --field-separator --include --load --source --exec")
+    operands = list(opts.operands)
+    programs = opts.values("-e", "--source")
+    files = opts.values("-f", "--file", "-E", "--exec")
+    if not programs and not files and operands:
+        programs = [operands.pop(0)]
+    for program in programs:
+        _awk_program(d, call, program)
+    for word in files:
+        d.read(word, call)
+        d.opaque(f"awk program file {short(word.raw)} is not analysed")
+    for word in opts.values("-l", "--load"):
+        d.execute(call, word.value, f"awk loads the extension {short(word.raw)}")
+    includes = opts.values("-i", "--include")
+    for word in includes:
+        if word.value != "inplace":
+            d.read(word, call)
+            d.opaque(f"awk include file {short(word.raw)} is not analysed")
+    in_place = any(w.value == "inplace" for w in includes)
+    for word in operands:
+        if ASSIGNMENT.match(word.value):
+            continue  # `awk '{..}' n=1 file`: a variable assignment, not a file
+        if in_place:
+            d.write(word, call, modify=True)
+        else:
+            d.read(word, call)
+
+
+def _awk_program(d: Describer, call: Call, program: Word) -> None:
+    raw = short(program.raw)
+    if not program.literal:
+        d.opaque(f"awk program {raw} is not literal: it may run commands or write files")
+        return
+    try:
+        found = scan_awk(program.value)
+    except AwkError as exc:
+        d.opaque(f"awk program {raw} could not be read ({exc}): it may run commands or write files")
+        return
+    for name in found.reads:
+        if name.startswith("/inet"):
+            d.opaque(f"awk program {raw} opens a network connection ({name})")
+        else:
+            d.read(Word.of(name), call)
+    for name in found.writes:
+        if name.startswith("/inet"):
+            d.opaque(f"awk program {raw} opens a network connection ({name})")
+        else:
+            d.write(Word.of(name), call)
+    call.facts.executes.extend(found.runs)
+    for doubt in found.doubts:
+        d.opaque(f"awk program {raw} may run commands or write files: {doubt}")
+
+
+def _sort(d: Describer, call: Call) -> None:
+    opts = d.options(
+        call,
+        "ktSTo",
+        "--key --field-separator --buffer-size --temporary-directory --output --files0-from --batch-size --parallel "
+        "--random-source --compress-program",
+    )
+    for word in opts.values("--compress-program"):
+        d.execute(call, word.value, "sort --compress-program runs a program")
+    for word in opts.values("-o", "--output"):
+        d.write(word, call)
+    for word in opts.operands + opts.values("--files0-from", "--random-source"):
+        d.read(word, call)
+
+
+def in_out(short_opts: str = "", long: str = "", inputs: int = 1, output: bool = True) -> Handler:
+    """uniq IN OUT, xxd IN OUT, cmp A B: the first ``inputs`` operands are read, the next one is written."""
+
+    def handler(d: Describer, call: Call) -> None:
+        opts = d.options(call, short_opts, long)
+        for word in opts.operands[:inputs]:
+            d.read(word, call)
+        for word in opts.operands[inputs : inputs + 1] if output else []:
+            d.write(word, call)
+
+    return handler
+
+
+_JQ_PAIRS = ("--arg", "--argjson")
+_JQ_FILES = ("--slurpfile", "--rawfile")
+
+
+def _jq(d: Describer, call: Call) -> None:
+    """jq FILTER [FILES]: -f/--from-file names the filter's file; --slurpfile/--rawfile NAME FILE read files."""
+    args = list(call.args)
+    operands: list[Word] = []
+    filter_file = False
+    i = 0
+    while i < len(args):
+        value = args[i].value
+        if value in _JQ_PAIRS:
+            i += 3
+            continue
+        if value in _JQ_FILES:
+            if i + 2 < len(args):
+                d.read(args[i + 2], call)
+            i += 3
+            continue
+        if value in ("-f", "--from-file"):
+            filter_file = True
+        elif value in ("-L", "--indent", "--tab") and value != "--tab":
+            i += 1
+        elif value in ("--args", "--jsonargs"):
+            break  # the rest are arguments, not files
+        elif not value.startswith("-") or value == "-":
+            operands.append(args[i])
+        i += 1
+    if not filter_file and operands:
+        operands.pop(0)  # the filter
+    for word in operands:
+        d.read(word, call)
+
+
+def _noop(d: Describer, call: Call) -> None:
+    """Programs with no file, network or package effects to state (tr reads only stdin)."""
+
+
+HANDLERS: dict[str, Handler] = {
+    "grep": _GREP,
+    "egrep": _GREP,
+    "fgrep": _GREP,
+    "rg": _RG,
+    "sed": _sed,
+    **{name: _awk for name in ("awk", "gawk", "mawk", "nawk")},
+    "sort": _sort,
+    "uniq": in_out("fsw", "--skip-fields --skip-chars --check-chars"),
+    "xxd": in_out("cglnosC"),
+    "cmp": in_out("in", "--ignore-initial --bytes", inputs=2, output=False),
+    "diff": reads("CUDFILSxX", "--label --from-file --to-file --exclude --exclude-from --ifdef"),
+    "cut": reads("bcdf", "--bytes --characters --delimiter --fields --output-delimiter"),
+    "paste": reads("d", "--delimiters"),
+    "comm": reads("", "--output-delimiter"),
+    "join": reads("12aejotv"),
+    "tac": reads("s", "--separator"),
+    "nl": reads("bdfhilnsvw"),
+    "wc": reads(),
+    "rev": reads(),
+    "column": reads("cstoR", "--columns --separator --output-separator --table-columns"),
+    **{name: reads("w", "--wrap") for name in ("base64", "base32", "basenc")},
+    "jq": _jq,
+    "yq": _jq,
+    "tr": _noop,
+}
