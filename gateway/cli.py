@@ -43,7 +43,8 @@ def load_config(args: argparse.Namespace) -> GatewayConfig:
 def open_gateway(args: argparse.Namespace) -> Any:
     from gateway.runtime import Gateway
 
-    return Gateway(load_config(args))
+    # a single command decides at most once: in this process (serve decides in worker processes)
+    return Gateway(load_config(args), isolated=False)
 
 
 # --- commands -------------------------------------------------------------------------------------
@@ -96,7 +97,7 @@ def serve_stdio(config: GatewayConfig) -> int:
     from gateway.runtime import Gateway
     from gateway.server import build_server
 
-    gateway = Gateway(config)
+    gateway = Gateway(config)  # decides in worker processes, each decision bounded by the deadline
     token = os.environ.get("GATEWAY_TOKEN")
     principal = gateway.tokens.verify(token)  # checked at start: a bad token never serves a single call
     print(f"gateway: serving {principal.agent} ({principal.role}) over stdio", file=sys.stderr)
@@ -232,7 +233,7 @@ def cmd_policy_eval(args: argparse.Namespace) -> int:
         document = json.loads(Path(args.input).read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise InvalidRequest(f"cannot read the input document {args.input}: {exc}") from None
-    engine = make_engine(config.policy, {"roles": RoleSet.load(config.roles).as_data()})
+    engine = make_engine(config.policy, {"roles": RoleSet.load(config.roles_dir).as_data()}, isolated=False)
     emit(anyio.run(engine.decide, document).model_dump())
     return 0
 

@@ -97,6 +97,10 @@ class LimitsConfig(Strict):
 class PolicyConfig(Strict):
     engine: Literal["embedded", "opa"] = "embedded"
     path: Path | None = None  # default: <state_dir>/policies
+    # a running gateway decides in this many worker processes (embedded engine); each decision, and each
+    # description of a shell command, must finish within deadline_s or the call is denied
+    workers: Annotated[int, Field(ge=1, le=64)] = 2
+    deadline_s: Annotated[float, Field(gt=0, le=60)] = 0.5
     opa_url: str = "http://127.0.0.1:8181"
     opa_token: str | None = None
 

@@ -62,6 +62,12 @@ class Unauthenticated(Denied):
     code = "unauthenticated"
 
 
+class DecisionDeadline(Denied):
+    """Describing or deciding the call took longer than policy.deadline_s: refused, and nobody waits on it."""
+
+    code = "decision_deadline"
+
+
 class ToolNotGranted(Denied):
     """A tool the caller's role may not see: answered exactly like a tool that does not exist."""
 

@@ -139,7 +139,7 @@ def decide(config: GatewayConfig, raw: str, role: str, agent: str) -> JSONObject
     from gateway.runtime import Gateway, decision_report
     from gateway.types import Decision, Origin
 
-    gateway = Gateway(config)
+    gateway = Gateway(config, isolated=False)  # one decision: in this process
     call = Call(tool="?", arguments={}, origin=Origin(transport="inprocess", protocol_version="hook"), kind="hook")
     call.detail = {"client": "claude-code"}
     try:

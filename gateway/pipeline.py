@@ -36,6 +36,7 @@ from gateway.effects.describe import describe
 from gateway.effects.paths import Workspace
 from gateway.errors import (
     ArgumentsTooLarge,
+    DecisionDeadline,
     Denied,
     GatewayError,
     InvalidArguments,
@@ -288,10 +289,14 @@ class Situate(Protocol):
 
 class Describe:
     """Arguments become Effects. Built-in tools can act only inside the workspace, so a path argument
-    that leaves it is refused here, before the policy is asked about something that could never run."""
+    that leaves it is refused here, before the policy is asked about something that could never run.
 
-    def __init__(self, situate: Situate) -> None:
+    A shell command is described in a worker thread, bounded by ``deadline_s``: a command that takes
+    longer is refused rather than holding up the event loop, and every other agent with it."""
+
+    def __init__(self, situate: Situate, deadline_s: float = 0.5) -> None:
         self.situate = situate
+        self.deadline_s = deadline_s
 
     async def __call__(self, call: Call) -> None:
         assert call.spec is not None and call.principal is not None
@@ -304,7 +309,16 @@ class Describe:
                     for raw in value if isinstance(value, list) else [value]:
                         if isinstance(raw, str):
                             call.workspace.resolve(raw)
-        call.effects = describe(call.spec, call.arguments, call.workspace)
+        if "command" not in call.spec.argument_roles.values():
+            call.effects = describe(call.spec, call.arguments, call.workspace)
+            return
+        spec, arguments, workspace = call.spec, call.arguments, call.workspace
+        with anyio.move_on_after(self.deadline_s) as scope:
+            call.effects = await anyio.to_thread.run_sync(
+                lambda: describe(spec, arguments, workspace), abandon_on_cancel=True
+            )
+        if scope.cancelled_caught:
+            raise DecisionDeadline(f"the command could not be analysed within {self.deadline_s:g} s; it is refused")
 
 
 # --- decide ---------------------------------------------------------------------------------------

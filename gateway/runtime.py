@@ -46,6 +46,7 @@ from gateway.pipeline import (
 )
 from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.engine import PolicyEngine
+from gateway.policy.isolated import IsolatedEngine
 from gateway.sandbox import Confinement, Sandbox
 from gateway.tasks.board import TaskBoard
 from gateway.tasks.tools import task_tools
@@ -76,16 +77,21 @@ def decision_report(call: Call) -> JSONObject:
     return {**decision.model_dump(), "effects": call.effects.model_dump() if call.effects else None}
 
 
-def make_engine(config: PolicyConfig, data: JSONObject) -> PolicyEngine:
+def make_engine(config: PolicyConfig, data: JSONObject, isolated: bool = True) -> PolicyEngine:
+    """The configured engine; the embedded one in worker processes with a deadline unless ``isolated`` is
+    False (a single command that decides once: nothing else waits on it)."""
+    assert config.path is not None
     if config.engine == "opa":
         from gateway.policy.opa import OpaEngine
 
-        return OpaEngine(config.path, data, url=config.opa_url, token=config.opa_token)
+        return OpaEngine(config.path, data, url=config.opa_url, token=config.opa_token, timeout=config.deadline_s)
+    if isolated:
+        return IsolatedEngine(config.path, data, workers=config.workers, deadline_s=config.deadline_s)
     return EmbeddedEngine(config.path, data)
 
 
 class Gateway:
-    def __init__(self, config: GatewayConfig) -> None:
+    def __init__(self, config: GatewayConfig, isolated: bool = True) -> None:
         config.check_layout()
         self.config = config
         self.telemetry = Telemetry.from_config(config)
@@ -95,7 +101,7 @@ class Gateway:
         self.keys = KeyRing(config.keys_dir)
         self.revocations = Revocations(self.db)
         self.tokens = Tokens(self.keys, self.roles, self.revocations, config.identity.issuer, config.identity.audience)
-        self.engine = make_engine(config.policy, {"roles": self.roles.as_data()})
+        self.engine = make_engine(config.policy, {"roles": self.roles.as_data()}, isolated)
         self.workspace = Workspace(config.workspace, config.protected_paths())
         # every command run for an agent is confined; none may see the state, other worktrees or credentials
         self.sandbox = Sandbox(config.sandbox, hidden=[*config.secret_paths(), config.worktrees])
@@ -121,7 +127,7 @@ class Gateway:
         self.describing: list[Stage] = [
             Resolve(self.catalog, self.roles),
             Validate(config.limits),
-            Describe(self.situate),
+            Describe(self.situate, config.policy.deadline_s),
         ]
         deciding: list[Stage] = [*self.describing, Decide(self.engine)]
         self.judge = Pipeline([*deciding, Judged()], finish=recording)
@@ -221,6 +227,7 @@ class Gateway:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Gateway]:
+        self.engine.start()
         async with anyio.create_task_group() as tg:
             await self.pool.start(tg)
             for settled in await self.committer.reconcile():
@@ -230,3 +237,5 @@ class Gateway:
             finally:
                 tg.cancel_scope.cancel()
                 self.telemetry.flush()
+                with anyio.CancelScope(shield=True):
+                    await self.engine.aclose()

@@ -25,7 +25,7 @@ import yaml
 from conftest import BIN, make_repo, state_of
 
 from gateway.identity.roles import RoleSet
-from gateway.policy import embedded
+from gateway.policy import bundle
 from gateway.policy.embedded import EmbeddedEngine
 from gateway.types import Decision
 
@@ -198,7 +198,7 @@ def test_policy_eval_of_an_empty_document_is_a_deny(workspace: Path, tmp_path: P
 @pytest.fixture
 def live_policies(workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of the workspace's policy directory, re-read on every decision (not once a second)."""
-    monkeypatch.setattr(embedded, "RELOAD_CHECK_S", 0.0)
+    monkeypatch.setattr(bundle, "RELOAD_CHECK_S", 0.0)
     directory = tmp_path / "policies"
     shutil.copytree(state_of(workspace) / "policies", directory)
     return directory

@@ -1,8 +1,9 @@
 """The policy engine interface: an input document in, a Decision out. Fail closed.
 
-Two implementations: ``EmbeddedEngine`` (regorus, in-process, the default) and ``OpaEngine`` (a real OPA
-server over its REST API). Both evaluate ``data.gateway.decision``; anything else that comes back, or
-any engine error, becomes a deny that says why.
+Three implementations: ``IsolatedEngine`` (regorus in worker processes, with a deadline: what a running
+gateway uses by default), ``EmbeddedEngine`` (regorus in this process: single commands such as ``gateway
+check``) and ``OpaEngine`` (a real OPA server over its REST API). All evaluate ``data.gateway.decision``;
+anything else that comes back, or any engine error, becomes a deny that says why.
 
     engine = EmbeddedEngine(policy_dir, data={"roles": roles.as_data()})
     decision = await engine.decide(input_doc)
@@ -10,16 +11,12 @@ any engine error, becomes a deny that says why.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import ValidationError
 
+from gateway.policy.bundle import QUERY
 from gateway.types import Decision, JSONObject
-
-PACKAGE = "gateway"
-RULE = "decision"
-QUERY = f"data.{PACKAGE}.{RULE}"
 
 
 class PolicyEngine(Protocol):
@@ -32,6 +29,12 @@ class PolicyEngine(Protocol):
         ...
 
     def status(self) -> JSONObject: ...
+
+    def start(self) -> None:
+        """Get ready to decide (a running gateway starts its decision workers)."""
+        ...
+
+    async def aclose(self) -> None: ...
 
 
 def engine_error(reason: str) -> Decision:
@@ -46,8 +49,3 @@ def to_decision(raw: Any) -> Decision:
         return Decision.model_validate(raw)
     except ValidationError as exc:
         return engine_error(f"{QUERY} is malformed: {exc.errors()[0]['msg']}")
-
-
-def policy_files(directory: Path) -> list[Path]:
-    """The policy modules of a bundle; unit tests (``*_test.rego``) are not part of the decision."""
-    return sorted(p for p in directory.rglob("*.rego") if not p.name.endswith("_test.rego"))

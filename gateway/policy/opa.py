@@ -22,8 +22,8 @@ import structlog
 from opa_client.opa_async import AsyncOpaClient
 
 from gateway.errors import ConfigError
-from gateway.policy.embedded import RELOAD_CHECK_S, fingerprint
-from gateway.policy.engine import PACKAGE, RULE, engine_error, policy_files, to_decision
+from gateway.policy.bundle import PACKAGE, RELOAD_CHECK_S, RULE, fingerprint, policy_files
+from gateway.policy.engine import engine_error, to_decision
 from gateway.types import Decision, JSONObject
 
 log = structlog.get_logger("gateway.policy")
@@ -130,7 +130,10 @@ class OpaEngine:
             self._client = client
         return self._client
 
-    async def close(self) -> None:
+    def start(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
         if self._client is not None:
             await self._client.close_connection()
             self._client = None

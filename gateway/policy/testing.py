@@ -17,7 +17,7 @@ from typing import Literal
 import regorus
 
 from gateway.errors import ConfigError
-from gateway.policy.embedded import engine_message
+from gateway.policy.bundle import engine_message
 from gateway.types import JSONObject
 
 PACKAGE_LINE = re.compile(r"^package\s+([A-Za-z0-9_.]+)", re.MULTILINE)

@@ -1,0 +1,50 @@
+"""A decision worker: evaluates Rego for a running gateway, one request at a time, over stdin and stdout.
+
+Started by gateway/policy/isolated.py as ``python -m gateway.policy.worker``; it imports the bundle and
+nothing else, so it starts in a fraction of a second, and the gateway can kill it when a decision runs
+past its deadline without losing anything but that decision.
+
+Protocol, one JSON line each: the first line names the bundle (``{"directory", "data"}``) and is answered
+``{"ok": true}`` once it loads (or ``{"ok": false, "error"}``); then each request is a header line
+(``{"rule"}``) and a line holding the input document, answered by ``{"ok": true}`` and a line holding the
+value (``null`` when undefined), or by ``{"ok": false, "error"}`` alone.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import BinaryIO
+
+from gateway.policy.bundle import BundleError, LiveBundle, engine_message
+
+
+def serve(requests: BinaryIO, answers: BinaryIO) -> int:
+    def answer(*lines: str) -> None:
+        answers.write("".join(f"{line}\n" for line in lines).encode())
+        answers.flush()
+
+    setup = json.loads(requests.readline() or b"{}")
+    try:
+        live = LiveBundle(Path(setup["directory"]), setup["data"])
+    except (BundleError, KeyError, OSError) as exc:
+        answer(json.dumps({"ok": False, "error": f"the policy bundle does not load: {exc}"}))
+        return 1
+    answer('{"ok": true}')
+    while True:
+        header = requests.readline()
+        payload = requests.readline()
+        if not header or not payload:
+            return 0  # the gateway closed the pipe (or died): nothing more to decide
+        try:
+            value = live.evaluate_json(json.loads(header)["rule"], payload.decode())
+        except Exception as exc:
+            answer(json.dumps({"ok": False, "error": engine_message(exc)}))
+            continue
+        # one line: compact JSON (sets, which Rego has and JSON has not, as lists)
+        answer('{"ok": true}', json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=list))
+
+
+if __name__ == "__main__":
+    sys.exit(serve(sys.stdin.buffer, sys.stdout.buffer))
