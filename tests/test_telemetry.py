@@ -142,7 +142,7 @@ async def test_denied_call_has_error_type_and_a_masked_decision_entry(
         assert entry["path"] == "gateway/decision"
         assert entry["timestamp"].endswith("Z")
         assert entry["labels"]["app"] == "mcp-gateway" and entry["labels"]["version"]
-        assert entry["input"]["version"] == 1 and entry["input"]["tool"]["name"] == "fs_write"
+        assert entry["input"]["version"] == 2 and entry["input"]["tool"]["name"] == "fs_write"
         assert len(entry["trace_id"]) == 32 and len(entry["span_id"]) == 16
     assert first["result"]["action"] == "allow"
     assert first["input"]["arguments"]["content"] == (

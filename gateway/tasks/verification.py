@@ -25,6 +25,7 @@ import anyio
 import mcp_types as mt
 
 from gateway.config import GatewayConfig
+from gateway.decision_log import mask_text
 from gateway.effects.paths import Workspace
 from gateway.errors import ToolFailed
 from gateway.ledger.chain import digest
@@ -145,7 +146,8 @@ class Verification:
                     progress,
                     label=f"{where} ",
                 )
-                tail = (result.stdout + result.stderr)[-1500:]
+                # what is kept of the output (the verification result, the ledger, an intent's outcome) is masked
+                tail = mask_text((result.stdout + result.stderr)[-1500:])
                 note = f"{where} {command} -> exit {result.exit_code}" + (" (timed out)" if result.timed_out else "")
                 runs.append(
                     CommandRun(
