@@ -326,6 +326,17 @@ def test_decision_log_can_be_turned_off(config: Any) -> None:
         ("npm publish --//registry.npmjs.org/:_authToken=npm_" + "a1" * 18, "a1a1a1a1"),
         ("git clone https://bob:s3cretpw@git.example.com/r.git", "s3cretpw"),
         ("Authorization: Bearer abcdefghijklmnop", "abcdefghijklmnop"),
+        ("export STRIPE_KEY=whatever-it-holds", "whatever-it-holds"),
+        ("SIGNING_KEY=abc123 MY_SALT=pepper9", "abc123"),
+        ("stripe.api_key = 'sk_live_" + "4eC39HqLyjWDarjtT1zd" + "p7dc'", "4eC39HqLyjWDarjtT1zd"),
+        ("key=AIza" + "SyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW", "SyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW"),
+        ("SG." + "a" * 22 + "." + "b" * 43, "b" * 43),
+        ("twilio SK" + "0123456789abcdef" * 2, "0123456789abcdef"),
+        ("upload pypi-AgEIcHlwaS5vcmc" + "x" * 60, "x" * 60),
+        ("vault hvs." + "CAESIJ" * 5, "CAESIJ" * 5),
+        ("bot 123456789:" + "AAH" * 11 + "xy", "AAH" * 11),
+        ("post https://hooks.slack.com/services/T000/B000/" + "X" * 24, "X" * 24),
+        ("AccountName=x;AccountKey=" + "Q" * 88, "Q" * 88),
     ],
 )
 def test_mask_text_hides_common_secrets(text: str, secret: str) -> None:
