@@ -22,6 +22,7 @@ from gateway.commit.intents import Intents
 from gateway.commit.tools import intent_tools
 from gateway.config import GatewayConfig, PolicyConfig, UpstreamConfig
 from gateway.effects.paths import Workspace
+from gateway.egress import Egress
 from gateway.identity.keys import KeyRing
 from gateway.identity.revocations import Revocations
 from gateway.identity.roles import RoleSet
@@ -47,7 +48,7 @@ from gateway.pipeline import (
 from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.engine import PolicyEngine
 from gateway.policy.isolated import IsolatedEngine
-from gateway.sandbox import Confinement, Sandbox
+from gateway.sandbox import ANY_HOST, Confinement, Sandbox
 from gateway.tasks.board import TaskBoard
 from gateway.tasks.tools import task_tools
 from gateway.tasks.verification import Verification
@@ -105,6 +106,7 @@ class Gateway:
         self.workspace = Workspace(config.workspace, config.protected_paths())
         # every command run for an agent is confined; none may see the state, other worktrees or credentials
         self.sandbox = Sandbox(config.sandbox, hidden=[*config.secret_paths(), config.worktrees])
+        self.egress = Egress(self.ledger)  # the way out for a command whose decision allowed egress
         self.approvals = Approvals(self.db, self.ledger, ttl_s=config.approvals.ttl_s)
         self.checkpoints = Checkpoints(self.db, config.checkpoints_dir)
         self.pool = UpstreamPool(config.upstreams, self.sandbox, self.upstream_confinement)
@@ -113,7 +115,7 @@ class Gateway:
         self.board = TaskBoard(self.db, self.ledger, self.engine, config, self.verification)
         local = [
             *file_tools(config.limits),
-            *shell_tools(config.limits, config.shell, self.sandbox),
+            *shell_tools(config.limits, config.shell, self.sandbox, self.egress),
             *git_tools(),
             *task_tools(self.board),
         ]
@@ -220,7 +222,7 @@ class Gateway:
         writable = [(root / p).resolve() for p in config.sandbox.writable]
         cwd = Path(config.cwd) if config.cwd else root
         confinement = self.sandbox.confine(writable, cwd, protect=self.protected_in(root), commands=False)
-        return confinement.allowing(["*"]) if config.sandbox.network else confinement
+        return confinement.allowing([ANY_HOST]) if config.sandbox.network else confinement
 
     def visible_tools(self, principal: Principal) -> list[ToolSpec]:
         return [spec for spec in self.catalog.all() if self.roles.grants(principal, spec.name)]

@@ -10,7 +10,8 @@ bash is complete. This module is the wall that holds when the analysis is wrong.
   later outside the sandbox and no branch but its own can move;
 - none of the gateway's state (keys, store, approvals, roles, policies), no other task's worktree and
   none of the usual credential paths (~/.ssh, ~/.aws, ~/.netrc, ...): they are not there at all;
-- no network, unless the decision for the call allowed egress (``Confinement.network``);
+- no network, unless the decision for the call allowed egress (``Confinement.network``), and then only to
+  the hosts it allowed, through the gateway's egress proxy (gateway/egress.py);
 - no capabilities, no new privileges, its own PID, IPC, UTS and user namespaces, and limits on file
   size, processes, CPU time and open files (``prlimit``).
 
@@ -29,15 +30,19 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+from gateway import egress_inside
 from gateway.config import SandboxConfig
 from gateway.errors import ToolFailed
 from gateway.types import JSONObject
 
+ANY_HOST = "*"  # network: the whole network (an upstream server the operator lets out), not a host list
+EGRESS_SOCKET = "/run/gateway-egress.sock"  # where the call's egress proxy appears inside the sandbox
 # Where credentials usually live, relative to $HOME: never visible to a confined command.
 CREDENTIAL_PATHS = (
     ".ssh",
@@ -79,12 +84,17 @@ class Confinement:
     writable: tuple[Path, ...] = ()
     protect: tuple[Path, ...] = ()  # read-only again inside a writable directory
     hidden: tuple[Path, ...] = ()
-    network: tuple[str, ...] = ()  # hosts the decision allowed; empty: no network at all
+    network: tuple[str, ...] = ()  # hosts the decision allowed (ANY_HOST: all); empty: no network at all
     limits: JSONObject = field(default_factory=dict)
 
     @property
     def confined(self) -> bool:
         return self.mode != "off"
+
+    @property
+    def proxied(self) -> bool:
+        """Its egress goes through the gateway's proxy (some hosts allowed, not the whole network)."""
+        return self.confined and bool(self.network) and ANY_HOST not in self.network
 
     def allowing(self, hosts: Iterable[str]) -> Confinement:
         """The same confinement with network egress to ``hosts`` (what the decision allowed)."""
@@ -143,12 +153,19 @@ class Sandbox:
             limits=limits,
         )
 
-    def command(self, confinement: Confinement, argv: Sequence[str]) -> list[str]:
-        """The argv that runs ``argv`` inside ``confinement``; raises SandboxUnavailable when it cannot."""
+    def command(self, confinement: Confinement, argv: Sequence[str], egress: Path | None = None) -> list[str]:
+        """The argv that runs ``argv`` inside ``confinement``; raises SandboxUnavailable when it cannot.
+        A confinement with allowed hosts needs ``egress``, the socket of the call's egress proxy."""
         if not confinement.confined:
             return list(argv)
         self.check()
-        return [*self._bwrap(confinement), "--", *self._limits(confinement), "--", *argv]
+        bwrap = self._bwrap(confinement)
+        if confinement.proxied:
+            if egress is None:
+                raise SandboxUnavailable("the command was not run: its network egress needs the egress proxy")
+            bwrap[bwrap.index("--chdir") : bwrap.index("--chdir")] = ["--bind", str(egress), EGRESS_SOCKET]
+            argv = [sys.executable, "-I", egress_inside.__file__, EGRESS_SOCKET, "--", *argv]
+        return [*bwrap, "--", *self._limits(confinement), "--", *argv]
 
     def check(self) -> None:
         """Raise SandboxUnavailable, naming the fix, unless bubblewrap can start a sandbox here."""
@@ -186,7 +203,7 @@ class Sandbox:
     def _bwrap(self, c: Confinement) -> list[str]:
         args = [self.config.bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--unshare-user"]
         args += ["--disable-userns", "--cap-drop", "ALL"]
-        if c.network:
+        if ANY_HOST in c.network:
             args.append("--share-net")
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run"]
         # Mount order matters: a hidden directory that holds a writable one (the worktrees dir around the

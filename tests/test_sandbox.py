@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.server
 import json
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -114,36 +115,68 @@ async def test_a_workers_command_can_write_only_its_worktree(config: Any, repo: 
     assert not (Path(t2) / "src" / "x.py").exists()
 
 
-async def test_no_network_unless_the_decision_allowed_it(dev: tuple[Gateway, str], config: Any) -> None:
-    class Hello(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(b"hello from the host")
+class Hello(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"hello from the host")
 
-        def log_message(self, *args: Any) -> None:
-            pass
+    def log_message(self, *args: Any) -> None:
+        pass
 
+
+@pytest.fixture
+def web() -> Iterator[str]:
+    """An HTTP server on the host's loopback: what a command would like to reach."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hello)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/"
     try:
-        gateway, bearer = dev
-        fetch = f"import urllib.request\nprint(urllib.request.urlopen({url!r}, timeout=5).read().decode())\n"
-        async with inproc_client(gateway, bearer) as client:
-            await client.call_tool("fs_write", {"path": "fetch.py", "content": fetch})
-            quiet = (await client.call_tool("shell_run", {"command": "python3 fetch.py"})).structured_content
-            assert quiet["exit_code"] != 0 and "hello" not in quiet["stdout"]
-            assert "Connection refused" in quiet["stderr"] or "URLError" in quiet["stderr"]
-
-            asked = await client.call_tool("shell_run", {"command": f"curl -s {url}"})
-            pending = asked.structured_content
-            assert pending["status"] == "approval_pending" and any("127.0.0.1" in r for r in pending["reasons"])
-            gateway.approvals.settle(pending["approval_id"], approve=True, by="a person")
-            approved = (await client.call_tool("shell_run", {"command": f"curl -s {url}"})).structured_content
-        assert approved["exit_code"] == 0 and approved["stdout"] == "hello from the host"
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
     finally:
         server.shutdown()
+
+
+async def test_no_network_unless_the_decision_allowed_it(dev: tuple[Gateway, str], web: str) -> None:
+    gateway, bearer = dev
+    fetch = f"import urllib.request\nprint(urllib.request.urlopen({web!r}, timeout=5).read().decode())\n"
+    async with inproc_client(gateway, bearer) as client:
+        await client.call_tool("fs_write", {"path": "fetch.py", "content": fetch})
+        quiet = (await client.call_tool("shell_run", {"command": "python3 fetch.py"})).structured_content
+        assert quiet["exit_code"] != 0 and "hello" not in quiet["stdout"]
+        assert "Connection refused" in quiet["stderr"] or "URLError" in quiet["stderr"]
+
+        asked = await client.call_tool("shell_run", {"command": f"curl -s {web}"})
+        pending = asked.structured_content
+        assert pending["status"] == "approval_pending" and any("127.0.0.1" in r for r in pending["reasons"])
+        gateway.approvals.settle(pending["approval_id"], approve=True, by="a person")
+        approved = (await client.call_tool("shell_run", {"command": f"curl -s {web}"})).structured_content
+    assert approved["exit_code"] == 0 and approved["stdout"] == "hello from the host"
+
+
+async def test_approved_egress_reaches_only_the_hosts_it_named(dev: tuple[Gateway, str], web: str) -> None:
+    """The approved command names 127.0.0.1; what it runs then tries another name for the same server
+    (through the proxy: refused) and the allowed host without the proxy (no route: the sandbox has none)."""
+    gateway, bearer = dev
+    port = web.rsplit(":", 1)[1].strip("/")
+    sneak = (
+        "import socket, urllib.request, urllib.error\n"
+        f"try:\n    urllib.request.urlopen('http://localhost:{port}/', timeout=5)\n    print('OTHER-NAME-REACHED')\n"
+        "except urllib.error.HTTPError as exc:\n    print('proxy said', exc.code)\n"
+        f"try:\n    socket.create_connection(('127.0.0.1', {port}), timeout=5)\n    print('DIRECT-REACHED')\n"
+        "except OSError as exc:\n    print('direct:', exc)\n"
+    )
+    command = f"curl -s {web} && python3 sneak.py"
+    async with inproc_client(gateway, bearer) as client:
+        await client.call_tool("fs_write", {"path": "sneak.py", "content": sneak})
+        pending = (await client.call_tool("shell_run", {"command": command})).structured_content
+        gateway.approvals.settle(pending["approval_id"], approve=True, by="a person")
+        ran = (await client.call_tool("shell_run", {"command": command})).structured_content
+    out = ran["stdout"]
+    assert out.startswith("hello from the host") and "proxy said 403" in out, ran
+    assert "OTHER-NAME-REACHED" not in out and "DIRECT-REACHED" not in out
+    egress = [(r.outcome, r.detail) for r in ledger_rows(gateway, kind="egress")]
+    assert [outcome for outcome, _ in egress] == ["ok", "denied"]
+    assert egress[0][1]["target"] == f"127.0.0.1:{port}" and "localhost" in egress[1][1]["refused"]
 
 
 async def test_limits_stop_a_runaway_file(config: Any, home: Path) -> None:

@@ -25,6 +25,7 @@ from anyio.abc import ByteReceiveStream
 from pydantic import Field
 
 from gateway.config import LimitsConfig, ShellConfig
+from gateway.egress import Egress
 from gateway.errors import ToolFailed
 from gateway.sandbox import Confinement, Sandbox, SandboxUnavailable
 from gateway.tools.base import Arguments, builtin, json_result
@@ -98,10 +99,17 @@ async def run_confined(
     cap: int,
     progress: ProgressFn,
     label: str = "",
+    egress: Egress | None = None,
+    trace_id: str | None = None,
 ) -> CommandResult:
-    """One bash command inside ``confinement``; raises SandboxUnavailable when the sandbox did not start."""
-    argv = sandbox.command(confinement, ["/bin/bash", "-c", command])
-    result = await run_command(argv, confinement.cwd, env, timeout, cap, progress, label)
+    """One bash command inside ``confinement``; raises SandboxUnavailable when the sandbox did not start.
+    The hosts the confinement allows are reached through an egress proxy served for this command alone."""
+    async with contextlib.AsyncExitStack() as stack:
+        socket = None
+        if confinement.proxied and egress is not None:
+            socket = await stack.enter_async_context(egress.serving(confinement.network, trace_id))
+        argv = sandbox.command(confinement, ["/bin/bash", "-c", command], egress=socket)
+        result = await run_command(argv, confinement.cwd, env, timeout, cap, progress, label)
     why = sandbox.failure(result.exit_code, result.stderr)
     if why is not None:
         raise SandboxUnavailable(f"the command was not run: the sandbox did not start ({why})")
@@ -149,7 +157,7 @@ async def run_command(
     )
 
 
-def shell_tools(limits: LimitsConfig, shell: ShellConfig, sandbox: Sandbox) -> list[ToolSpec]:
+def shell_tools(limits: LimitsConfig, shell: ShellConfig, sandbox: Sandbox, egress: Egress) -> list[ToolSpec]:
     async def shell_run(args: ShellArgs, inv: ToolInvocation) -> mt.CallToolResult:
         cwd = inv.workspace.resolve(args.cwd)
         if not cwd.is_dir():
@@ -160,7 +168,9 @@ def shell_tools(limits: LimitsConfig, shell: ShellConfig, sandbox: Sandbox) -> l
         cap = min(args.max_output_bytes or limits.shell_output_bytes, limits.shell_output_bytes)
         env = sandbox_env(shell, inv.workspace.root)
         confinement = replace(inv.confinement, cwd=cwd)
-        outcome = await run_confined(sandbox, confinement, args.command, env, timeout, cap, inv.progress)
+        outcome = await run_confined(
+            sandbox, confinement, args.command, env, timeout, cap, inv.progress, egress=egress, trace_id=inv.trace_id
+        )
         result = outcome.as_dict()
         if outcome.timed_out:
             result["error"] = f"command timed out after {timeout:g}s and was killed"
