@@ -360,7 +360,7 @@ class _Index:
                 protocol.setdefault(view.trace_id, []).append(view)
         for row in rows:
             kind = row.get("kind")
-            if kind not in ("task", "intent", "approval", "rollback"):
+            if kind not in ("task", "intent", "approval", "rollback", "egress"):
                 continue
             detail = row.get("detail") or {}
             trace_id = row.get("trace_id")
@@ -503,8 +503,8 @@ def _step(row: JSONObject, trace_id: str) -> Step:
     kind = row["kind"]
     if kind == "approval":
         name = f"approval.{detail.get('action', '?')}"
-    elif kind == "rollback":
-        name = "rollback"
+    elif kind in ("rollback", "egress"):
+        name = kind
     else:
         name = row.get("tool") or kind
     step = Step(
@@ -703,6 +703,11 @@ def step_summary(step: Step) -> str:
         if action == "request":
             return f"approval {ident} requested: waits for a person"
         return f"approval {ident} {clean(action)} by {clean(d.get('by'))}"
+    if step.kind == "egress":
+        allowed = _listed(d.get("allowed") or [])
+        if step.outcome == "ok":
+            return f"network egress to {clean(d.get('target'))} (allowed: {allowed})"
+        return f"network egress REFUSED: {clean(d.get('refused'), 300)}"
     if step.kind == "rollback":
         removed = d.get("removed") or []
         return f"rolled back to checkpoint {clean(d.get('checkpoint'))}" + (
