@@ -14,11 +14,13 @@ effects := input.effects
 # input, an older tool) states only argv, redirects and via: its commands are read with the facts
 # version 1 implied (the program is the last part of argv[0], it runs in the workspace) and nothing
 # more, so its git commands are local writes and its interpreters' code is not seen.
-commands := [cmd | some c in object.get(effects, "commands", []); cmd := command(c)]
+default commands := []
 
-command(c) := c if not input.version == 1
+commands := effects.commands if not input.version == 1
 
-command(c) := object.union(object.union(version_1_facts, c), {"program": version_1_program(c)}) if input.version == 1
+commands := [command(c) | some c in effects.commands] if input.version == 1
+
+command(c) := object.union(object.union(version_1_facts, c), {"program": version_1_program(c)})
 
 version_1_facts := {
 	"program": "", "subcommand": null, "operation": null, "cwd": ".", "inline_code": [], "reads": [],

@@ -123,7 +123,7 @@ def _foreign_repository(d: Describer, call: Call) -> None:
     made = set(d.writes) | set(d.creates)
     directory = cwd
     while directory != d.ws.root and d.ws.contains(directory):
-        shown = d.ws.display(directory)
+        shown = d.display(directory)
         markers = [directory / ".git", directory / "HEAD", directory / "config"]
         if (
             any(p.exists() or p.is_symlink() for p in markers[:1])

@@ -247,7 +247,7 @@ def _cd(d: Describer, call: Call) -> None:
     target = operands[0] if operands else Word.of(d.home)
     path = d.quiet_locate(target)
     if path is not None:
-        call.facts.paths.append(d.ws.display(path))
+        call.facts.paths.append(d.display(path))
     # a cd that fails leaves the shell where it was, so only a directory we can see (or made) is followed
     d.cwd = path if path is not None and (path.is_dir() or path in d.made_dirs) else None
 
