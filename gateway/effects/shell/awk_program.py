@@ -132,6 +132,8 @@ def scan_awk(program: str) -> AwkEffects:
             out.doubts.append("calls system()")
         elif kind == "name" and value in ("ENVIRON", "PROCINFO"):
             out.doubts.append(f"reads {value}")
+        elif kind == "name" and value in ("ARGV", "ARGC"):
+            out.doubts.append(f"uses {value}: the files it reads may change while it runs")
         elif kind == "name" and value in ("print", "printf"):
             printing, depth = True, 0
         elif kind == "name" and value == "getline":

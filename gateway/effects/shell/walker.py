@@ -99,7 +99,9 @@ _DECODERS = names("gunzip zcat bunzip2 bzcat unxz xzcat unzstd zstdcat uudecode"
 # Programs that run another command this module does not unwrap: say so instead of pretending to know.
 _OPAQUE_RUNNERS = names(
     "at batch crontab systemd-run parallel script runuser chroot unshare nsenter flatpak-spawn firejail bwrap "
-    "strace ltrace gdb valgrind expect coproc fc enable flock unbuffer faketime proot"
+    "strace ltrace gdb valgrind expect coproc fc enable flock unbuffer faketime proot entr watchexec perf chrt "
+    "taskset prlimit cgexec sg setpriv numactl cpulimit torsocks proxychains proxychains4 xvfb-run "
+    "dbus-run-session fakeroot eatmydata nocache catchsegv ssh-agent"
 )
 # Names a function definition must not take over (the handler table's names are checked too).
 _COMMON_NAMES = names(
@@ -1049,7 +1051,8 @@ class Describer:
     def unknown_paths(self, words: list[Word], call: Call) -> None:
         """Path-like words of a program the analysis does not follow: what it may touch, access unknown.
 
-        An operand with a "/" or "..", or the value of ``--opt=path``, ``-Xpath`` or ``NAME=path``."""
+        An operand with a "/" or "..", a glob (with the files it matches), or the value of
+        ``--opt=path``, ``-Xpath`` or ``NAME=path``."""
         for word in words:
             if not word.literal or word.stream:
                 continue
@@ -1060,7 +1063,7 @@ class Describer:
                 value = value[2:]
             elif value.startswith("-"):
                 continue
-            if not ("/" in value or value == "..") or "://" in value or is_stream(value):
+            if not ("/" in value or value == ".." or word.glob) or "://" in value or is_stream(value):
                 continue
             candidate = replace(word, value=value)
             path = self.quiet_locate(replace(candidate, glob=False))

@@ -258,7 +258,7 @@ def _noop(d: Describer, call: Call) -> None:
 
 
 _NOOP = (
-    "echo printf true false : pwd test [ read exit return shift wait sleep seq date uname whoami id hostname "
+    "echo printf true false : pwd test [ read exit return shift wait sleep seq uname whoami id hostname "
     "basename dirname which type expr printenv nproc free uptime ps tput clear break continue set"
 )
 
