@@ -210,15 +210,15 @@ def _jq(d: Describer, call: Call) -> None:
             continue
         if value in ("-f", "--from-file"):
             filter_file = True
-        elif value in ("-L", "--indent", "--tab") and value != "--tab":
-            i += 1
+        elif value in ("-L", "--indent"):
+            i += 1  # a search directory, a number
         elif value in ("--args", "--jsonargs"):
             break  # the rest are arguments, not files
         elif not value.startswith("-") or value == "-":
             operands.append(args[i])
         i += 1
     if not filter_file and operands:
-        operands.pop(0)  # the filter
+        operands.pop(0)  # the filter (with -f, the first operand is the filter's file: read like the rest)
     for word in operands:
         d.read(word, call)
 
