@@ -205,7 +205,6 @@ findings contains {"tier": 3, "rule": "tiers.dangerous_command", "reason": msg} 
 
 findings contains {"tier": 3, "rule": "tiers.dangerous_command", "reason": msg} if {
 	some cmd in commands
-	cmd.program in mode_programs
 	cmd.world_writable
 	msg := sprintf("runs '%s' to make files world-writable", [cmd.program])
 }

@@ -209,6 +209,7 @@ def _read(d: Describer, call: Call, rest: list[Word]) -> None:
         d, call, rest, "SGLnO", "--author --committer --grep --since --until --format --pretty --max-count --skip"
     )
     _blobs(d, call, opts.operands)
+    d.unknown_paths(rest, call)  # fast-export --import-marks=FILE, rev-parse paths, ...
 
 
 _BLOB = re.compile(r"^[^:]*:(?:[0-3]:)?(?!/)(.+)$")
@@ -229,6 +230,13 @@ def _blobs(d: Describer, call: Call, operands: list[Word]) -> None:
 def _write(d: Describer, call: Call, rest: list[Word]) -> None:
     call.facts.access = "write"
     _opts(d, call, rest)
+    d.unknown_paths(rest, call)  # fast-import --export-marks=FILE, bugreport -o DIR, mailinfo MSG PATCH, ...
+
+
+def _help(d: Describer, call: Call, rest: list[Word]) -> None:
+    call.facts.access = "read"
+    if any(w.value in ("-w", "--web", "-i", "--info", "-m", "--man") for w in rest):
+        d.execute(call, "documentation viewer", "git help -w/-i/-m runs a browser, info or man")
 
 
 def _diff(d: Describer, call: Call, rest: list[Word]) -> None:
@@ -790,7 +798,7 @@ def _url(d: Describer, call: Call, word: Word, reading: bool) -> None:
 
 _READS = (
     "status log show whatchanged shortlog ls-files ls-tree rev-parse describe rev-list show-ref for-each-ref "
-    "count-objects check-ignore check-attr check-ref-format check-mailmap merge-base name-rev help version var "
+    "count-objects check-ignore check-attr check-ref-format check-mailmap merge-base name-rev version var "
     "verify-commit verify-tag verify-pack show-branch cherry get-tar-commit-id merge-tree fast-export column "
     "stripspace patch-id show-index fmt-merge-msg"
 )
@@ -803,6 +811,7 @@ _DIFFS = "diff diff-tree diff-files diff-index range-diff"
 
 SUBCOMMANDS: dict[str, GitHandler] = {
     **{name: _read for name in _READS.split()},
+    "help": _help,
     **{name: _write for name in _WRITES.split()},
     **{name: _diff for name in _DIFFS.split()},
     "grep": _grep,

@@ -28,7 +28,7 @@ def grep_like(short_opts: str, long: str, recursive_default: bool = False) -> Ha
         for word in opts.values("-f", "--file", "--ignore-file", "--exclude-from"):
             d.read(word, call)
         for name, word in opts.flags:
-            if name in ("--pre", "--pager") and word is not None:
+            if name in ("--pre", "--pager", "--hostname-bin") and word is not None:
                 d.execute(call, word.value, f"{call.name} {name} runs a program: {short(word.raw)}")
         recursive = recursive_default or opts.has("-r", "-R", "--recursive", "--dereference-recursive")
         call.facts.recursive = recursive
@@ -60,7 +60,7 @@ _RG = grep_like(
     "efgtTmjABCEMrd",
     "--glob --iglob --type --type-not --type-add --max-count --threads --context --after-context --before-context "
     "--encoding --max-columns --replace --max-depth --max-filesize --pre --pre-glob --ignore-file --sort --sortr "
-    "--colors --engine",
+    "--colors --engine --hostname-bin",
     recursive_default=True,
 )
 
