@@ -67,7 +67,12 @@ PROGRAM_CASES = [
     ("luajit x.lua", "lua"),
     ("\\rm x", "rm"),
     ("r''m x", "rm"),
-    ("./scripts/run.sh", "run.sh"),
+    ("./scripts/run.sh", "./scripts/run.sh"),
+    # a program in the workspace is whatever the agent put there, not the program of the same name
+    ("./ls", "./ls"),
+    ("src/cat x", "src/cat"),
+    (".venv/bin/python x.py", ".venv/bin/python"),
+    ("/bin/ls", "ls"),
     ("$X y", ""),
 ]
 
@@ -311,7 +316,7 @@ def test_paths_of_unknown_programs(command_text: str, paths: list[str], ws: Work
 
 
 def test_paths_resolve_against_the_cwd(ws: Workspace) -> None:
-    assert fact("cd src && ./tool ../exists.txt", "tool", "paths", ws) == ["exists.txt"]
+    assert fact("cd src && ./tool ../exists.txt", "./tool", "paths", ws) == ["exists.txt"]
 
 
 def test_known_programs_state_no_paths(ws: Workspace) -> None:

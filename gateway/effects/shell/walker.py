@@ -901,7 +901,7 @@ class Describer:
         ctx = _with_stdin(ctx, redirs)
         head = words[0] if words else None
         name = program_name(head.value) if head is not None and head.literal else ""
-        facts = CommandFacts(program=name, cwd=self.shown_cwd(), env=dict(env or {}))
+        facts = CommandFacts(program=self._program_fact(head, name), cwd=self.shown_cwd(), env=dict(env or {}))
         for r in redirs:
             (facts.reads if r.kind == "in" else facts.writes).extend(r.shown)
         call = Call(name=name, words=words, ctx=ctx, redirects=redirs, facts=facts)
@@ -932,6 +932,14 @@ class Describer:
             self.unknown_paths(call.args, call)  # a program we do not know: its path-like words
         if call.taints:
             self.tainted.update(r.path for r in redirs if r.kind == "out" and r.path is not None)
+
+    def _program_fact(self, head: Word | None, name: str) -> str:
+        """The program as the policy sees it: the normalised name, except for a file in the workspace
+        (`./ls`, `scripts/cat`, `.venv/bin/pip`), which is whatever the agent put there: its path as written."""
+        if head is None or not head.literal or "/" not in head.value:
+            return name
+        path = self.quiet_locate(head)
+        return head.value if path is None or self.ws.contains(path) else name
 
     def _count_words(self, words: int) -> None:
         """Words are counted before quote removal works on them, so a huge command stops early."""
