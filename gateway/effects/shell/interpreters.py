@@ -306,6 +306,25 @@ def _vim(d: Describer, call: Call) -> None:
         i += 1
     for word in files:
         d.write(word, call, modify=True)
+    if call.ctx.stdin != "inherit":
+        d.program_from_stdin(call)  # `ex -s file <<EOF`: editor commands (`:!cmd` included) from stdin
+
+
+def _ed(d: Describer, call: Call) -> None:
+    """ed FILE <<EOF: the script edits the file, and `!cmd` (also in `r !cmd`, `w !cmd`, `e !cmd`) runs a command."""
+    opts = d.options(call, "p")
+    for word in opts.operands:
+        if word.value.startswith("!"):
+            d.execute(call, word.value[1:], f"{call.name} runs the command {short(word.value[1:])}")
+        else:
+            d.write(word, call, modify=True)
+    if call.ctx.stdin in ("heredoc", "herestring") and call.ctx.stdin_text is not None:
+        if "!" in call.ctx.stdin_text:
+            d.execute(
+                call, call.ctx.stdin_text, f"{call.name} script may run commands (!): {short(call.ctx.stdin_text)}"
+            )
+    elif call.ctx.stdin != "inherit":
+        d.opaque(f"{call.name} reads editing commands (which may run programs) from stdin")
 
 
 def _emacs(d: Describer, call: Call) -> None:
@@ -356,4 +375,6 @@ HANDLERS: dict[str, Handler] = {
     "osascript": _osascript,
     **{name: _vim for name in ("vim", "vi", "nvim", "gvim", "view", "ex", "vimdiff", "rvim")},
     "emacs": _emacs,
+    "ed": _ed,
+    "red": _ed,
 }

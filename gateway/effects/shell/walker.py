@@ -473,7 +473,14 @@ class Describer:
         self._conditional(node, ctx, redirs)
 
     def _scan_only(self, node: Node, ctx: Ctx, redirs: list[Redir]) -> None:
+        """`[[ ... ]]`: its substitutions run; and `[[ -v 'a[$(id)]' ]]` runs id (bash evaluates subscripts)."""
         self._scan(node, ctx)
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if current.type == "raw_string" and _subscript_with_subst(text(current)):
+                self.opaque(f"array subscript with a command substitution: {short(text(current))}")
+            stack.extend(current.children)
 
     def _assignments(self, node: Node, ctx: Ctx, redirs: list[Redir]) -> None:
         for assignment in [node] if node.type == "variable_assignment" else node.named_children:
@@ -907,6 +914,10 @@ class Describer:
         call = Call(name=name, words=words, ctx=ctx, redirects=redirs, facts=facts)
         self.commands.append(_Recorded([w.value for w in words], [r.redirect for r in redirs], ctx.via, facts))
         self.emits_tainted.append(call.taints)
+        for word in words[1:]:
+            if word.literal and _subscript_with_subst(word.value):
+                # `test -v 'a[$(id)]'`, `printf -v`, `read`, `unset`: bash evaluates the subscript
+                self.opaque(f"array subscript with a command substitution: {short(word.value)}")
         for word in words:
             # plain printable ASCII cannot mislead (the check normalises and classifies every character)
             why = None if word.value.isascii() and word.value.isprintable() else suspicious_unicode(word.value)
@@ -1341,6 +1352,10 @@ def _closing_quote(source: str, i: int, quote: str) -> int:
         else:
             i += 1
     return i
+
+
+def _subscript_with_subst(value: str) -> bool:
+    return "[" in value and has_unparsed_subst(value)
 
 
 def _harmless_trace(name: str, value: Word) -> bool:

@@ -252,6 +252,13 @@ def _cd(d: Describer, call: Call) -> None:
     d.cwd = path if path is not None and (path.is_dir() or path in d.made_dirs) else None
 
 
+def _mapfile(d: Describer, call: Call) -> None:
+    """mapfile/readarray -C CALLBACK runs the callback text every -c lines."""
+    opts = d.options(call, "dnOsutcC")
+    for word in opts.values("-C"):
+        d.run_text(word, call)
+
+
 def _noop(d: Describer, call: Call) -> None:
     """Builtins and programs with no file, network or package effects to state (their words are names,
     numbers or text, not paths)."""
@@ -281,6 +288,9 @@ HANDLERS: dict[str, Handler] = {
     "stdbuf": _wrapper("ioe", "--input --output --error"),
     "setsid": _wrapper(known="--ctty --fork --wait"),
     "busybox": _busybox,
+    "toybox": _busybox,
+    "mapfile": _mapfile,
+    "readarray": _mapfile,
     "xargs": _xargs,
     "find": _find,
     "watch": _watch,
