@@ -138,3 +138,21 @@ test_links_to_outside_ask if {
 	}
 	shell({"commands": [testing.command(["ln", "-s", "src/app.py", "app.py"], {"reads": ["src/app.py"]})], "reads": ["src/app.py"], "creates": ["app.py"]}).tier == 1
 }
+
+# internal_hint must hold a piece of every CI pattern, or ci_config would never be asked about a path.
+test_internal_hint_covers_every_pattern if {
+	every pattern in data.gateway.paths.ci_patterns {
+		regex.match(data.gateway.paths.internal_hint, lower(replace(replace(pattern, "**", "x"), "*", "x")))
+	}
+	regex.match(data.gateway.paths.internal_hint, ".git")
+	not regex.match(data.gateway.paths.internal_hint, "src/app.py\ndocs/gitignore.md")
+}
+
+test_git_internal_matches_whole_parts if {
+	every p in [".git", ".git/config", "src/.git", "a/.GIT/hooks/x", ".Git"] {
+		data.gateway.paths.git_internal(p)
+	}
+	every p in [".gitignore", "src/.gitattributes", "x.git", ".github/x", "my.git/config"] {
+		not data.gateway.paths.git_internal(p)
+	}
+}

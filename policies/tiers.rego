@@ -14,11 +14,13 @@ effects := input.effects
 # input, an older tool) states only argv, redirects and via: its commands are read with the facts
 # version 1 implied (the program is the last part of argv[0], it runs in the workspace) and nothing
 # more, so its git commands are local writes and its interpreters' code is not seen.
-commands := [cmd | some c in object.get(effects, "commands", []); cmd := command(c)]
+default commands := []
 
-command(c) := c if not input.version == 1
+commands := effects.commands if not input.version == 1
 
-command(c) := object.union(object.union(version_1_facts, c), {"program": version_1_program(c)}) if input.version == 1
+commands := [command(c) | some c in effects.commands] if input.version == 1
+
+command(c) := object.union(object.union(version_1_facts, c), {"program": version_1_program(c)})
 
 version_1_facts := {
 	"program": "", "subcommand": null, "operation": null, "cwd": ".", "inline_code": [], "reads": [],
@@ -63,7 +65,9 @@ described_programs := {
 # outside the workspace. That is a heuristic over the text, not an analysis: it catches the obvious
 # one-liners, and a script file written first gets tier 2 whatever it does. Editors' and shells' command
 # options (`vim -c ':!rm -rf src'`, `pwsh -c`, `osascript -e`, `emacs --eval`) are always tier 3.
-always_ask_interpreters := {"vim", "vi", "nvim", "gvim", "view", "ex", "vimdiff", "rvim", "emacs", "pwsh", "powershell", "osascript"}
+always_ask_interpreters := {
+	"vim", "vi", "nvim", "gvim", "view", "ex", "vimdiff", "rvim", "emacs", "pwsh", "powershell", "osascript",
+}
 
 # What a one-liner may not reach for without a person looking (no (?i), no look-ahead: RE2 and OPA).
 risky_code := concat("|", [
@@ -201,7 +205,6 @@ findings contains {"tier": 3, "rule": "tiers.dangerous_command", "reason": msg} 
 
 findings contains {"tier": 3, "rule": "tiers.dangerous_command", "reason": msg} if {
 	some cmd in commands
-	cmd.program in mode_programs
 	cmd.world_writable
 	msg := sprintf("runs '%s' to make files world-writable", [cmd.program])
 }

@@ -120,6 +120,7 @@ test_mode_changes if {
 	decide_command(["chmod", "o+w", "src/a.py"], {"world_writable": true}).tier == 3
 	decide_command(["chown", "-R", "root", "."], {"recursive": true}).tier == 3
 	decide_command(["chmod", "644", "src/a.py"], {}).tier == 2
+	decide_command(["mkdir", "-m", "777", "d"], {"world_writable": true}).tier == 3
 	# an argv that looks recursive is not judged: only the facts are
 	decide_command(["chmod", "-R", "777", "src"], {}).tier == 2
 }

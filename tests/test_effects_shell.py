@@ -866,9 +866,12 @@ def test_long_lists_and_pipelines_are_not_recursive(ws: Workspace) -> None:
 
 
 def test_more_commands_than_the_bound_are_opaque(ws: Workspace) -> None:
-    fx = run("true && " * 1500 + "rm x", ws)
+    fx = run("true && " * 300 + "rm x", ws)
     assert len(fx.commands) == MAX_COMMANDS and "more than 256 simple commands" in fx.opaque[0]
     assert fx.deletes == [], "the walk stops at the bound"
+    # far more separators than the bound allows: not even parsed
+    fx = run("true && " * 1500 + "rm x", ws)
+    assert fx.commands == [] and fx.opaque == ["more than 256 simple commands: the rest is not analysed"]
 
 
 def test_nul_byte_stops_analysis(ws: Workspace) -> None:
@@ -912,3 +915,118 @@ def test_every_simple_command_is_found(ws: Workspace) -> None:
 def test_commands_of_a_broken_string_are_still_listed(ws: Workspace) -> None:
     fx = run("rm -rf / && echo $(", ws)
     assert fx.opaque and ["rm", "-rf", "/"] in argvs(fx)
+
+
+# --------------------------------------------------------------------------------------------------
+# Stream paths: only the exact names are streams; anything under /dev/fd or /proc is resolved
+# --------------------------------------------------------------------------------------------------
+
+STREAM_ESCAPES = [
+    ("cat /dev/fd/../../../etc/passwd", "reads", "/etc/passwd"),
+    ("cat < /dev/fd/../../../etc/passwd", "reads", "/etc/passwd"),
+    ("cat /proc/self/fd/../../../../etc/passwd", "reads", "/etc/passwd"),
+    ("cat /proc/self/root/etc/passwd", "reads", "/etc/passwd"),
+    ("cat /dev/stdin/../../etc/passwd", "reads", "/etc/passwd"),
+    ("echo x > /dev/fd/../../../etc/gw-test-x", "creates", "/etc/gw-test-x"),
+    ("cp exists.txt /dev/fd/../../../etc/gw-test-x", "creates", "/etc/gw-test-x"),
+    ("echo x | tee /proc/self/fd/../../../../etc/gw-test-x", "creates", "/etc/gw-test-x"),
+    ("sed -n p /dev/fd/../../../etc/hostname", "reads", "/etc/hostname"),
+]
+
+
+@pytest.mark.parametrize(("command", "field", "path"), STREAM_ESCAPES, ids=[c for c, _, _ in STREAM_ESCAPES])
+def test_a_stream_path_used_as_a_prefix_is_resolved(command: str, field: str, path: str, ws: Workspace) -> None:
+    assert path in getattr(run(command, ws), field)
+
+
+def test_a_stream_path_inside_the_workspace_is_a_path_there(ws: Workspace) -> None:
+    inside = f"/dev/fd/../../../{ws.root.as_posix().lstrip('/')}/src/new.py"
+    assert run(f"echo x > {inside}", ws).creates == ["src/new.py"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo x > /dev/fd/2",
+        "cat /dev/fd/0",
+        "cat /proc/self/fd/0",
+        "echo x > /proc/self/fd/1",
+        "cat -",
+        "echo x > /dev/stderr",
+        "head -c 1 /dev/zero",
+        "cat /dev/stdin",
+        "echo x > /dev/tty",
+    ],
+)
+def test_real_streams_are_no_files(command: str, ws: Workspace) -> None:
+    fx = run(command, ws)
+    assert not (fx.reads or fx.writes or fx.creates), fx
+
+
+# --------------------------------------------------------------------------------------------------
+# Globs expand to the files they match; recursive reads list the files they read
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def files(ws: Workspace) -> Workspace:
+    (ws.root / "server.key").write_text("k")
+    (ws.root / ".env").write_text("KEY=1")
+    (ws.root / "src" / "b.py").write_text("")
+    return ws
+
+
+def test_a_glob_reads_the_files_it_matches(files: Workspace) -> None:
+    fx = run("cat *", files)
+    assert {"*", "exists.txt", "server.key", "src", "dir"} <= set(fx.reads)
+    assert ".env" not in fx.reads, "* does not match dotfiles"
+    assert {".e*", ".env"} <= set(run("cat .e*", files).reads)
+    assert run("cat src/*.py", files).reads == ["src/*.py", "src/a.py", "src/b.py"]
+    assert run("cd src && cat *.py", files).commands[1].reads == ["src/*.py", "src/a.py", "src/b.py"]
+
+
+def test_a_quoted_glob_is_one_name(files: Workspace) -> None:
+    assert run("cat '*'", files).reads == ["*"]
+    assert run("cat s'*'.key", files).reads == ["s*.key"], "the quoted * is no glob character"
+
+
+def test_a_glob_that_matches_nothing_is_the_pattern(files: Workspace) -> None:
+    assert run("cat *.nothing", files).reads == ["*.nothing"]
+
+
+def test_globs_in_writes_and_deletes(files: Workspace) -> None:
+    fx = run("rm src/*.py", files)
+    assert fx.recursive_deletes == ["src/*.py", "src/a.py", "src/b.py"]
+    assert "server.key" in run("chmod 600 *.key", files).writes
+
+
+def test_names_only_programs_do_not_expand(files: Workspace) -> None:
+    assert run("ls *", files).reads == ["*"]
+
+
+def test_a_glob_matching_too_many_files_is_opaque(files: Workspace) -> None:
+    many = files.root / "many"
+    many.mkdir()
+    for i in range(300):
+        (many / f"f{i}").write_text("")
+    fx = run("cat many/*", files)
+    assert any("matches more files than the analysis follows" in r for r in fx.opaque)
+
+
+def test_a_recursive_read_lists_the_files_under_it(files: Workspace) -> None:
+    fx = run("grep -r KEY .", files)
+    assert {".", ".env", "server.key", "src/a.py", "exists.txt"} <= set(fx.reads)
+    assert run("grep -rn x src", files).reads == ["src", "src/a.py", "src/b.py"]
+    assert ".env" not in run("rg KEY", files).reads, "rg skips hidden files"
+    assert ".env" in run("rg --hidden KEY", files).reads
+    assert ".env" in run("tar czf /tmp/gw-test.tgz .", files).reads
+
+
+def test_a_recursive_read_skips_symlinks_unless_told(
+    files: Workspace, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    secret = tmp_path_factory.mktemp("outside") / "secret.txt"
+    secret.write_text("s")
+    (files.root / "src" / "link").symlink_to(secret)
+    assert secret.as_posix() not in run("grep -r x src", files).reads
+    assert secret.as_posix() in run("grep -R x src", files).reads

@@ -232,7 +232,7 @@ async def test_a_module_removed_from_the_bundle_is_deleted_from_opa(
 
 def sample_input(config: GatewayConfig) -> dict[str, Any]:
     return {
-        "version": 1,
+        "version": 2,
         "principal": {"agent": "op", "role": "operator", "task": None, "jti": None, "exp": None},
         "tool": {"name": "fs_read", "provider": "builtin", "annotations": None, "commit_class": False},
         "arguments": {"path": "README.md"},

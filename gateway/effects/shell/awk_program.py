@@ -39,6 +39,7 @@ _OPERATORS = ("|&", "||", "&&", ">>", ">=", "<=", "==", "!=", "++", "--", "+=", 
 # after these a "/" divides; after anything else it starts a regex literal
 _OPERAND_END = {"name", "number", "string", "regex"}
 _STATEMENT_END = {";", "\n", "}", "{"}
+_BEFORE_REGEX = {"print", "printf", "return", "in", "case"}  # keywords, not operands: a regex follows
 
 
 def tokenize(program: str) -> list[_Token]:
@@ -86,6 +87,8 @@ def _divides(tokens: list[_Token]) -> bool:
     if not tokens:
         return False
     last = tokens[-1]
+    if last.kind == "name" and last.value in _BEFORE_REGEX:
+        return False
     return last.kind in _OPERAND_END or (last.kind == "op" and last.value in (")", "]", "$", "++", "--"))
 
 
@@ -129,6 +132,8 @@ def scan_awk(program: str) -> AwkEffects:
             out.doubts.append("calls system()")
         elif kind == "name" and value in ("ENVIRON", "PROCINFO"):
             out.doubts.append(f"reads {value}")
+        elif kind == "name" and value in ("ARGV", "ARGC"):
+            out.doubts.append(f"uses {value}: the files it reads may change while it runs")
         elif kind == "name" and value in ("print", "printf"):
             printing, depth = True, 0
         elif kind == "name" and value == "getline":

@@ -15,23 +15,31 @@ from gateway.effects.shell.walker import Call, Describer, Handler
 from gateway.effects.shell.words import Word, inside
 
 
-def reads(short_opts: str = "", long: str = "", names_only: bool = False) -> Handler:
+def reads(
+    short_opts: str = "", long: str = "", names_only: bool = False, inputs: str = "", outputs: str = ""
+) -> Handler:
     """A program whose operands are files it reads (cat, head, wc, ...).
 
     ``names_only`` for programs that look at names and metadata, not contents (ls, stat, du): a glob
-    operand is then not expanded into the files it matches."""
+    operand is then not expanded into the files it matches. ``inputs`` and ``outputs`` name the options
+    (among those taking a value) whose value is a file it reads (hexdump -f) or writes (less -o, tree -o)."""
+    reading, writing = inputs.split(), outputs.split()
 
     def handler(d: Describer, call: Call) -> None:
         opts = d.options(call, short_opts, f"{long} --files0-from --reference")
-        for word in opts.operands + opts.values("--files0-from", "--reference"):
+        for word in opts.operands + opts.values("--files0-from", "--reference", *reading):
             d.read(word, call, expand=not names_only)
+        for word in opts.values(*writing):
+            d.write(word, call)
         call.facts.recursive = opts.has("-R", "--recursive")
 
     return handler
 
 
 def _mkdir(d: Describer, call: Call) -> None:
-    for word in d.options(call, "m", "--mode --context").operands:
+    opts = d.options(call, "m", "--mode --context")
+    call.facts.world_writable = any(world_writable(w.value) for w in opts.values("-m", "--mode"))
+    for word in opts.operands:
         path = d.write(word, call)
         if path is not None:
             d.made_dirs.add(path)
@@ -140,6 +148,7 @@ def _install(d: Describer, call: Call) -> None:
     )
     for word in opts.values("--strip-program"):
         d.execute(call, word.value, "install --strip-program runs a program")
+    call.facts.world_writable = any(world_writable(w.value) for w in opts.values("-m", "--mode"))
     if opts.has("-d", "--directory"):
         for word in opts.operands:
             d.write(word, call)
@@ -342,17 +351,17 @@ HANDLERS: dict[str, Handler] = {
     "cat": reads(),
     "head": reads("nc", "--lines --bytes"),
     "tail": reads("ncs", "--lines --bytes --pid --sleep-interval --max-unchanged-stats"),
-    "less": reads("bhjkoOpPtTxyz", "--log-file --pattern --tag"),
+    "less": reads("bhjkoOpPtTxyz", "--log-file --LOG-FILE --pattern --tag", outputs="-o -O --log-file --LOG-FILE"),
     "more": reads("n"),
     "od": reads("AjNSstw"),
-    "hexdump": reads("enfs"),
+    "hexdump": reads("enfs", inputs="-f"),
     "strings": reads("ntTe"),
-    "file": reads("mfF"),
+    "file": reads("mfF", inputs="-m -f"),
     **{name: reads() for name in ("md5sum", "sha1sum", "sha256sum", "sha512sum", "b2sum", "cksum")},
     # reading names and metadata only
     "ls": reads("IwT", "--ignore --hide --width --tabsize --format --sort --time-style", names_only=True),
     "stat": reads("c", "--format --printf", names_only=True),
-    "tree": reads("LPIoH", names_only=True),
+    "tree": reads("LPIoH", names_only=True, outputs="-o"),
     "du": reads("BdtX", "--block-size --max-depth --threshold --exclude-from --exclude", names_only=True),
     "df": reads("Btx", "--block-size --type --exclude-type --output", names_only=True),
     "realpath": reads("", "--relative-to --relative-base", names_only=True),

@@ -74,7 +74,7 @@ def _git(d: Describer, call: Call) -> None:
         if handler is None:
             d.execute(call, f"git-{sub}", f"git {sub!r} is not a git command it knows: an alias or git-{sub} may run")
             return
-        handler(d, call, args[i + 1 :])
+        handler(d, call, _unabbreviated(d, call, args[i + 1 :]))
 
 
 def _global_value(d: Describer, call: Call, name: str, value: Word | None, directories: list[Word]) -> None:
@@ -123,7 +123,7 @@ def _foreign_repository(d: Describer, call: Call) -> None:
     made = set(d.writes) | set(d.creates)
     directory = cwd
     while directory != d.ws.root and d.ws.contains(directory):
-        shown = d.ws.display(directory)
+        shown = d.display(directory)
         markers = [directory / ".git", directory / "HEAD", directory / "config"]
         if (
             any(p.exists() or p.is_symlink() for p in markers[:1])
@@ -137,6 +137,33 @@ def _foreign_repository(d: Describer, call: Call) -> None:
             )
             return
         directory = directory.parent
+
+
+# Long options that run programs, write or read files, or change which repository git uses. Most git
+# subcommands accept any unambiguous abbreviation of a long option (`git grep --open=cat` is
+# --open-files-in-pager=cat), so each abbreviation of one of these is read as the option itself.
+_RISKY_LONG = names(
+    "--open-files-in-pager --upload-pack --receive-pack --exec --template --output --output-directory --ext-diff "
+    "--textconv --filters --unsafe-paths --stdin-paths --global --system --file --config --separate-git-dir "
+    "--add-file --remote --contents --reference --pathspec-from-file --signature-file --ignore-revs-file --edit "
+    "--strategy"
+)
+# Real options that are prefixes of a risky one but mean something else (diff --text, hash-object --stdin).
+_NOT_ABBREVIATIONS = names("--text --add --signature --path --stdin --filter --ignore-rev --glob")
+
+
+def _unabbreviated(d: Describer, call: Call, rest: list[Word]) -> list[Word]:
+    out: list[Word] = []
+    for word in rest:
+        name, eq, value = word.value.partition("=")
+        if word.literal and name.startswith("--") and len(name) > 3 and name not in _RISKY_LONG | _NOT_ABBREVIATIONS:
+            matches = [risky for risky in _RISKY_LONG if risky.startswith(name)]
+            if len(matches) == 1:
+                word = replace(word, value=matches[0] + eq + value)
+            elif matches:
+                d.opaque(f"git: {short(name)} may abbreviate {', '.join(sorted(matches))}")
+        out.append(word)
+    return out
 
 
 def config_key(d: Describer, call: Call, word: Word) -> None:
@@ -178,18 +205,45 @@ def _opts(d: Describer, call: Call, rest: list[Word], short_opts: str = "", long
 
 def _read(d: Describer, call: Call, rest: list[Word]) -> None:
     call.facts.access = "read"
-    _opts(d, call, rest, "SGLnO", "--author --committer --grep --since --until --format --pretty --max-count --skip")
+    opts = _opts(
+        d, call, rest, "SGLnO", "--author --committer --grep --since --until --format --pretty --max-count --skip"
+    )
+    _blobs(d, call, opts.operands)
+    d.unknown_paths(rest, call)  # fast-export --import-marks=FILE, rev-parse paths, ...
+
+
+_BLOB = re.compile(r"^[^:]*:(?:[0-3]:)?(?!/)(.+)$")
+
+
+def _blobs(d: Describer, call: Call, operands: list[Word]) -> None:
+    """`git show HEAD:.env`, `git cat-file -p :0:config/secrets.yml`: the committed content of a file,
+    named by its path from the top of the repository (stated as a path, for the secrets concern)."""
+    for word in operands:
+        match = _BLOB.match(word.value) if word.literal and "://" not in word.value else None
+        if match:
+            path = match.group(1).removeprefix("./")
+            located = d.quiet_locate(Word.of(str(d.ws.root / path)))
+            if located is not None:
+                call.facts.paths.append(d.display(located))
 
 
 def _write(d: Describer, call: Call, rest: list[Word]) -> None:
     call.facts.access = "write"
     _opts(d, call, rest)
+    d.unknown_paths(rest, call)  # fast-import --export-marks=FILE, bugreport -o DIR, mailinfo MSG PATCH, ...
+
+
+def _help(d: Describer, call: Call, rest: list[Word]) -> None:
+    call.facts.access = "read"
+    if any(w.value in ("-w", "--web", "-i", "--info", "-m", "--man") for w in rest):
+        d.execute(call, "documentation viewer", "git help -w/-i/-m runs a browser, info or man")
 
 
 def _diff(d: Describer, call: Call, rest: list[Word]) -> None:
     """diff (and its plumbing): --no-index compares two files anywhere, so they are reads."""
     call.facts.access = "read"
     opts = _opts(d, call, rest, "SGUlM", "--diff-filter --relative --src-prefix --dst-prefix")
+    _blobs(d, call, opts.operands)
     if opts.has("--no-index"):
         for word in opts.operands:
             d.read(word, call)
@@ -197,10 +251,14 @@ def _diff(d: Describer, call: Call, rest: list[Word]) -> None:
         d.read(word, call)
 
 
+_OPEN_FILES = "--open-files-in-pager"
+
+
 def _grep(d: Describer, call: Call, rest: list[Word]) -> None:
     """grep -O[pager] / --open-files-in-pager[=pager] runs a program on the matching files."""
     call.facts.access = "read"
     opts = _opts(d, call, rest, "efABCm", "--max-depth --threads --context --after-context", optional="O")
+    opts.flags = [(_OPEN_FILES if name.startswith("--open-files-in-pager") else name, v) for name, v in opts.flags]
     for name, value in opts.flags:
         if name in ("-O", "--open-files-in-pager"):
             pager = value.value if value is not None else "pager"
@@ -223,8 +281,12 @@ def _blame(d: Describer, call: Call, rest: list[Word]) -> None:
 def _cat_file(d: Describer, call: Call, rest: list[Word]) -> None:
     call.facts.access = "read"
     opts = _opts(d, call, rest)
+    _blobs(d, call, opts.operands)
     if opts.has("--filters"):
         d.execute(call, "filters", "git cat-file --filters runs the configured filters")
+
+
+_STRATEGIES = names("ort recursive resolve octopus ours subtree")
 
 
 def _worktree_write(d: Describer, call: Call, rest: list[Word]) -> None:
@@ -232,6 +294,9 @@ def _worktree_write(d: Describer, call: Call, rest: list[Word]) -> None:
     call.facts.access = "write"
     values = [w.value for w in rest]
     opts = _opts(d, call, rest, "bBsXmSOC", "--strategy --strategy-option --onto --pathspec-from-file")
+    for word in opts.values("-s", "--strategy"):
+        if not (word.literal and word.value in _STRATEGIES):  # git runs git-merge-<strategy> from PATH
+            d.execute(call, f"git-merge-{word.value}", f"git merge strategy {short(word.raw)} runs a program")
     for word in opts.values("--pathspec-from-file"):
         d.read(word, call)
     paths: list[Word] = []
@@ -445,7 +510,14 @@ def _remote(d: Describer, call: Call, rest: list[Word]) -> None:
 def _config(d: Describer, call: Call, rest: list[Word]) -> None:
     """config: reading a key is a read; setting one (or editing) writes a config file and is checked
     against the safe keys; --global/--system/--file say which file."""
-    opts = d.options(call, "f", "--file --type --default --blob --comment --value", args=rest)
+    opts = d.options(
+        call,
+        "f",
+        "--file --type --default --blob --comment --value",
+        known="--global --system --local --worktree --add --replace-all --unset --unset-all --rename-section "
+        "--remove-section --edit --get --get-all --get-regexp --list",
+        args=rest,
+    )
     operands = list(opts.operands)
     modern = {"set", "unset", "rename-section", "remove-section", "edit", "get", "list"}
     action = operands.pop(0).value if operands and operands[0].value in modern else ""
@@ -726,7 +798,7 @@ def _url(d: Describer, call: Call, word: Word, reading: bool) -> None:
 
 _READS = (
     "status log show whatchanged shortlog ls-files ls-tree rev-parse describe rev-list show-ref for-each-ref "
-    "count-objects check-ignore check-attr check-ref-format check-mailmap merge-base name-rev help version var "
+    "count-objects check-ignore check-attr check-ref-format check-mailmap merge-base name-rev version var "
     "verify-commit verify-tag verify-pack show-branch cherry get-tar-commit-id merge-tree fast-export column "
     "stripspace patch-id show-index fmt-merge-msg"
 )
@@ -739,6 +811,7 @@ _DIFFS = "diff diff-tree diff-files diff-index range-diff"
 
 SUBCOMMANDS: dict[str, GitHandler] = {
     **{name: _read for name in _READS.split()},
+    "help": _help,
     **{name: _write for name in _WRITES.split()},
     **{name: _diff for name in _DIFFS.split()},
     "grep": _grep,

@@ -126,18 +126,28 @@ def _python_module(d: Describer, call: Call, module: Word | None, rest: list[Wor
 
 @dataclass
 class Interpreter:
-    """node/perl/ruby/php/lua/...: which option letters carry inline code, which take a value, and whether
-    -i edits the operands; ``long_code`` names the long options that carry code (``--eval``)."""
+    """node/perl/ruby/php/lua/...: how each option letter reads, so that program text is found wherever
+    it sits in a cluster (`perl -lne CODE`, `ruby -rjson -e CODE`, `node -pe CODE`).
+
+    ``code`` letters carry program text and ``takes_value`` letters a value, each the rest of the word
+    or the next word; ``attached`` letters take the rest of the word only (perl -F, -x, -i); ``digits``
+    letters take optional digits (perl -l, -0); ``scripts`` letters name a program file (php -f);
+    ``per_line`` letters (-n, -p) make the operands input files; with ``edits``, -i writes them."""
 
     code: str
-    takes_value: str
+    takes_value: str = ""
+    attached: str = ""
+    digits: str = ""
+    scripts: str = ""
+    per_line: str = ""
     edits: bool = False
     long_code: tuple[str, ...] = ("--eval", "--print")
     long_values: tuple[str, ...] = ("--require", "--import", "--loader", "--experimental-loader", "--input-type")
+    aliases: tuple[str, ...] = ()  # whole words that mean the code option (node's -pe and -ep)
 
     def __call__(self, d: Describer, call: Call) -> None:
         args = call.args
-        has_code = edit = per_line = False
+        has_code = has_script = edit = per_line = False
         i = 0
         while i < len(args):
             word = args[i]
@@ -151,17 +161,22 @@ class Interpreter:
                 d.opaque(f"{call.name}: option {short(word.raw)} is not literal")
                 i += 1
                 continue
-            used, code, found_code = self._option(word, args, i)
-            if found_code:
-                has_code = True
-                d.inline_code(code, call)
-            edit = edit or (self.edits and re.match(r"^-[a-zA-Z]*i", value) is not None)
-            per_line = per_line or re.match(r"^-[a-zA-Z]*[np]", value) is not None
-            if call.name == "php" and value.startswith("-S"):
-                d.listen(word.value[2:] or (args[i + 1].value if i + 1 < len(args) else "?"), call)
+            used, letters = self._option(word, args, i)
+            for letter, given in letters:
+                if letter in self.code or letter == "code":
+                    has_code = True
+                    d.inline_code(given, call)
+                elif letter in self.scripts or letter == "require":
+                    has_script = letter != "require" or has_script
+                    if given is not None:
+                        d.script(given, call)
+                elif letter == "S" and call.name == "php":
+                    d.listen(given.value if given is not None else "?", call)
+                edit = edit or (letter == "i" and self.edits)
+                per_line = per_line or letter in self.per_line
             i += used
         operands = args[i:]
-        if not has_code:
+        if not has_code and not has_script:
             if not operands or operands[0].value == "-":
                 d.program_from_stdin(call)
                 operands = operands[1:]
@@ -176,25 +191,38 @@ class Interpreter:
             else:
                 d.read(word, call)
 
-    def _option(self, word: Word, args: list[Word], i: int) -> tuple[int, Word | None, bool]:
-        """One option word: (words used, inline code, whether it was a code option)."""
+    def _option(self, word: Word, args: list[Word], i: int) -> tuple[int, list[tuple[str, Word | None]]]:
+        """One option word: (words used, [(letter, its value)]); code options come out as their letter."""
         value = word.value
         nxt = args[i + 1] if i + 1 < len(args) else None
+        if value in self.aliases:
+            return 2, [("code", nxt)]
         if value.startswith("--"):
             name, eq, _ = value.partition("=")
+            given = word.tail(len(name) + 1) if eq else nxt
             if name in self.long_code:
-                return (1, word.tail(len(name) + 1), True) if eq else (2, nxt, True)
-            takes = not eq and name in self.long_values
-            return (2 if takes else 1), None, False
-        for j in range(1, len(value)):
+                return (1 if eq else 2), [("code", given)]
+            if name in self.long_values:
+                kind = "require" if name in ("--require", "--import", "--loader", "--experimental-loader") else "-"
+                return (1 if eq else 2), [(kind, given)]
+            return 1, [(name, None)]
+        letters: list[tuple[str, Word | None]] = []
+        j = 1
+        while j < len(value):
             letter = value[j]
-            if letter in self.code:
-                return (1, word.tail(j + 1), True) if j + 1 < len(value) else (2, nxt, True)
-            if letter == "i" and self.edits:
-                return 1, None, False  # -i[SUFFIX]: the rest of the word is the backup suffix
-            if letter in self.takes_value:
-                return (1 if j + 1 < len(value) else 2), None, False
-        return 1, None, False
+            rest = word.tail(j + 1) if j + 1 < len(value) else None
+            if letter in self.code or letter in self.takes_value or letter in self.scripts:
+                if rest is not None:
+                    return 1, [*letters, (letter, rest)]
+                return 2, [*letters, (letter, nxt)]
+            if letter in self.attached:
+                return 1, [*letters, (letter, rest)]
+            letters.append((letter, None))
+            j += 1
+            if letter in self.digits:
+                while j < len(value) and value[j] in "0123456789abcdefxABCDEFX":
+                    j += 1
+        return 1, letters
 
 
 def _deno(d: Describer, call: Call) -> None:
@@ -219,7 +247,7 @@ def _deno(d: Describer, call: Call) -> None:
 def _bun(d: Describer, call: Call) -> None:
     """bun -e/--eval CODE runs code; otherwise bun is a package manager (see packages)."""
     if any(re.match(r"^(-e|--eval|-p|--print)(=|$)", w.value) for w in call.args):
-        Interpreter(code="ep", takes_value="r")(d, call)
+        Interpreter(code="ep", takes_value="r", aliases=("-pe", "-ep"))(d, call)
     else:
         packages.HANDLERS["npm"](d, call)
 
@@ -278,6 +306,25 @@ def _vim(d: Describer, call: Call) -> None:
         i += 1
     for word in files:
         d.write(word, call, modify=True)
+    if call.ctx.stdin != "inherit":
+        d.program_from_stdin(call)  # `ex -s file <<EOF`: editor commands (`:!cmd` included) from stdin
+
+
+def _ed(d: Describer, call: Call) -> None:
+    """ed FILE <<EOF: the script edits the file, and `!cmd` (also in `r !cmd`, `w !cmd`, `e !cmd`) runs a command."""
+    opts = d.options(call, "p")
+    for word in opts.operands:
+        if word.value.startswith("!"):
+            d.execute(call, word.value[1:], f"{call.name} runs the command {short(word.value[1:])}")
+        else:
+            d.write(word, call, modify=True)
+    if call.ctx.stdin in ("heredoc", "herestring") and call.ctx.stdin_text is not None:
+        if "!" in call.ctx.stdin_text:
+            d.execute(
+                call, call.ctx.stdin_text, f"{call.name} script may run commands (!): {short(call.ctx.stdin_text)}"
+            )
+    elif call.ctx.stdin != "inherit":
+        d.opaque(f"{call.name} reads editing commands (which may run programs) from stdin")
 
 
 def _emacs(d: Describer, call: Call) -> None:
@@ -310,13 +357,17 @@ def _osascript(d: Describer, call: Call) -> None:
 HANDLERS: dict[str, Handler] = {
     **{name: _shell for name in SHELLS},
     "python": _python,
-    "node": Interpreter(code="ep", takes_value="rC"),
-    "perl": Interpreter(code="eE", takes_value="IMmlFCDx0", edits=True, long_code=()),
-    "ruby": Interpreter(code="e", takes_value="IrCEFx", edits=True, long_code=()),
-    "php": Interpreter(code="rBRFE", takes_value="dcztSf", long_code=()),
-    "lua": Interpreter(code="e", takes_value="lW", long_code=()),
-    "Rscript": Interpreter(code="e", takes_value="", long_code=("--expr",)),
-    "julia": Interpreter(code="eE", takes_value="LJCOtp", long_code=("--eval", "--print")),
+    "node": Interpreter(code="ep", takes_value="rC", aliases=("-pe", "-ep")),
+    "perl": Interpreter(
+        code="eE", takes_value="IMm", attached="FCDxdiV", digits="l0", per_line="np", edits=True, long_code=()
+    ),
+    "ruby": Interpreter(
+        code="e", takes_value="IrCE", attached="FxiWK", digits="0", per_line="np", edits=True, long_code=()
+    ),
+    "php": Interpreter(code="rBRE", takes_value="dcztS", scripts="fF", long_code=()),
+    "lua": Interpreter(code="e", takes_value="l", long_code=()),
+    "Rscript": Interpreter(code="e", long_code=("--expr",)),
+    "julia": Interpreter(code="eE", takes_value="JCOtp", scripts="L", long_code=("--eval", "--print")),
     "deno": _deno,
     "bun": _bun,
     "pwsh": _pwsh,
@@ -324,4 +375,6 @@ HANDLERS: dict[str, Handler] = {
     "osascript": _osascript,
     **{name: _vim for name in ("vim", "vi", "nvim", "gvim", "view", "ex", "vimdiff", "rvim")},
     "emacs": _emacs,
+    "ed": _ed,
+    "red": _ed,
 }

@@ -50,6 +50,8 @@ def pip_command(d: Describer, call: Call, args: list[Word], runner: Word, uv: bo
         where = "/etc/pip.conf" if opts.has("--global") else "~/.config/pip/pip.conf"
         if not opts.has("--site"):
             _user_config(d, call, where)
+    if sub in ("index", "search"):
+        _pip_network(d, call, opts, [])
     if sub not in ("install", "uninstall", "download"):
         return
     names = [w.value for w in operands]
@@ -130,7 +132,11 @@ _NPM_INSTALL = names(
     "install i in ins inst insta instal isnt isnta isntal isntall add ci install-clean update up upgrade"
 )
 _NPM_REMOVE = names("uninstall un unlink remove rm r")
-_NPM_FETCH = _NPM_INSTALL | names("exec x dlx create init publish")
+# subcommands that talk to the registry (to fetch, to look up, or to publish)
+_NPM_FETCH = _NPM_INSTALL | names(
+    "exec x dlx create init publish unpublish view info show v search s se find outdated audit ping whoami "
+    "doctor dist-tag owner access token login adduser add-user logout star deprecate"
+)
 _REGISTRY = {"npm": "registry.npmjs.org", "pnpm": "registry.npmjs.org", "yarn": "registry.yarnpkg.com"}
 _CONFIG_CHANGES = names("set delete rm unset edit add remove")
 _NPM_LOGIN = names("set login adduser add-user logout token")
@@ -209,7 +215,7 @@ def _cargo(d: Describer, call: Call) -> None:
     sub = operands[0] if operands else ""
     if sub in ("install", "uninstall", "add", "remove"):
         d.package("cargo", operands[1:], sub in ("add", "remove"), call)
-    if sub in ("install", "add"):
+    if sub in ("install", "add", "search", "update", "fetch", "publish", "login", "owner", "yank", "generate-lockfile"):
         d.reach("crates.io", "cargo")
         for word in opts.values("--git"):
             d.url(word, call)

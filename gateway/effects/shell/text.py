@@ -27,11 +27,14 @@ def grep_like(short_opts: str, long: str, recursive_default: bool = False) -> Ha
             operands.pop(0)
         for word in opts.values("-f", "--file", "--ignore-file", "--exclude-from"):
             d.read(word, call)
-        for word in opts.values("--pre"):
-            d.execute(call, word.value, f"{call.name} --pre runs a preprocessor command")
+        for name, word in opts.flags:
+            if name in ("--pre", "--pager", "--hostname-bin") and word is not None:
+                d.execute(call, word.value, f"{call.name} {name} runs a program: {short(word.raw)}")
         recursive = recursive_default or opts.has("-r", "-R", "--recursive", "--dereference-recursive")
         call.facts.recursive = recursive
-        hidden = not recursive_default or opts.has("--hidden", "-.", "-u", "--no-ignore", "--unrestricted")
+        hidden = not recursive_default or opts.has(
+            "--hidden", "-.", "-u", "--no-ignore", "--unrestricted", "-a", "--all-types"
+        )
         default = [Word.of(".")] if recursive and call.ctx.stdin == "inherit" else []
         follow = opts.has("-R", "--dereference-recursive", "-L", "--follow")
         for word in operands or default:
@@ -48,11 +51,16 @@ _GREP = grep_like(
     "--max-count --after-context --before-context --context --directories --devices --include --exclude "
     "--exclude-dir --exclude-from --label --binary-files --group-separator",
 )
+_AG = grep_like(
+    "AmBCGgp",
+    "--after --before --context --max-count --file-search-regex --ignore --ignore-dir --path-to-ignore --pager",
+    recursive_default=True,
+)
 _RG = grep_like(
     "efgtTmjABCEMrd",
     "--glob --iglob --type --type-not --type-add --max-count --threads --context --after-context --before-context "
     "--encoding --max-columns --replace --max-depth --max-filesize --pre --pre-glob --ignore-file --sort --sortr "
-    "--colors --engine",
+    "--colors --engine --hostname-bin",
     recursive_default=True,
 )
 
@@ -202,16 +210,50 @@ def _jq(d: Describer, call: Call) -> None:
             continue
         if value in ("-f", "--from-file"):
             filter_file = True
-        elif value in ("-L", "--indent", "--tab") and value != "--tab":
-            i += 1
+        elif value in ("-L", "--indent"):
+            i += 1  # a search directory, a number
         elif value in ("--args", "--jsonargs"):
             break  # the rest are arguments, not files
         elif not value.startswith("-") or value == "-":
             operands.append(args[i])
         i += 1
     if not filter_file and operands:
-        operands.pop(0)  # the filter
+        operands.pop(0)  # the filter (with -f, the first operand is the filter's file: read like the rest)
     for word in operands:
+        d.read(word, call)
+
+
+def _yq(d: Describer, call: Call) -> None:
+    """yq is jq for YAML, and -i/--inplace writes the files it reads."""
+    if any(w.value in ("-i", "--inplace") or w.value.startswith("--inplace=") for w in call.args):
+        args = [w for w in call.args if not w.value.startswith("-")]
+        for word in args[1:]:
+            d.write(word, call, modify=True)
+        return
+    _jq(d, call)
+
+
+def _diff(d: Describer, call: Call) -> None:
+    """diff: with -r it reads every file under the directories it compares (and -N prints their contents)."""
+    opts = d.options(
+        call,
+        "CUDFILSxX",
+        "--label --from-file --to-file --exclude --exclude-from --ifdef --starting-file --to-file --color",
+        known="--recursive --new-file",
+    )
+    recursive = opts.has("-r", "--recursive")
+    call.facts.recursive = recursive
+    for word in opts.operands + opts.values("--from-file", "--to-file", "-X", "--exclude-from"):
+        if recursive:
+            d.read_tree(word, call)
+        else:
+            d.read(word, call)
+
+
+def _date(d: Describer, call: Call) -> None:
+    """date -f FILE parses each line of FILE (and prints the ones it cannot in its error messages)."""
+    opts = d.options(call, "dfrIs", "--date --file --reference --iso-8601 --set")
+    for word in opts.values("-f", "--file", "-r", "--reference"):
         d.read(word, call)
 
 
@@ -224,13 +266,14 @@ HANDLERS: dict[str, Handler] = {
     "egrep": _GREP,
     "fgrep": _GREP,
     "rg": _RG,
+    "ag": _AG,
     "sed": _sed,
     **{name: _awk for name in ("awk", "gawk", "mawk", "nawk")},
     "sort": _sort,
     "uniq": in_out("fsw", "--skip-fields --skip-chars --check-chars"),
     "xxd": in_out("cglnosC"),
     "cmp": in_out("in", "--ignore-initial --bytes", inputs=2, output=False),
-    "diff": reads("CUDFILSxX", "--label --from-file --to-file --exclude --exclude-from --ifdef"),
+    "diff": _diff,
     "cut": reads("bcdf", "--bytes --characters --delimiter --fields --output-delimiter"),
     "paste": reads("d", "--delimiters"),
     "comm": reads("", "--output-delimiter"),
@@ -242,6 +285,7 @@ HANDLERS: dict[str, Handler] = {
     "column": reads("cstoR", "--columns --separator --output-separator --table-columns"),
     **{name: reads("w", "--wrap") for name in ("base64", "base32", "basenc")},
     "jq": _jq,
-    "yq": _jq,
+    "yq": _yq,
+    "date": _date,
     "tr": _noop,
 }

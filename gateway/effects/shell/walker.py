@@ -50,7 +50,7 @@ MAX_COMMAND_BYTES = 16 * 1024
 MAX_NESTING = 16  # substitutions, wrappers and re-parsed strings inside one another
 MAX_STRUCTURE = 64  # nested groups, subshells, loops and conditionals (bounds the recursion)
 MAX_COMMANDS = 256  # simple commands per call: more is opaque (and the walk stops, so it stays fast)
-MAX_WORDS = 4096  # words in all those commands
+MAX_WORDS = 1024  # words (and redirections) in all those commands
 
 # One parser for the process: creating one costs more than a parse. A tree-sitter parser must not be
 # used by two threads at once, and the gateway may describe calls from worker threads, hence the lock.
@@ -99,7 +99,9 @@ _DECODERS = names("gunzip zcat bunzip2 bzcat unxz xzcat unzstd zstdcat uudecode"
 # Programs that run another command this module does not unwrap: say so instead of pretending to know.
 _OPAQUE_RUNNERS = names(
     "at batch crontab systemd-run parallel script runuser chroot unshare nsenter flatpak-spawn firejail bwrap "
-    "strace ltrace gdb valgrind expect coproc fc enable flock unbuffer faketime proot"
+    "strace ltrace gdb valgrind expect coproc fc enable flock unbuffer faketime proot entr watchexec perf chrt "
+    "taskset prlimit cgexec sg setpriv numactl cpulimit torsocks proxychains proxychains4 xvfb-run "
+    "dbus-run-session fakeroot eatmydata nocache catchsegv ssh-agent"
 )
 # Names a function definition must not take over (the handler table's names are checked too).
 _COMMON_NAMES = names(
@@ -223,6 +225,8 @@ _VALUE_TYPES = names(
 _REDIRECT_TYPES = names("file_redirect heredoc_redirect herestring_redirect")
 _LEAF_TEXT_TYPES = names("word string_content extglob_pattern regex")
 _INPUT_KINDS = names("in heredoc herestring")
+# A word with no quoting, expansion, glob, brace or tilde: its value is its text.
+_PLAIN_WORD = re.compile(r"[A-Za-z0-9_./:=@%+,-]+")
 
 
 class _Stop(Exception):
@@ -251,6 +255,13 @@ class Describer:
         self.tainted: set[Path] = set()  # files that hold downloaded or decoded bytes
         self.made_dirs: set[Path] = set()  # directories made here, so a later cd into them can be followed
         self.word_count = 0
+        # where a word points from a directory, and how a path is shown: asked again and again (every cd,
+        # every relative path), answered once per call
+        self._located: dict[tuple[str, Path | None], Path] = {}
+        self._shown: dict[Path, str] = {}
+        self._real_dirs: dict[str, str] = {}
+        self._root = str(workspace.root)
+        self._root_prefix = self._root.rstrip("/") + "/"
 
     # ---- results ---------------------------------------------------------------------------------
 
@@ -285,7 +296,48 @@ class Describer:
         return any(self.emits_tainted[start:])
 
     def shown_cwd(self) -> str | None:
-        return None if self.cwd is None else self.ws.display(self.cwd)
+        return None if self.cwd is None else self.display(self.cwd)
+
+    def display(self, path: Path) -> str:
+        """Workspace-relative inside, absolute outside (as ``Workspace.display``), remembered, and by string
+        prefix rather than pathlib: a call may show thousands of paths."""
+        shown = self._shown.get(path)
+        if shown is None:
+            real = str(path)
+            if real == self._root:
+                shown = "."
+            elif real.startswith(self._root_prefix):
+                shown = real[len(self._root_prefix) :]
+            else:
+                shown = real
+            self._shown[path] = shown
+        return shown
+
+    def _locate(self, value: str) -> Path:
+        """Where ``value`` really points from the cwd (as ``Workspace.locate``: absolute, symlinks followed;
+        InvalidArguments for NUL or empty), remembered."""
+        key = (value, self.cwd)
+        found = self._located.get(key)
+        if found is None:
+            if "\x00" in value or value == "":
+                found = self.ws.locate(value, base=self.cwd)  # raises with the workspace's own message
+            else:
+                base = str(self.cwd) if self.cwd is not None else self._root
+                found = Path(self._realpath(value if value.startswith("/") else os.path.join(base, value)))
+            self._located[key] = found
+        return found
+
+    def _realpath(self, path: str) -> str:
+        """``os.path.realpath``, with the directory part resolved once per directory: realpath(d/name) is
+        realpath(realpath(d)/name), and a call names many files in few directories."""
+        directory, _, name = path.rpartition("/")
+        if name in ("", ".", "..") or not directory:
+            return os.path.realpath(path)
+        real_dir = self._real_dirs.get(directory)
+        if real_dir is None:
+            real_dir = self._real_dirs[directory] = os.path.realpath(directory)
+        joined = os.path.join(real_dir, name)
+        return os.path.realpath(joined) if os.path.islink(joined) else joined
 
     # ---- entry -----------------------------------------------------------------------------------
 
@@ -320,6 +372,11 @@ class Describer:
             self.opaque("command contains invisible or bidirectional control characters")
         if _MIDWORD_CONTINUATION.search(source_text):
             self.opaque("line continuation inside a word (bash joins the word, the parser splits it)")
+        if separator_runs(source_text) > 4 * MAX_COMMANDS:
+            # tree-sitter-bash takes superlinear time on long pipelines (80 ms for 8,000 `a|`): a string
+            # that plainly holds far more commands than are analysed is not parsed at all
+            self.opaque(f"more than {MAX_COMMANDS} simple commands: the rest is not analysed")
+            raise _Stop
         with _PARSE_LOCK:
             tree = _PARSER.parse(source)
         root = tree.root_node
@@ -416,7 +473,14 @@ class Describer:
         self._conditional(node, ctx, redirs)
 
     def _scan_only(self, node: Node, ctx: Ctx, redirs: list[Redir]) -> None:
+        """`[[ ... ]]`: its substitutions run; and `[[ -v 'a[$(id)]' ]]` runs id (bash evaluates subscripts)."""
         self._scan(node, ctx)
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if current.type == "raw_string" and _subscript_with_subst(text(current)):
+                self.opaque(f"array subscript with a command substitution: {short(text(current))}")
+            stack.extend(current.children)
 
     def _assignments(self, node: Node, ctx: Ctx, redirs: list[Redir]) -> None:
         for assignment in [node] if node.type == "variable_assignment" else node.named_children:
@@ -455,6 +519,7 @@ class Describer:
     def _declaration(self, node: Node, ctx: Ctx, redirs: list[Redir]) -> None:
         """export / declare / local / readonly / typeset: recorded as a command; assignments checked."""
         keyword = node.children[0].type if node.children else "declare"
+        self._count_words(node.named_child_count + 1)
         argv = [keyword]
         for child in node.named_children:
             if child.type == "variable_assignment":
@@ -480,6 +545,7 @@ class Describer:
                 if body is not None:
                     self.opaque(f"unexpected statement layout: {short(text(node))}")
                 body = child
+        self._count_words(len(own))
         if body is not None and body.type == "list":
             # `cd d && cmd > f`: tree-sitter hangs the redirection on the whole list; bash on the last
             # command of the &&/|| chain, opened after the commands before it ran (in the cd's directory)
@@ -668,13 +734,17 @@ class Describer:
 
     def _word(self, node: Node, ctx: Ctx) -> Word:
         """Quote removal for one word; substitutions inside it are walked first (they run first)."""
+        if node.type == "word":
+            value = text(node)
+            if _PLAIN_WORD.fullmatch(value):  # most words: nothing to remove, expand or run
+                return Word(value=value, raw=value)
         start = len(self.commands)
         self._scan(node, ctx)
         pieces: list[tuple[str, bool]] = []
         whys: list[str] = []
         self._pieces(node, pieces, whys)
-        word = self._make_word(text(node), pieces, whys, self._tainted_since(start))
-        return replace(word, stream=node.type == "process_substitution")
+        stream = node.type == "process_substitution"
+        return self._make_word(text(node), pieces, whys, self._tainted_since(start), stream)
 
     def _pieces(self, node: Node, out: list[tuple[str, bool]], whys: list[str]) -> None:
         kind = node.type
@@ -752,7 +822,9 @@ class Describer:
             return str(self.cwd)
         return None
 
-    def _make_word(self, raw: str, pieces: list[tuple[str, bool]], whys: list[str], tainted: bool) -> Word:
+    def _make_word(
+        self, raw: str, pieces: list[tuple[str, bool]], whys: list[str], tainted: bool, stream: bool = False
+    ) -> Word:
         value = "".join(piece for piece, _ in pieces)
         bare = "".join(piece if not quoted else "\x00" * len(piece) for piece, quoted in pieces)
         pattern = "".join(escape(piece) if quoted else piece for piece, quoted in pieces)
@@ -773,6 +845,7 @@ class Describer:
             glob=glob,
             why="; ".join(whys),
             tainted=tainted,
+            stream=stream,
             pattern=pattern if glob else "",
         )
 
@@ -804,6 +877,7 @@ class Describer:
                 rest.append(child)
         if name_node is not None and any(c.is_missing for c in name_node.children):
             return  # `ls |`: the parser invents an empty command; the syntax error is already opaque
+        self._count_words(len(rest) + len(assignments) + len(own) + 1)
         head = self._word(name_node, ctx) if name_node is not None else None
         env = dict(self._assignment(a, ctx, prefix_of=head.value if head else None) for a in assignments)
         words = [head] if head is not None else []
@@ -828,18 +902,25 @@ class Describer:
         if ctx.depth > MAX_NESTING:
             self.opaque(f"nesting deeper than {MAX_NESTING} levels of substitutions or wrappers")
             return
-        self._count(len(words))
+        if len(self.commands) >= MAX_COMMANDS:
+            self.opaque(f"more than {MAX_COMMANDS} simple commands: the rest is not analysed")
+            raise _Stop
         ctx = _with_stdin(ctx, redirs)
         head = words[0] if words else None
         name = program_name(head.value) if head is not None and head.literal else ""
-        facts = CommandFacts(program=name, cwd=self.shown_cwd(), env=dict(env or {}))
+        facts = CommandFacts(program=self._program_fact(head, name), cwd=self.shown_cwd(), env=dict(env or {}))
         for r in redirs:
             (facts.reads if r.kind == "in" else facts.writes).extend(r.shown)
         call = Call(name=name, words=words, ctx=ctx, redirects=redirs, facts=facts)
         self.commands.append(_Recorded([w.value for w in words], [r.redirect for r in redirs], ctx.via, facts))
         self.emits_tainted.append(call.taints)
+        for word in words[1:]:
+            if word.literal and _subscript_with_subst(word.value):
+                # `test -v 'a[$(id)]'`, `printf -v`, `read`, `unset`: bash evaluates the subscript
+                self.opaque(f"array subscript with a command substitution: {short(word.value)}")
         for word in words:
-            why = suspicious_unicode(word.value)
+            # plain printable ASCII cannot mislead (the check normalises and classifies every character)
+            why = None if word.value.isascii() and word.value.isprintable() else suspicious_unicode(word.value)
             if why:
                 self.opaque(f"word {short(word.value)} contains {why}")
         if head is None or not handle:
@@ -863,11 +944,17 @@ class Describer:
         if call.taints:
             self.tainted.update(r.path for r in redirs if r.kind == "out" and r.path is not None)
 
-    def _count(self, words: int) -> None:
+    def _program_fact(self, head: Word | None, name: str) -> str:
+        """The program as the policy sees it: the normalised name, except for a file in the workspace
+        (`./ls`, `scripts/cat`, `.venv/bin/pip`), which is whatever the agent put there: its path as written."""
+        if head is None or not head.literal or "/" not in head.value:
+            return name
+        path = self.quiet_locate(head)
+        return head.value if path is None or self.ws.contains(path) else name
+
+    def _count_words(self, words: int) -> None:
+        """Words are counted before quote removal works on them, so a huge command stops early."""
         self.word_count += words
-        if len(self.commands) >= MAX_COMMANDS:
-            self.opaque(f"more than {MAX_COMMANDS} simple commands: the rest is not analysed")
-            raise _Stop
         if self.word_count > MAX_WORDS:
             self.opaque(f"more than {MAX_WORDS} words: the rest is not analysed")
             raise _Stop
@@ -903,7 +990,7 @@ class Describer:
             self.opaque(f"{what}: relative path {short(value)} after a cd that could not be followed")
             return None
         try:
-            return self.ws.locate(value, base=self.cwd)
+            return self._locate(value)
         except InvalidArguments as exc:
             self.opaque(f"{what}: path {short(value)}: {exc.message}")
             return None
@@ -913,7 +1000,7 @@ class Describer:
         if not word.literal or word.glob or not word.value or (self.cwd is None and not word.value.startswith("/")):
             return None
         try:
-            return self.ws.locate(word.value, base=self.cwd)
+            return self._locate(word.value)
         except InvalidArguments:
             return None
 
@@ -933,7 +1020,7 @@ class Describer:
         """Record paths for the whole call (``kind`` is an Effects list) and for the command itself."""
         own = {"reads": "reads", "writes": "writes", "creates": "writes"}.get(kind, "deletes")
         for path in paths:
-            shown = self.ws.display(path)
+            shown = self.display(path)
             getattr(self, kind).append(shown)
             getattr(call.facts, own).append(shown)
 
@@ -983,7 +1070,8 @@ class Describer:
     def unknown_paths(self, words: list[Word], call: Call) -> None:
         """Path-like words of a program the analysis does not follow: what it may touch, access unknown.
 
-        An operand with a "/" or "..", or the value of ``--opt=path``, ``-Xpath`` or ``NAME=path``."""
+        An operand with a "/" or "..", a glob (with the files it matches), or the value of
+        ``--opt=path``, ``-Xpath`` or ``NAME=path``."""
         for word in words:
             if not word.literal or word.stream:
                 continue
@@ -994,13 +1082,13 @@ class Describer:
                 value = value[2:]
             elif value.startswith("-"):
                 continue
-            if not ("/" in value or value == "..") or "://" in value or is_stream(value):
+            if not ("/" in value or value == ".." or word.glob) or "://" in value or is_stream(value):
                 continue
             candidate = replace(word, value=value)
             path = self.quiet_locate(replace(candidate, glob=False))
             if path is not None:
                 found = [path, *self.matches(candidate, call)] if candidate.glob else [path]
-                call.facts.paths.extend(self.ws.display(p) for p in found)
+                call.facts.paths.extend(self.display(p) for p in found)
 
     def is_dir(self, word: Word) -> bool:
         path = self.quiet_locate(word)
@@ -1204,6 +1292,70 @@ _STATEMENTS: dict[str, Callable[[Describer, Node, Ctx, list[Redir]], None]] = {
 # --------------------------------------------------------------------------------------------------
 # Small helpers
 # --------------------------------------------------------------------------------------------------
+
+
+def separator_runs(source: str) -> int:
+    """About how many command separators (`|`, `;`, `&`, newline) a string holds outside quotes,
+    comments and heredoc bodies; a run of them counts once. Linear, and only an estimate: it decides
+    whether the string is worth parsing, never what it means."""
+    count = 0
+    i = 0
+    n = len(source)
+    in_run = False
+    heredocs: list[str] = []
+    while i < n:
+        ch = source[i]
+        if ch == "\\":
+            i += 2
+            in_run = False
+        elif ch in "'\"":
+            i = _closing_quote(source, i + 1, ch)
+            in_run = False
+        elif ch == "#" and (i == 0 or source[i - 1] in " \t\n;&|()"):
+            end = source.find("\n", i)
+            i = n if end < 0 else end
+        elif ch == "<" and source.startswith("<<", i) and not source.startswith("<<<", i):
+            match = _HEREDOC_START.match(source, i)
+            if match:
+                heredocs.append(match.group(2))
+                i = match.end()
+            else:
+                i += 2
+        else:
+            if ch in "|;&\n":
+                count += 0 if in_run else 1
+                in_run = True
+            elif ch not in " \t":
+                in_run = False
+            i += 1
+            if ch == "\n" and heredocs:
+                for delimiter in heredocs:  # the bodies follow this line, each up to its delimiter line
+                    while i < n:
+                        end = source.find("\n", i)
+                        end = n if end < 0 else end
+                        line, i = source[i:end], end + 1
+                        if line.lstrip("\t") == delimiter:
+                            break
+                heredocs = []
+    return count
+
+
+_HEREDOC_START = re.compile(r"<<-?[ \t]*(['\"]?)([A-Za-z0-9_.-]+)\1")
+
+
+def _closing_quote(source: str, i: int, quote: str) -> int:
+    while i < len(source):
+        if source[i] == "\\" and quote == '"':
+            i += 2
+        elif source[i] == quote:
+            return i + 1
+        else:
+            i += 1
+    return i
+
+
+def _subscript_with_subst(value: str) -> bool:
+    return "[" in value and has_unparsed_subst(value)
 
 
 def _harmless_trace(name: str, value: Word) -> bool:

@@ -247,9 +247,16 @@ def _cd(d: Describer, call: Call) -> None:
     target = operands[0] if operands else Word.of(d.home)
     path = d.quiet_locate(target)
     if path is not None:
-        call.facts.paths.append(d.ws.display(path))
+        call.facts.paths.append(d.display(path))
     # a cd that fails leaves the shell where it was, so only a directory we can see (or made) is followed
     d.cwd = path if path is not None and (path.is_dir() or path in d.made_dirs) else None
+
+
+def _mapfile(d: Describer, call: Call) -> None:
+    """mapfile/readarray -C CALLBACK runs the callback text every -c lines."""
+    opts = d.options(call, "dnOsutcC")
+    for word in opts.values("-C"):
+        d.run_text(word, call)
 
 
 def _noop(d: Describer, call: Call) -> None:
@@ -258,7 +265,7 @@ def _noop(d: Describer, call: Call) -> None:
 
 
 _NOOP = (
-    "echo printf true false : pwd test [ read exit return shift wait sleep seq date uname whoami id hostname "
+    "echo printf true false : pwd test [ read exit return shift wait sleep seq uname whoami id hostname "
     "basename dirname which type expr printenv nproc free uptime ps tput clear break continue set"
 )
 
@@ -281,6 +288,9 @@ HANDLERS: dict[str, Handler] = {
     "stdbuf": _wrapper("ioe", "--input --output --error"),
     "setsid": _wrapper(known="--ctty --fork --wait"),
     "busybox": _busybox,
+    "toybox": _busybox,
+    "mapfile": _mapfile,
+    "readarray": _mapfile,
     "xargs": _xargs,
     "find": _find,
     "watch": _watch,
