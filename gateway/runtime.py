@@ -68,6 +68,21 @@ def session_trace(session_id: str) -> str:
     return hashlib.sha256(f"session:{session_id}".encode()).hexdigest()[:32]
 
 
+def git_common_dir(root: Path) -> list[Path]:
+    """The repository a worktree belongs to (its ``.git`` file names it): what git there reads."""
+    try:
+        text = (root / ".git").read_text()
+    except (IsADirectoryError, FileNotFoundError, NotADirectoryError):
+        return []
+    if not text.startswith("gitdir: "):
+        return []
+    gitdir = (root / text.removeprefix("gitdir: ").strip()).resolve()
+    try:
+        return [(gitdir / (gitdir / "commondir").read_text().strip()).resolve()]
+    except OSError:
+        return [gitdir.parent.parent]
+
+
 def decision_report(call: Call) -> JSONObject:
     """What ``gateway check`` prints for a judged call: the Decision and the effects it was made on. A call
     refused before the policy saw it (an unknown tool, bad arguments) is a deny naming the refusal."""
@@ -205,7 +220,8 @@ class Gateway:
         role = self.roles.roles.get(call.principal.role)
         needs_worktree = role is None or role.requires_claim
         writable = [] if needs_worktree and root == self.workspace.root else [root]
-        return self.sandbox.confine(writable=writable, cwd=root, protect=self.protected_in(root))
+        visible = [self.config.workspace, *git_common_dir(root)]  # read-only, wherever they live
+        return self.sandbox.confine(writable=writable, cwd=root, protect=self.protected_in(root), visible=visible)
 
     def protected_in(self, root: Path) -> list[Path]:
         """What stays read-only inside a writable directory: what would run outside the sandbox later

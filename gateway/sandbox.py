@@ -83,6 +83,7 @@ class Confinement:
     cwd: Path
     writable: tuple[Path, ...] = ()
     protect: tuple[Path, ...] = ()  # read-only again inside a writable directory
+    visible: tuple[Path, ...] = ()  # read-only even where the sandbox hides the rest (a worktree's repository)
     hidden: tuple[Path, ...] = ()
     network: tuple[str, ...] = ()  # hosts the decision allowed (ANY_HOST: all); empty: no network at all
     limits: JSONObject = field(default_factory=dict)
@@ -134,7 +135,12 @@ class Sandbox:
         return self.config.mode
 
     def confine(
-        self, writable: Sequence[Path], cwd: Path, protect: Sequence[Path] = (), commands: bool = True
+        self,
+        writable: Sequence[Path],
+        cwd: Path,
+        protect: Sequence[Path] = (),
+        commands: bool = True,
+        visible: Sequence[Path] = (),
     ) -> Confinement:
         """A confinement with no network; ``commands`` False drops the CPU-time limit (long-lived servers)."""
         limits: JSONObject = {
@@ -149,6 +155,7 @@ class Sandbox:
             cwd=cwd,
             writable=tuple(writable),
             protect=tuple(p for p in protect if any(_within(p, w) for w in writable)),
+            visible=tuple(p for p in visible if not any(_within(p, h) for h in self.hidden)),
             hidden=self.hidden,
             limits=limits,
         )
@@ -216,6 +223,9 @@ class Sandbox:
         for path in self.scratch:
             if path.is_dir() and not any(_within(path, h) for h in c.hidden):
                 args += ["--tmpfs", str(path)]
+        for path in c.visible:  # e.g. a repository under /tmp, which the private /tmp would hide
+            if path.exists():
+                args += ["--ro-bind", str(path), str(path)]
         for path in c.writable:
             args += ["--bind", str(path), str(path)]
         for path in inside:

@@ -127,9 +127,9 @@ def attacks(live: Live) -> list[str]:
         f"git grep -Otouch\\ {out}/grep-O answer",
         f"GIT_EXTERNAL_DIFF={out}/x git diff HEAD~0",
         f"git log --output={out}/git-log -1",
-        f"python3 -W ignore -c 'open(\"{out}/py-W\", \"w\").write(\"x\")'",
+        f'python3 -W ignore -c \'open("{out}/py-W", "w").write("x")\'',
         f"python3 <<'EOF'\nopen('{out}/heredoc', 'w').write('x')\nEOF",
-        f"node <<< 'require(\"fs\").writeFileSync(\"{out}/herestring\", \"x\")'",
+        f'node <<< \'require("fs").writeFileSync("{out}/herestring", "x")\'',
         "git update-ref refs/heads/main HEAD",
         "git branch -f main HEAD",
         f"ln -s {keys} k && cat k/*",
@@ -159,10 +159,10 @@ async def test_shell_attacks_are_contained(live: Live, worker: Path) -> None:
 
 async def test_scripts_the_analysis_cannot_see_into_are_contained(live: Live, worker: Path) -> None:
     """The same attacks from a script file: tier 2 (an unknown program), so only the sandbox stands in the way."""
-    script = "\n".join(f"( {command} ) 2>&1 || true" for command in attacks(live)) + "\necho finished\n"
+    script = "\n".join(f"( {command}\n) 2>&1 || true" for command in attacks(live)) + "\necho finished\n"
     async with live.client("worker") as client:
         await live.call(client, "fs_write", {"path": "probe.sh", "content": script})
-        ran = await live.call(client, "shell_run", {"command": "sh probe.sh"})
+        ran = await live.call(client, "shell_run", {"command": "bash probe.sh"})
     assert not ran.is_error and "finished" in ran.structured_content["stdout"], text_of(ran)
     live.assert_contained()
     # the gateway is alive and answers
@@ -216,7 +216,7 @@ async def test_post_merge_verification_returns_no_secret(live: Live, worker: Pat
         verified = await live.call(client, "verify_run", {"task_id": "T1"})
         assert verified.structured_content["passed"], text_of(verified)
     async with live.client("planner") as client:
-        intent = (await live.call(client, "intent_propose", {"task_id": "T1", "action": "merge", "arguments": {}}))
+        intent = await live.call(client, "intent_propose", {"task_id": "T1", "action": "merge", "arguments": {}})
     intent_id = intent.structured_content["intent_id"]
     async with live.client("verifier") as client:
         await live.call(client, "intent_approve", {"intent_id": intent_id})
@@ -262,7 +262,10 @@ def test_a_rewritten_ledger_is_found(live: Live) -> None:
     for seq, body in enumerate(kept, start=1):
         body.update(seq=seq, prev_hash=prev)
         prev = chain_hash(body)
-        db.execute("INSERT INTO ledger (seq, body, prev_hash, hash) VALUES (?, ?, ?, ?)", (seq, canonical_json(body), body["prev_hash"], prev))
+        db.execute(
+            "INSERT INTO ledger (seq, body, prev_hash, hash) VALUES (?, ?, ?, ?)",
+            (seq, canonical_json(body), body["prev_hash"], prev),
+        )
     db.commit()
     db.close()
     verified = subprocess.run(
@@ -272,4 +275,4 @@ def test_a_rewritten_ledger_is_found(live: Live) -> None:
         env=dict(os.environ),
         timeout=60,
     )
-    assert verified.returncode == 1 and "HMAC" in verified.stderr or "cut off" in verified.stderr, verified.stderr
+    assert (verified.returncode == 1 and "HMAC" in verified.stderr) or "cut off" in verified.stderr, verified.stderr

@@ -11,6 +11,7 @@ the word as it did before (the pattern alone, or an opaque reason).
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import os
 import re
 from pathlib import Path
@@ -59,6 +60,12 @@ def expand_glob(pattern: str, cwd: Path) -> list[Path] | None:
                 return None
         current = found
     return sorted(current)
+
+
+def literal_prefix(pattern: str) -> str:
+    """The directories a pattern names before its first wildcard: ``src/*.py`` -> ``src``, ``*`` -> ``.``."""
+    parts = itertools.takewhile(lambda part: not _MAGIC.search(part), pattern.split("/"))
+    return unescape("/".join(parts)) or "."
 
 
 def unescape(part: str) -> str:

@@ -27,7 +27,7 @@ from tree_sitter import Language, Node, Parser
 
 from gateway.effects import network
 from gateway.effects.paths import Workspace, suspicious_unicode
-from gateway.effects.shell.globs import escape, expand_glob, list_tree, unescape
+from gateway.effects.shell.globs import escape, expand_glob, list_tree, literal_prefix, unescape
 from gateway.effects.shell.options import Opts, parse_options
 from gateway.effects.shell.words import (
     ASSIGNMENT,
@@ -1010,6 +1010,10 @@ class Describer:
             return []
         # the escaped pattern, unless a handler rewrote the value (find's {} -> root)
         pattern = word.pattern if word.pattern and unescape(word.pattern) == word.value else word.value
+        if not self.ws.contains(Path(os.path.realpath(self.cwd / literal_prefix(pattern)))):
+            # outside the workspace (tier 3 whatever it matches): the gateway does not list other people's
+            # directories (its own state, other worktrees) into a decision an agent reads
+            return []
         found = expand_glob(pattern, self.cwd)
         if found is None:
             self.opaque(f"{call.name}: glob {short(word.value)} matches more files than the analysis follows")
@@ -1039,7 +1043,7 @@ class Describer:
         (``follow``: symbolic links met on the way are followed, as grep -R does)."""
         path = self.read(word, call)
         for root in [path, *self.matches(word, call)] if path is not None else []:
-            if root.is_dir():
+            if root.is_dir() and self.ws.contains(root):
                 found = list_tree(root, hidden, follow)
                 self._note(call, [Path(os.path.realpath(p)) for p in found], "reads")
 
