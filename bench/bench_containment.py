@@ -1,0 +1,203 @@
+"""What containment costs: the sandbox around a command, decisions in worker processes, and the deadline.
+
+Run by hand (it is not a test, and nothing asserts on its numbers):
+
+    .venv/bin/python bench/bench_containment.py             # about a minute
+    .venv/bin/python bench/bench_containment.py --runs 100 --json
+
+Three sections, on a scratch workspace (``gateway init``):
+
+    sandbox     one command run as shell_run runs it (bash -c, output captured), unconfined and inside
+                bubblewrap, interleaved; p50 and p95 of each and the ratio
+    decisions   one decision (describe + decide) for typical commands: in this process, and in the worker
+                processes a running gateway uses (the round trip to a worker included)
+    deadline    every case of the labelled policy corpus (tests/policy_corpus.yaml) described and decided as
+                a running gateway does it; the slowest against policy.deadline_s, and how many went over
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from gateway.bootstrap import init_workspace  # noqa: E402
+from gateway.pipeline import Call  # noqa: E402
+from gateway.repo import Repo  # noqa: E402
+from gateway.runtime import Gateway  # noqa: E402
+from gateway.tools.shell import run_command, run_confined, sandbox_env  # noqa: E402
+from gateway.types import Origin, Principal  # noqa: E402
+
+COMMANDS = ["true", "ls -la src", "git status --porcelain", "python3 -c 'print(1)'"]
+DECISIONS = ["pytest -q tests/test_x.py", "git diff --stat", "ls -la src && grep -rn TODO src | head -20"]
+
+
+async def _quiet(progress: float, total: float | None, message: str | None) -> None:
+    return None
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def scratch() -> Path:
+    root = Path(tempfile.mkdtemp(prefix="bench-containment-"))
+    repo = root / "repo"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "app.py").write_text("def answer():\n    return 41\n")
+    git = Repo(repo)
+    git.run("init", "-q", "-b", "main")
+    git.run("add", "-A")
+    git.run("commit", "-q", "-m", "initial")
+    return repo
+
+
+async def sandbox_section(gateway: Gateway, runs: int) -> list[dict[str, Any]]:
+    root = gateway.config.workspace
+    confinement = gateway.sandbox.confine(writable=[root], cwd=root, protect=gateway.protected_in(root))
+    env = sandbox_env(gateway.config.shell, root)
+    rows = []
+    for command in COMMANDS:
+        bare: list[float] = []
+        boxed: list[float] = []
+        for i in range(runs + 3):  # interleaved, the first three of each a warm-up
+            began = time.perf_counter()
+            await run_command(["/bin/bash", "-c", command], root, env, 30, 65536, _quiet)
+            middle = time.perf_counter()
+            await run_confined(gateway.sandbox, confinement, command, env, 30, 65536, _quiet)
+            done = time.perf_counter()
+            if i >= 3:
+                bare.append(middle - began)
+                boxed.append(done - middle)
+        rows.append(
+            {
+                "command": command,
+                "unconfined_p50_ms": statistics.median(bare) * 1000,
+                "sandbox_p50_ms": statistics.median(boxed) * 1000,
+                "sandbox_p95_ms": quantile(boxed, 0.95) * 1000,
+                "adds_p50_ms": (statistics.median(boxed) - statistics.median(bare)) * 1000,
+                "ratio": statistics.median(boxed) / statistics.median(bare),
+            }
+        )
+    return rows
+
+
+async def decide(gateway: Gateway, principal: Principal, tool: str, arguments: dict[str, Any]) -> tuple[float, Any]:
+    call = Call(tool=tool, arguments=arguments, origin=Origin(transport="inprocess", protocol_version="bench"))
+    call.principal = principal
+    began = time.perf_counter()
+    done = await gateway.judge.run(call)
+    return time.perf_counter() - began, done
+
+
+async def decisions_section(inline: Gateway, isolated: Gateway, runs: int) -> list[dict[str, Any]]:
+    principal = Principal(agent="bench", role="developer")
+    rows = []
+    for command in DECISIONS:
+        times: dict[str, list[float]] = {"inline": [], "workers": []}
+        for i in range(runs + runs // 10):
+            for name, gateway in (("inline", inline), ("workers", isolated)):
+                seconds, _ = await decide(gateway, principal, "shell_run", {"command": command})
+                if i >= runs // 10:
+                    times[name].append(seconds)
+        rows.append(
+            {
+                "command": command,
+                "inline_p50_ms": statistics.median(times["inline"]) * 1000,
+                "workers_p50_ms": statistics.median(times["workers"]) * 1000,
+                "workers_p99_ms": quantile(times["workers"], 0.99) * 1000,
+            }
+        )
+    return rows
+
+
+async def deadline_section(gateway: Gateway) -> dict[str, Any]:
+    corpus = yaml.safe_load((ROOT / "tests" / "policy_corpus.yaml").read_text())
+    principal = Principal(agent="bench", role="developer")
+    cases: list[tuple[str, dict[str, Any]]] = []
+    for group in corpus["shell"]:
+        cases += [("shell_run", {"command": c}) for c in group["cases"]]
+    for group in corpus["paths"]:
+        cases += [(tool, arguments) for tool, arguments in group["cases"]]
+    ws = str(gateway.config.workspace)
+    seconds: list[tuple[float, str]] = []
+    over = 0
+    for tool, arguments in cases:
+        arguments = json.loads(
+            json.dumps(arguments)
+            .replace("{ws}", ws)
+            .replace("{home}", "/root")
+            .replace("{state}", str(gateway.config.state))
+        )
+        took, call = await decide(gateway, principal, tool, arguments)
+        seconds.append((took, json.dumps(arguments)[:80]))
+        over += bool(call.error is not None and call.error.code == "decision_deadline")
+    values = [s for s, _ in seconds]
+    slowest = max(seconds)
+    return {
+        "cases": len(values),
+        "deadline_ms": gateway.config.policy.deadline_s * 1000,
+        "p50_ms": statistics.median(values) * 1000,
+        "p99_ms": quantile(values, 0.99) * 1000,
+        "max_ms": slowest[0] * 1000,
+        "slowest": slowest[1],
+        "over_deadline": over,
+    }
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    repo = scratch()
+    config = init_workspace(repo)
+    inline, isolated = Gateway(config, isolated=False), Gateway(config)
+    async with isolated.running():
+        return {
+            "sandbox": await sandbox_section(inline, args.runs),
+            "decisions": await decisions_section(inline, isolated, args.runs),
+            "deadline": await deadline_section(isolated),
+        }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=60, help="timed runs per command (default 60)")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args(argv)
+    figures = anyio.run(main_async, args)
+    if args.json:
+        print(json.dumps(figures, indent=2))
+        return 0
+    print("sandbox: a command as shell_run runs it, unconfined and in bubblewrap (p50 / p95 ms)")
+    for row in figures["sandbox"]:
+        print(
+            f"  {row['command']:32} {row['unconfined_p50_ms']:7.2f} -> {row['sandbox_p50_ms']:7.2f} / "
+            f"{row['sandbox_p95_ms']:7.2f}   +{row['adds_p50_ms']:.2f} ms  ({row['ratio']:.2f}x)"
+        )
+    print("decisions: describe + decide, in this process vs in the worker processes (p50 ms, workers p99)")
+    for row in figures["decisions"]:
+        print(
+            f"  {row['command']:46} {row['inline_p50_ms']:6.2f}  {row['workers_p50_ms']:6.2f}  "
+            f"p99 {row['workers_p99_ms']:6.2f}"
+        )
+    d = figures["deadline"]
+    print(
+        f"deadline: {d['cases']} corpus cases as a running gateway decides them: p50 {d['p50_ms']:.2f} ms, "
+        f"p99 {d['p99_ms']:.2f} ms, max {d['max_ms']:.2f} ms ({d['slowest']}); "
+        f"deadline {d['deadline_ms']:.0f} ms, {d['over_deadline']} over"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
