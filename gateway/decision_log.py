@@ -81,9 +81,9 @@ MAX_LOGGED_CHARS = 16_384
 
 # a cheap first look: a string none of the patterns could match is left alone without running them all
 _MAYBE_SECRET = re.compile(
-    r"(?i)secret|token|pass|pwd|key|salt|_auth|private|credential|authoriz|bearer|basic|eyJ|A3T|AKIA|ASIA|ABIA|ACCA"
-    r"|gh[pousr]_|github_pat_|glpat-|sk-|sk_|rk_|xox|npm_|-u\s|--user|://|AIza|SG\.|AC[0-9a-f]|SK[0-9a-f]|-us[0-9]"
-    r"|pypi-|sq0|hv[sb]\.|_v1_|[0-9]{8}:|[MNO][A-Za-z0-9_-]{23}"
+    r"(?i)secret|token|pass|pwd|[_-]key|key\s*[=:]|apikey|[_-]salt|_auth|private|credential|authoriz|bearer|basic"
+    r"|eyJ|A3T|AKIA|ASIA|ABIA|ACCA|gh[pousr]_|github_pat_|glpat-|sk-|sk_|rk_|xox|npm_|-u\s|--user|://|AIza|SG\."
+    r"|AC[0-9a-f]|SK[0-9a-f]|-us[0-9]|pypi-|sq0|hv[sb]\.|_v1_|[0-9]{8}:|\.[A-Za-z0-9_-]{6}\."
 )
 
 

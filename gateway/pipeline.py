@@ -287,12 +287,17 @@ class Situate(Protocol):
     def __call__(self, call: Call) -> None: ...
 
 
+INLINE_DESCRIPTION_CHARS = 2048  # shell text shorter than this is described on the event loop
+
+
 class Describe:
     """Arguments become Effects. Built-in tools can act only inside the workspace, so a path argument
     that leaves it is refused here, before the policy is asked about something that could never run.
 
-    A shell command is described in a worker thread, bounded by ``deadline_s``: a command that takes
-    longer is refused rather than holding up the event loop, and every other agent with it."""
+    A long shell command is described in a worker thread, bounded by ``deadline_s``: one that takes longer
+    is refused rather than holding up the event loop, and every other agent with it. A short one (most of
+    them) is described in place: the analysis is linear and bounded, so it cannot take long, and the
+    thread hop would cost more than the description."""
 
     def __init__(self, situate: Situate, deadline_s: float = 0.5) -> None:
         self.situate = situate
@@ -309,7 +314,8 @@ class Describe:
                     for raw in value if isinstance(value, list) else [value]:
                         if isinstance(raw, str):
                             call.workspace.resolve(raw)
-        if "command" not in call.spec.argument_roles.values():
+        commands = [call.arguments.get(k) for k, role in call.spec.argument_roles.items() if role == "command"]
+        if sum(len(c) for c in commands if isinstance(c, str)) < INLINE_DESCRIPTION_CHARS:
             call.effects = describe(call.spec, call.arguments, call.workspace)
             return
         spec, arguments, workspace = call.spec, call.arguments, call.workspace

@@ -7,6 +7,7 @@ async with gateway.running():          # upstream servers connected, concurrentl
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -216,9 +217,11 @@ class Gateway:
             return upstream.confinement if upstream is not None else None
         if "command" not in call.spec.argument_roles.values():
             return None
-        root = call.workspace.root
         role = self.roles.roles.get(call.principal.role)
-        needs_worktree = role is None or role.requires_claim
+        return self._command_confinement(call.workspace.root, role is None or role.requires_claim)
+
+    @functools.lru_cache(maxsize=256)  # noqa: B019 (one Gateway per process; a few roots each)
+    def _command_confinement(self, root: Path, needs_worktree: bool) -> Confinement:
         writable = [] if needs_worktree and root == self.workspace.root else [root]
         visible = [self.config.workspace, *git_common_dir(root)]  # read-only, wherever they live
         return self.sandbox.confine(writable=writable, cwd=root, protect=self.protected_in(root), visible=visible)

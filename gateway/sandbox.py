@@ -102,12 +102,14 @@ class Confinement:
         return replace(self, network=tuple(sorted(set(hosts))))
 
     def describe(self) -> JSONObject:
+        """What the policy sees (input.context.sandbox). What is hidden is the same for every call, so it is
+        said once, in words: the gateway's state, other worktrees and the usual key files under $HOME."""
         return {
             "mode": self.mode,
             "confined": self.confined,
             "writable": [str(p) for p in self.writable],
             "read_only_inside": [str(p) for p in self.protect],
-            "hidden": [str(p) for p in self.hidden],
+            "hides": ["gateway state", "other worktrees", "home key files"] if self.confined else [],
             "network": list(self.network) if self.network else "none",
             "limits": self.limits,
         }

@@ -83,7 +83,7 @@ async def test_a_command_cannot_reach_the_state_credentials_or_anything_outside(
     assert row.tool == "shell_run" and row.detail["sandbox"] == {"mode": "bubblewrap", "writable": [str(repo)]}
     entry = read_entries(gateway.config.decision_log_path)[-1]
     sandbox = entry["input"]["context"]["sandbox"]
-    assert sandbox["confined"] and sandbox["network"] == "none" and str(state) in sandbox["hidden"]
+    assert sandbox["confined"] and sandbox["network"] == "none" and "gateway state" in sandbox["hides"]
 
 
 async def test_a_workers_command_can_write_only_its_worktree(config: Any, repo: Path) -> None:
