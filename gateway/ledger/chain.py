@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from gateway.config import GatewayConfig
 
 GENESIS = "0" * 64
+HEAD_BYTES = 512  # the head file's one record, padded with spaces
 
 
 def canonical_json(value: Any) -> str:
@@ -138,9 +139,8 @@ class Seal:
                     pass  # unreadable: verify reports it; the next append writes a good one
             head = Head(seq, row_hash, legacy_through)
             data = json.dumps({**head.__dict__, "mac": self._head_mac(head)}).encode()
-            os.lseek(fd, 0, os.SEEK_SET)
-            os.ftruncate(fd, 0)
-            os.write(fd, data)
+            # one fixed-size record written in place: no truncation (a metadata update on every append)
+            os.pwrite(fd, data.ljust(HEAD_BYTES), 0)
         finally:
             os.close(fd)  # closing releases the lock
 
