@@ -19,7 +19,7 @@ $(NPM)/.installed: tests/npm/package.json tests/npm/package-lock.json
 	cd $(NPM) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-demo: $(VENV)/.installed
+demo: $(VENV)/.installed /usr/bin/bwrap
 	$(VENV)/bin/gateway demo
 
 serve: $(VENV)/.installed
@@ -31,7 +31,11 @@ serve: $(VENV)/.installed
 /usr/bin/chromium:
 	if [ "$$(id -u)" = 0 ]; then apt-get install -y -q chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium); fi
 
-test: $(VENV)/.installed $(NPM)/.installed /usr/bin/chromium
+# Every command the gateway runs for an agent runs in bubblewrap (docs/sandbox.md); no sandbox, no command.
+/usr/bin/bwrap:
+	if [ "$$(id -u)" = 0 ]; then apt-get install -y -q bubblewrap >/dev/null || (apt-get update -q && apt-get install -y -q bubblewrap); fi
+
+test: $(VENV)/.installed $(NPM)/.installed /usr/bin/chromium /usr/bin/bwrap
 	$(VENV)/bin/ruff check gateway tests bench
 	$(VENV)/bin/ruff format --check gateway tests bench
 	GATEWAY_TEST_NPM=$(CURDIR)/$(NPM)/node_modules $(VENV)/bin/pytest -q
