@@ -417,11 +417,11 @@ class Describer:
         return replace(ctx, nest=ctx.nest + 1)
 
     def _list(self, node: Node, ctx: Ctx, redirs: list[Redir]) -> None:
-        for item in _list_items(node):
+        for item in _flatten(node, "list"):
             self._stmt(item, ctx, redirs)
 
     def _pipeline(self, node: Node, ctx: Ctx, redirs: list[Redir]) -> None:
-        self._pipe([(element, []) for element in _pipeline_elements(node)], ctx, redirs)
+        self._pipe([(element, []) for element in _flatten(node, "pipeline")], ctx, redirs)
 
     def _pipe(self, elements: list[tuple[Node, list[Redir]]], ctx: Ctx, outer: list[Redir]) -> None:
         """Pipeline elements in order; once one prints downloaded or decoded bytes, every later stdin is tainted.
@@ -549,7 +549,7 @@ class Describer:
         if body is not None and body.type == "list":
             # `cd d && cmd > f`: tree-sitter hangs the redirection on the whole list; bash on the last
             # command of the &&/|| chain, opened after the commands before it ran (in the cd's directory)
-            *before, body = _list_items(body)
+            *before, body = _flatten(body, "list")
             for item in before:
                 self._stmt(item, ctx, redirs)
         pipe_tail: list[Node] = []
@@ -559,11 +559,11 @@ class Describer:
             self._run([], [*redirs, *infos], ctx)
         elif pipe_tail:
             # `cat <<EOF | sh`: tree-sitter hangs the rest of the pipeline under the heredoc
-            elements = [(body, infos)] + [(e, []) for tail in pipe_tail for e in _pipeline_elements(tail)]
+            elements = [(body, infos)] + [(e, []) for tail in pipe_tail for e in _flatten(tail, "pipeline")]
             self._pipe(elements, ctx, redirs)
         elif body.type == "pipeline":
             # `a | b 2>&1`: tree-sitter puts the redirect on the pipeline, bash on its last command
-            elements = [(e, []) for e in _pipeline_elements(body)]
+            elements = [(e, []) for e in _flatten(body, "pipeline")]
             elements[-1] = (elements[-1][0], infos)
             self._pipe(elements, ctx, redirs)
         else:
@@ -1405,31 +1405,19 @@ def unique(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def _list_items(node: Node) -> list[Node]:
-    """The statements of an &&/|| list, flattened: lists nest to the left ((a && b) || c), and a long
-    chain is deep, so this does not recurse."""
-    items: list[Node] = []
+def _flatten(node: Node, kind: str) -> list[Node]:
+    """The members of a nested ``kind`` node, in order: the statements of an &&/|| list (lists nest to the
+    left, ((a && b) || c)) or the commands of a pipeline (tree-sitter nests ``a | b | c``, and heredoc
+    tails). A long chain is deep, so this does not recurse."""
+    members: list[Node] = []
     stack = [node]
     while stack:
         current = stack.pop()
-        if current.type == "list":
+        if current.type == kind:
             stack.extend(reversed([c for c in current.children if c.is_named and c.type != "comment"]))
         else:
-            items.append(current)
-    return items
-
-
-def _pipeline_elements(node: Node) -> list[Node]:
-    """The commands of a pipeline, flattened (tree-sitter nests ``a | b | c``, and heredoc tails)."""
-    out: list[Node] = []
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if current.type == "pipeline":
-            stack.extend(reversed([c for c in current.children if c.is_named and c.type != "comment"]))
-        else:
-            out.append(current)
-    return out
+            members.append(current)
+    return members
 
 
 def _with_stdin(ctx: Ctx, redirs: list[Redir]) -> Ctx:
