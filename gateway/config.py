@@ -58,6 +58,9 @@ class UpstreamSandbox(Strict):
     network: bool = False
     # directories it may write, relative to the workspace (default: the workspace itself)
     writable: list[str] = Field(default_factory=lambda: ["."])
+    # more paths it must see read-only where the sandbox would hide them (its code under /tmp, say); the
+    # directories of the absolute paths in command and args are seen without saying so
+    visible: list[str] = Field(default_factory=list)
 
 
 class UpstreamConfig(Strict):
@@ -241,6 +244,9 @@ class GatewayConfig(Strict):
                     "env": {k: expand_env(v) for k, v in up.env.items()},
                     "headers": {k: expand_env(v) for k, v in up.headers.items()},
                     "cwd": str((base / up.cwd).resolve()) if up.cwd else None,
+                    "sandbox": up.sandbox.model_copy(
+                        update={"visible": [str((base / p).resolve()) for p in up.sandbox.visible]}
+                    ),
                 }
             )
             for prefix, up in self.upstreams.items()

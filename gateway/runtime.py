@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -240,7 +241,10 @@ class Gateway:
         root = self.config.workspace
         writable = [(root / p).resolve() for p in config.sandbox.writable]
         cwd = Path(config.cwd) if config.cwd else root
-        confinement = self.sandbox.confine(writable, cwd, protect=self.protected_in(root), commands=False)
+        named = [Path(p) for p in (config.command, *config.args) if p and os.path.isabs(p) and os.path.exists(p)]
+        visible = [root, *(p if p.is_dir() else p.parent for p in named), *map(Path, config.sandbox.visible)]
+        protect = self.protected_in(root)
+        confinement = self.sandbox.confine(writable, cwd, protect=protect, commands=False, visible=visible)
         return confinement.allowing([ANY_HOST]) if config.sandbox.network else confinement
 
     def visible_tools(self, principal: Principal) -> list[ToolSpec]:

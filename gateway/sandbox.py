@@ -152,6 +152,9 @@ class Sandbox:
         }
         if commands:
             limits["cpu_s"] = self.config.cpu_s
+        # the gateway's own Python (the egress launcher runs on it), wherever it is installed
+        runtime = [Path(sys.prefix), Path(sys.base_prefix), Path(egress_inside.__file__).parent]
+        visible = list(dict.fromkeys(Path(os.path.realpath(p)) for p in [*visible, *runtime]))
         return Confinement(
             mode=self.mode,
             cwd=cwd,
@@ -215,9 +218,14 @@ class Sandbox:
         if ANY_HOST in c.network:
             args.append("--share-net")
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run"]
-        # Mount order matters: a hidden directory that holds a writable one (the worktrees dir around the
-        # call's own worktree) stays a writable tmpfs so the worktree can be bound into it; hidden paths
-        # inside a writable directory are hidden after it is bound.
+        # Mount order matters. What must stay visible under the private /tmp (a repository, the gateway's
+        # own Python) is bound back first, read-only, so that a hidden path inside it is still hidden; a
+        # hidden directory that holds a writable one (the worktrees dir around the call's own worktree)
+        # stays a writable tmpfs so the worktree can be bound into it; hidden paths inside a writable
+        # directory are hidden after it is bound.
+        for path in c.visible:
+            if path.exists():
+                args += ["--ro-bind", str(path), str(path)]
         inside = [h for h in c.hidden if any(_within(h, w) and h != w for w in c.writable)]
         for path in c.hidden:
             if path not in inside:
@@ -225,9 +233,6 @@ class Sandbox:
         for path in self.scratch:
             if path.is_dir() and not any(_within(path, h) for h in c.hidden):
                 args += ["--tmpfs", str(path)]
-        for path in c.visible:  # e.g. a repository under /tmp, which the private /tmp would hide
-            if path.exists():
-                args += ["--ro-bind", str(path), str(path)]
         for path in c.writable:
             args += ["--bind", str(path), str(path)]
         for path in inside:

@@ -45,6 +45,7 @@ def upstreams(repo: Path) -> dict[str, Any]:
         "fs": {
             "command": shutil.which("node") or "node",
             "args": [str(FS_SERVER), str(repo)],
+            "sandbox": {"visible": [str(NPM_MODULES)]},  # the server's dependencies, wherever npm put them
             "arguments": {
                 "read_*": {"path": "read", "paths": "read"},
                 "list_*": {"path": "read"},
