@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import secrets
+import socket
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -66,6 +68,9 @@ if TYPE_CHECKING:
     from gateway.telemetry import Telemetry
 
 log = structlog.get_logger("gateway.pipeline")
+
+
+PROCESS = f"{socket.gethostname()}|{os.getpid()}"
 
 
 def new_id(nbytes: int = 16) -> str:
@@ -629,7 +634,9 @@ def ledger_fields(call: Call, outcome: Outcome) -> JSONObject:
     if call.confinement is not None:
         c = call.confinement
         detail["sandbox"] = {"mode": c.mode, "writable": [str(p) for p in c.writable]}
-    if outcome != "started":
+    if outcome == "started":
+        detail["process"] = PROCESS  # whose call it is, if the process dies before the call ends
+    else:
         detail["duration_ms"] = round((time.perf_counter() - call.started) * 1000, 3)
     return {
         "kind": call.kind,

@@ -21,6 +21,7 @@ from gateway.approvals import Approvals, RequestStateSeal
 from gateway.checkpoints import Checkpoints
 from gateway.commit.executor import Committer
 from gateway.commit.intents import Intents
+from gateway.commit.merge import MergeQueue
 from gateway.commit.tools import intent_tools
 from gateway.config import GatewayConfig, PolicyConfig, UpstreamConfig
 from gateway.effects.paths import Workspace
@@ -30,6 +31,7 @@ from gateway.identity.revocations import Revocations
 from gateway.identity.roles import RoleSet
 from gateway.identity.tokens import Tokens
 from gateway.ledger.chain import Ledger
+from gateway.ledger.leases import Leases, alive
 from gateway.ledger.store import Database
 from gateway.pipeline import (
     ActOnTier,
@@ -138,7 +140,8 @@ class Gateway:
         ]
         self.catalog = Catalog(local, self.pool)
         self.intents = Intents(self.db, self.ledger)
-        self.committer = Committer(self.intents, self.board, self.catalog, config, self.verification)
+        self.queue = MergeQueue(config, self.ledger, Leases(self.db), self.verification)
+        self.committer = Committer(self.intents, self.board, self.catalog, config, self.queue)
         self.catalog.add(intent_tools(self.intents, self.committer, self.board, self.catalog))
         # One judge: a tools/call, `gateway check`, the Claude Code hook and the verification commands the
         # gateway runs itself are described and decided by the same stages, and recorded the same way.
@@ -247,6 +250,15 @@ class Gateway:
         confinement = self.sandbox.confine(writable, cwd, protect=protect, commands=False, visible=visible)
         return confinement.allowing([ANY_HOST]) if config.sandbox.network else confinement
 
+    def recover(self) -> None:
+        """What a crash may have left: calls recorded as started that never ended, the merge queue's
+        worktree, claimed tasks without their worktree."""
+        for call_id in self.ledger.close_interrupted(alive):
+            log.warning("closed a call a stopped gateway left running", call_id=call_id)
+        self.queue.recover()
+        for task_id in self.board.repair_all():
+            log.warning("repaired the worktree of a claimed task", task=task_id)
+
     def visible_tools(self, principal: Principal) -> list[ToolSpec]:
         return [spec for spec in self.catalog.all() if self.roles.grants(principal, spec.name)]
 
@@ -255,6 +267,7 @@ class Gateway:
         self.engine.start()
         async with anyio.create_task_group() as tg:
             await self.pool.start(tg)
+            await anyio.to_thread.run_sync(self.recover)
             for settled in await self.committer.reconcile():
                 log.warning("reconciled an intent a crash left executing", **settled)
             try:

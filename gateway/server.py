@@ -24,6 +24,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken, TokenVerifier
+from mcp.server.context import CallNext
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
@@ -86,9 +87,36 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
         # Answered for handshake-era clients (and the conformance suite); the gateway's own log is structlog's.
         return mt.EmptyResult()
 
+    async def record_malformed(ctx: ServerRequestContext[Any], call_next: CallNext) -> Any:
+        """A tools/call the SDK refuses before the pipeline sees it (no name, arguments that are not an
+        object) is answered -32602 as JSON-RPC says, and recorded like every other refusal."""
+        if ctx.method != "tools/call":
+            return await call_next(ctx)
+        try:
+            return await call_next(ctx)
+        except Exception as exc:
+            params = ctx.params if isinstance(ctx.params, dict) else {}
+            name = params.get("name")
+            try:
+                principal = gateway.tokens.verify(credential(ctx)).model_dump()
+            except Unauthenticated:
+                principal = None
+            message = exc.error.message if isinstance(exc, MCPError) else f"{type(exc).__name__}: {exc}"
+            gateway.ledger.append(
+                {
+                    "kind": "call",
+                    "call_id": secrets.token_hex(16),
+                    "principal": principal,
+                    "tool": name if isinstance(name, str) else None,
+                    "outcome": "invalid",
+                    "detail": {"error": {"code": "malformed_request", "message": message[:500]}},
+                }
+            )
+            raise
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # on_set_logging_level is deprecated as of 2026-07-28 (SEP-2577)
-        return Server(
+        server = Server(
             SERVER_NAME,
             version=__version__,
             instructions=INSTRUCTIONS,
@@ -96,6 +124,8 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
             on_call_tool=call_tool,
             on_set_logging_level=set_logging_level,
         )
+    server.middleware.append(record_malformed)
+    return server
 
 
 def origin_for(

@@ -33,7 +33,8 @@ Tier = Literal[1, 2, 3]
 #   asked     waiting for a human (tier 3)
 #   allowed   decided, not run by the gateway (gateway check, the Claude Code hook, a verification command
 #             before it runs)
-Outcome = Literal["started", "ok", "error", "denied", "invalid", "asked", "allowed"]
+#   interrupted  started, then the gateway process died before the call ended (closed on the next start)
+Outcome = Literal["started", "ok", "error", "denied", "invalid", "asked", "allowed", "interrupted"]
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 """``async (progress, total, message)``: reports progress to the caller; a no-op without a progress token."""

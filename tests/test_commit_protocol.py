@@ -150,30 +150,34 @@ async def test_gateway_killed_mid_commit_reconciles_to_one_merge(config: Any, re
             proc.kill()
     killed = Gateway(config)
     assert killed.intents.get(intent_id)["state"] == "executing"
-    assert len(merges(repo)) == 1
-    with http_gateway(config.source) as restarted:  # a fresh gateway reconciles on start
+    assert merges(repo) == [], "a merge is published only after its verification passed"
+    with http_gateway(config.source) as restarted:  # a fresh gateway recovers and reconciles on start
         async with http_client(restarted, token(config, "committer")) as client:
             replay = (await client.call_tool("intent_commit", {"intent_id": intent_id})).structured_content
-    assert replay["state"] == "committed" and replay["outcome"]["reconciled"]
+    assert replay["state"] == "committed", replay
     assert len(merges(repo)) == 1
     assert Gateway(config).board.get("T1")["state"] == "committed"
     assert Gateway(config).ledger.verify().ok
 
 
-async def test_failing_post_merge_verification_reverts_and_compensates(config: Any, repo: Path) -> None:
+async def test_failing_post_merge_verification_is_never_published(config: Any, repo: Path) -> None:
     gateway, intent_id = await approved_merge(config, verification=["grep -q 'return 42' src/app.py", "test ! -f STOP"])
     (repo / "STOP").write_text("main moved on after the task was verified\n")
     Repo(repo).run("add", "STOP")
     Repo(repo).run("commit", "-q", "-m", "main moves on")
+    before = Repo(repo).run("rev-parse", "main").strip()
     async with inproc_client(gateway, token(config, "committer")) as client:
         result = await client.call_tool("intent_commit", {"intent_id": intent_id})
     outcome = result.structured_content
-    assert result.is_error and outcome["state"] == "compensated"
-    assert outcome["outcome"]["failed_command"] == "test ! -f STOP"
-    revert = outcome["outcome"]["revert_commit"]
-    assert f"Gateway-Compensates: {intent_id}" in Repo(repo).run("log", "-1", "--format=%B", revert)
-    assert "return 41" in (repo / "src" / "app.py").read_text(), "the merge must be undone"
-    assert [r.detail["step"] for r in ledger_rows(gateway, kind="intent")][-1] == "compensated"
+    assert result.is_error and outcome["state"] == "failed"
+    assert outcome["outcome"]["failed_command"] == "test ! -f STOP" and outcome["outcome"]["published"] is False
+    assert Repo(repo).run("rev-parse", "main").strip() == before, "main never moved"
+    assert merges(repo) == [] and "return 41" in (repo / "src" / "app.py").read_text()
+    assert [r.detail["step"] for r in ledger_rows(gateway, kind="intent")][-1] == "failed"
+    task = gateway.board.get("T1")
+    assert task["state"] == "open" and "not merged" in task["note"], "back to a worker, for a new attempt"
+    assert not (repo / ".git" / "MERGE_HEAD").exists()
+    assert Repo(repo).run("status", "--porcelain") == "?? gateway.yaml\n"
 
 
 async def test_protocol_refusals(config: Any, repo: Path) -> None:

@@ -51,7 +51,11 @@ def test_the_example_manifest_submits_through_the_cli(config: Any) -> None:
     assert [(t["task_id"], t["state"], t["ready"]) for t in listed] == [("fix-add", "open", True)]
     shown = json.loads(gateway_cli(config, "task", "show", "fix-add").stdout)
     assert shown["manifest"]["allowed_paths"] == ["calc.py", "tests/**"]
-    again = gateway_cli(config, "task", "submit", str(manifest))
-    assert again.returncode != 0 and "already exists" in again.stderr
+    again = gateway_cli(config, "task", "submit", str(manifest))  # the same manifest again: the recorded answer
+    assert again.returncode == 0 and json.loads(again.stdout) == {**json.loads(submitted.stdout), "replayed": True}
+    changed = config.workspace.parent / "changed.yaml"
+    changed.write_text(manifest.read_text().replace("objective:", "objective: (changed)", 1))
+    other = gateway_cli(config, "task", "submit", str(changed))
+    assert other.returncode != 0 and "already exists with another manifest" in other.stderr
     missing = gateway_cli(config, "task", "show", "nope")
     assert missing.returncode != 0 and "no task" in missing.stderr

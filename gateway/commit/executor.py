@@ -1,9 +1,10 @@
 """Exactly-once execution of approved intents, and reconciliation after a crash.
 
 Actions:
-- merge: the task branch into its base branch as a ceremony: dependencies first, a merge commit that
-  carries ``Gateway-Intent: <id>``, the manifest's verification run on the result, and a revert (the
-  compensation, carrying ``Gateway-Compensates: <id>``) when that fails;
+- merge: the task's verified commit into its base branch, in dependency order, through the merge queue
+  (gateway/commit/merge.py): a merge commit carrying ``Gateway-Intent: <id>``, made and verified in the
+  gateway's own worktree, published by compare-and-swap only when its verification passed. One that is not
+  published fails the intent and sends the task back for a new attempt (a new intent, a new id);
 - tag: an annotated tag whose message names the intent;
 - push: ``git push REMOTE REF`` (network egress: the policy makes it tier 3, so a human approves it);
 - upstream: one call of an upstream tool that gateway.yaml marks commit-class.
@@ -13,13 +14,14 @@ or tag that carries the intent id is finished, never redone; one that is missing
 the intent goes back to approved. A push or upstream call whose outcome cannot be read back is failed,
 not retried.
 
-    committer = Committer(intents, board, catalog, config)
+    committer = Committer(intents, board, catalog, config, queue)
     await committer.reconcile()
     outcome = await committer.commit(intent_id, principal, progress)
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import anyio
@@ -27,12 +29,12 @@ import structlog
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from gateway.commit.intents import SETTLED, IntentRefused, Intents
+from gateway.commit.merge import MergeQueue
 from gateway.config import GatewayConfig
 from gateway.effects.paths import Workspace
 from gateway.errors import GatewayError, InvalidArguments, ToolFailed
-from gateway.repo import GitError, Repo
+from gateway.repo import Repo
 from gateway.tasks.board import TaskBoard
-from gateway.tasks.verification import Verification
 from gateway.tools.catalog import Catalog
 from gateway.types import JSONObject, Principal, ProgressFn, ToolInvocation
 
@@ -99,13 +101,13 @@ def check_arguments(action: str, arguments: JSONObject, catalog: Catalog) -> Non
 
 class Committer:
     def __init__(
-        self, intents: Intents, board: TaskBoard, catalog: Catalog, config: GatewayConfig, verification: Verification
+        self, intents: Intents, board: TaskBoard, catalog: Catalog, config: GatewayConfig, queue: MergeQueue
     ) -> None:
         self.intents = intents
         self.board = board
         self.catalog = catalog
         self.config = config
-        self.verification = verification
+        self.queue = queue
         self.repo = Repo(config.workspace)
 
     async def commit(self, identifier: str, principal: Principal, progress: ProgressFn) -> JSONObject:
@@ -121,13 +123,9 @@ class Committer:
         except Exception as exc:  # a bug must not leave the intent executing forever
             log.exception("intent execution failed", intent=identifier)
             state, outcome = "failed", {"error": f"internal error: {type(exc).__name__}"}
-        after = None
-        if state == "committed" and intent["action"] == "merge":
-
-            def after(tx: Any) -> None:
-                self.board.mark_committed(tx, intent["task_id"], outcome["merge_commit"])
-
-        return answer(self.intents.finish(identifier, state, outcome, after=after, by=principal))
+        return answer(
+            self.intents.finish(identifier, state, outcome, after=self._settle(intent, state, outcome), by=principal)
+        )
 
     async def reconcile(self) -> list[JSONObject]:
         """Settle every intent a crash left executing, from the evidence in git; never run an effect twice."""
@@ -154,14 +152,20 @@ class Committer:
                 settled.append({"intent_id": identifier, "state": "approved"})
                 continue
             state, outcome = result
-            after = None
-            if state == "committed" and action == "merge":
-
-                def after(tx: Any, task_id: str = intent["task_id"], sha: str = outcome["merge_commit"]) -> None:
-                    self.board.mark_committed(tx, task_id, sha)
-
-            settled.append(answer(self.intents.finish(identifier, state, outcome, after=after)))
+            settled.append(
+                answer(self.intents.finish(identifier, state, outcome, after=self._settle(intent, state, outcome)))
+            )
         return settled
+
+    def _settle(self, intent: JSONObject, state: str, outcome: JSONObject) -> Callable[[Any], None] | None:
+        """What a merge intent's outcome does to its task, in the same transaction: committed, or back to
+        the worker for a new attempt (a merge that was not published), with its dependents told."""
+        if intent["action"] != "merge":
+            return None
+        if state == "committed":
+            return lambda tx: self.board.mark_committed(tx, intent["task_id"], outcome["merge_commit"])
+        why = "; ".join(str(outcome[k]) for k in ("error", "failed_command") if outcome.get(k)) or state
+        return lambda tx: self.board.merge_failed(tx, intent["task_id"], f"not merged: {why}", outcome)
 
     # --- actions ----------------------------------------------------------------------------------
 
@@ -201,73 +205,20 @@ class Committer:
         branch_head = self.repo.run("rev-parse", task["branch"]).strip()
         if task["state"] != "verified" or verified != branch_head:
             raise ToolFailed(f"task {task['id']!r} is {task['state']} and its branch is not the verified commit")
-        current = self.repo.run("symbolic-ref", "--short", "-q", "HEAD", check=False).strip()
-        if current != task["base_branch"]:
-            raise ToolFailed(f"the workspace is on {current or 'a detached HEAD'}, not {task['base_branch']!r}")
-        message = (
-            f"Merge task {task['id']}: {task['manifest']['objective'][:200]}\n\n"
-            f"Gateway-Intent: {intent['id']}\nGateway-Task: {task['id']}\n"
-        )
-        try:
-            await self.repo.arun("merge", "--no-ff", "--no-edit", "-m", message, task["branch"])
-        except GitError as exc:
-            await self.repo.arun("merge", "--abort", check=False)
-            raise ToolFailed(f"the merge did not apply cleanly and was aborted: {exc.message}") from None
-        merge_commit = self.repo.run("rev-parse", "HEAD").strip()
-        return await self._verify_merge(intent, task, merge_commit, principal, progress)
-
-    async def _verify_merge(
-        self, intent: JSONObject, task: JSONObject, merge_commit: str, principal: Principal, progress: ProgressFn
-    ) -> tuple[str, JSONObject]:
-        """The manifest's verification on the merge commit: judged as part of the committer's intent_commit,
-        run confined in a throwaway checkout; a failure is compensated by a revert."""
-        commands = task["manifest"]["verification"]
-        runs = await self.verification.run(
-            commands,
-            merge_commit,
-            principal=principal,
-            tool="intent_commit",
-            arguments={"intent_id": intent["id"]},
-            trace_id=task["trace_id"],
-            progress=progress,
-            task=self.board.policy_section(task),
-            intent={k: intent[k] for k in ("id", "task_id", "action", "approved_by")} | {"state": "executing"},
-            label="post-merge ",
-            stop_on_failure=True,
-        )
-        failed = next((run for run in runs if run.exit_code != 0), None)
-        if failed is not None:
-            revert = await self._compensate(intent, merge_commit)
-            return "compensated", {
-                "merge_commit": merge_commit,
-                "revert_commit": revert,
-                "failed_command": failed.command,
-                "exit_code": failed.exit_code,
-                "output": failed.note[-2000:],
-            }
-        return "committed", {"merge_commit": merge_commit, "verification": commands}
-
-    async def _compensate(self, intent: JSONObject, merge_commit: str) -> str:
-        await self.repo.arun("revert", "-m", "1", "--no-commit", merge_commit)
-        message = (
-            f"Revert merge {merge_commit[:12]}: post-merge verification failed\n\nGateway-Compensates: {intent['id']}\n"
-        )
-        await self.repo.arun("commit", "-q", "--no-verify", "-m", message)
-        return self.repo.run("rev-parse", "HEAD").strip()
+        if intent.get("attempt") not in (None, 0, task["attempt"]):
+            raise ToolFailed(
+                f"intent {intent['id'][:12]} is for attempt {intent['attempt']}; the task is on {task['attempt']}"
+            )
+        return await self.queue.merge(intent, task, principal, progress)
 
     async def _reconcile_merge(self, intent: JSONObject) -> tuple[str, JSONObject] | None:
+        """A merge is published (the base branch carries its trailer) or it is not (then it runs again:
+        the merge queue makes it in its own worktree, which it recovers first)."""
         task = self.board.get(intent["task_id"])
-        base = task["base_branch"]
-        merged = self._commit_with(f"Gateway-Intent: {intent['id']}", base)
+        merged = self._commit_with(f"Gateway-Intent: {intent['id']}", task["base_branch"])
         if merged is None:
-            return None  # the merge never happened: safe to execute once more
-        reverted = self._commit_with(f"Gateway-Compensates: {intent['id']}", base)
-        if reverted is not None:
-            return "compensated", {"merge_commit": merged, "revert_commit": reverted, "reconciled": True}
-        # the committer whose call a crash cut short, on whose behalf the verification is judged again
-        committer = Principal(agent=intent.get("committed_by") or "gateway", role="committer")
-        state, outcome = await self._verify_merge(intent, task, merged, committer, _no_progress)
-        return state, {**outcome, "reconciled": True}
+            return None
+        return "committed", {"merge_commit": merged, "reconciled": True}
 
     def _commit_with(self, trailer: str, branch: str) -> str | None:
         out = self.repo.run("log", "--format=%H", "--fixed-strings", f"--grep={trailer}", branch)
@@ -294,7 +245,3 @@ def answer(intent: JSONObject, replayed: bool = False) -> JSONObject:
     if replayed:
         result["replayed"] = True
     return result
-
-
-async def _no_progress(progress: float, total: float | None, message: str | None) -> None:
-    return None

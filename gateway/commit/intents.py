@@ -5,7 +5,7 @@ one transaction that only one caller can win (the write-ahead record of the side
 concurrent duplicate gets the recorded outcome instead of a second run.
 
     intents = Intents(db, ledger)
-    intent = intents.propose("T1", "merge", {}, by=principal)      # the same proposal, the same id
+    intent = intents.propose("T1", "merge", {}, by=principal, trace_id=t, attempt=1)  # same proposal: same id
     intents.approve(intent["id"], by=verifier, task=task)
     won = intents.begin(intent["id"], by=committer)                 # True for exactly one caller
     intents.finish(intent["id"], "committed", {"merge_commit": sha})
@@ -32,9 +32,10 @@ class IntentRefused(Denied):
     code = "intent_refused"
 
 
-def intent_id(task_id: str, action: str, arguments: JSONObject) -> str:
-    """sha256 of the canonical JSON of (task id, action, arguments): the same proposal, the same id."""
-    return hashlib.sha256(canonical_json([task_id, action, arguments]).encode()).hexdigest()
+def intent_id(task_id: str, action: str, arguments: JSONObject, attempt: int) -> str:
+    """sha256 of the canonical JSON of (task id, action, arguments, attempt): the same proposal for the same
+    attempt has the same id; a new attempt (after a merge that failed) gets a new one."""
+    return hashlib.sha256(canonical_json([task_id, action, arguments, attempt]).encode()).hexdigest()
 
 
 class Intents:
@@ -55,21 +56,23 @@ class Intents:
     def by_state(self, state: str) -> list[JSONObject]:
         return [_intent(r) for r in self.db.query("SELECT * FROM intents WHERE state = ? ORDER BY created", (state,))]
 
-    def propose(self, task_id: str, action: str, arguments: JSONObject, by: Principal, trace_id: str) -> JSONObject:
+    def propose(
+        self, task_id: str, action: str, arguments: JSONObject, by: Principal, trace_id: str, attempt: int
+    ) -> JSONObject:
         if action not in ACTIONS:
             raise InvalidRequest(f"argument 'action': {action!r} is not one of {', '.join(ACTIONS)}")
-        identifier = intent_id(task_id, action, arguments)
+        identifier = intent_id(task_id, action, arguments, attempt)
         with self.db.transaction() as tx:
             existing = tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,)).fetchone()
             if existing is not None:
                 return _intent(existing)
             now = utc_now()
             tx.execute(
-                "INSERT INTO intents (id, task_id, action, arguments, state, proposed_by, trace_id, created, updated) "
-                "VALUES (?, ?, ?, ?, 'proposed', ?, ?, ?, ?)",
-                (identifier, task_id, action, canonical_json(arguments), by.agent, trace_id, now, now),
+                "INSERT INTO intents (id, task_id, action, arguments, state, proposed_by, trace_id, attempt, created, "
+                "updated) VALUES (?, ?, ?, ?, 'proposed', ?, ?, ?, ?, ?)",
+                (identifier, task_id, action, canonical_json(arguments), by.agent, trace_id, attempt, now, now),
             )
-            self._event(tx, identifier, "propose", by, task_id=task_id, action=action)
+            self._event(tx, identifier, "propose", by, task_id=task_id, action=action, attempt=attempt)
             return _intent(tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,)).fetchone())
 
     def approve(self, identifier: str, by: Principal, task: JSONObject) -> JSONObject:
@@ -88,6 +91,11 @@ class Intents:
                 raise IntentRefused(f"task {task['id']!r} has no passing verification; run verify_run first")
             if task["state"] not in ("verified", "committed"):
                 raise IntentRefused(f"task {task['id']!r} is {task['state']}; its last verification is stale")
+            if intent["attempt"] and intent["attempt"] != task["attempt"]:
+                raise IntentRefused(
+                    f"intent {identifier[:12]} was proposed for attempt {intent['attempt']} of {task['id']!r}, "
+                    f"which is now on attempt {task['attempt']}: propose it again"
+                )
             self._set(tx, identifier, state="approved", approved_by=by.agent)
             self._event(tx, identifier, "approve", by, verified_commit=verification.get("commit"))
             return _intent(tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,)).fetchone())

@@ -34,9 +34,11 @@ class IntentArgs(Arguments):
 
 def intent_tools(intents: Intents, committer: Committer, board: TaskBoard, catalog: Catalog) -> list[ToolSpec]:
     async def intent_propose(args: ProposeArgs, inv: ToolInvocation) -> mt.CallToolResult:
-        board.get(args.task_id)
+        task = board.get(args.task_id)
         check_arguments(args.action, args.arguments, catalog)
-        intent = intents.propose(args.task_id, args.action, args.arguments, inv.principal, inv.trace_id)
+        intent = intents.propose(
+            args.task_id, args.action, args.arguments, inv.principal, inv.trace_id, attempt=task["attempt"]
+        )
         return json_result({"intent_id": intent["id"], "state": intent["state"]})
 
     async def intent_approve(args: IntentArgs, inv: ToolInvocation) -> mt.CallToolResult:
@@ -55,7 +57,8 @@ def intent_tools(intents: Intents, committer: Committer, board: TaskBoard, catal
         tool(
             "intent_propose",
             "Propose an irreversible action for a task (merge, tag, push, or a commit-class upstream tool). "
-            "Answers a deterministic intent id: proposing the same thing twice gives the same intent.",
+            "Answers a deterministic intent id: proposing the same thing twice for the same attempt of the task "
+            "gives the same intent; a new attempt (after a merge that failed) gets a new one.",
             ProposeArgs,
             intent_propose,
         ),

@@ -19,6 +19,7 @@ import hashlib
 import hmac
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -232,6 +233,33 @@ class Ledger:
         if head is not None and seq == head.seq and row["hash"] != head.hash:
             return "the row at the authenticated head was replaced"
         return None
+
+    def close_interrupted(self, alive: Callable[[str], bool]) -> list[str]:
+        """Calls whose "started" row has no end, whose process is gone (``alive(process)`` is False): each
+        gets an "interrupted" row, so a trace never shows a call running forever. Answers their call ids."""
+        rows = self.db.query(
+            "SELECT body FROM ledger WHERE json_extract(body, '$.outcome') = 'started' AND "
+            "json_extract(body, '$.call_id') NOT IN (SELECT json_extract(body, '$.call_id') FROM ledger "
+            "WHERE json_extract(body, '$.outcome') != 'started' AND json_extract(body, '$.call_id') IS NOT NULL)"
+        )
+        closed = []
+        for row in rows:
+            started = json.loads(row["body"])
+            process = (started.get("detail") or {}).get("process")
+            if process and alive(process):
+                continue
+            why = "the gateway stopped while this call ran; whether it took effect is not known"
+            fields = {k: started.get(k) for k in ("kind", "call_id", "trace_id", "span_id", "principal", "tool")}
+            fields.update(
+                arguments_digest=started.get("arguments_digest"),
+                decision=started.get("decision"),
+                intent_id=started.get("intent_id"),
+                outcome="interrupted",
+                detail={"why": why, "started_seq": started["seq"], "process": process},
+            )
+            self.append(fields)
+            closed.append(str(started.get("call_id")))
+        return closed
 
     @classmethod
     def for_config(cls, config: GatewayConfig, db: Database | None = None) -> Ledger:

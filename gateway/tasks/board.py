@@ -27,13 +27,13 @@ from gateway.config import GatewayConfig
 from gateway.effects.paths import Workspace
 from gateway.effects.shell import describe_command
 from gateway.errors import Denied, InvalidRequest
-from gateway.ledger.chain import Ledger, utc_now
+from gateway.ledger.chain import Ledger, digest, utc_now
 from gateway.ledger.store import Database
 from gateway.policy.engine import PolicyEngine
 from gateway.repo import Repo
 from gateway.tasks.models import Claim, ExecutionRecord, TaskManifest, VerificationResult
 from gateway.tasks.verification import Verification
-from gateway.tasks.worktrees import changed_files, commit_all, ensure_worktree, head, is_clean
+from gateway.tasks.worktrees import ATTEMPTS_REF, changed_files, commit_all, head, is_clean, prepare_worktree
 from gateway.types import JSONObject, Principal, ProgressFn
 
 SCOPE_RULE = "gateway.scope.violations"
@@ -85,7 +85,12 @@ class TaskBoard:
                 "failures": t["failures"],
                 "max_attempts": t["manifest"]["max_attempts"],
                 "depends_on": t["manifest"]["depends_on"],
+                # what it waits for, and in what state (a dependency that failed or blocked says so here)
+                "waiting_for": {
+                    d: states.get(d, "missing") for d in t["manifest"]["depends_on"] if states.get(d) != "committed"
+                },
                 "objective": t["manifest"]["objective"],
+                "note": t["note"],
             }
             for t in tasks
         ]
@@ -117,9 +122,33 @@ class TaskBoard:
         }
 
     def workspace(self, task: JSONObject) -> Workspace | None:
-        if task["worktree"] and Path(task["worktree"]).is_dir():
+        """The task's worktree; a claimed task whose worktree a crash (or a person) removed gets it back here,
+        so a worker's calls never fall back to the main checkout."""
+        if task["state"] == "claimed" and not _usable(task["worktree"]):
+            self.repair(task)
+            task = self.get(task["id"])
+        if _usable(task["worktree"]):
             return Workspace(Path(task["worktree"]), self.config.protected_paths())
         return None
+
+    def repair(self, task: JSONObject) -> None:
+        """A claimed task without a usable worktree (a crash between the claim and its worktree): make it, at
+        the attempt's base, and record the repair."""
+        path = self.config.worktrees / task["id"]
+        prepare_worktree(self.repo, path, task["branch"], task["base_commit"], keep_work=True)
+        with self.db.transaction() as tx:
+            self._set(tx, task["id"], worktree=str(path))
+            self._event(tx, task["id"], "worktree_repaired", worktree=str(path), attempt=task["attempt"])
+
+    def repair_all(self) -> list[str]:
+        """On start: every claimed task gets a usable worktree back."""
+        repaired = []
+        for row in self.db.query("SELECT * FROM tasks WHERE state = 'claimed'"):
+            task = _task(row)
+            if not _usable(task["worktree"]):
+                self.repair(task)
+                repaired.append(task["id"])
+        return repaired
 
     # --- planner ----------------------------------------------------------------------------------
 
@@ -141,8 +170,21 @@ class TaskBoard:
             if opaque:
                 raise InvalidRequest(f"manifest field 'verification': {command!r} cannot be analysed: {opaque[0]}")
         with self.db.transaction() as tx:
-            if tx.execute("SELECT 1 FROM tasks WHERE id = ?", (manifest.task_id,)).fetchone():
-                raise InvalidRequest(f"manifest field 'task_id': task {manifest.task_id!r} already exists")
+            existing = tx.execute("SELECT * FROM tasks WHERE id = ?", (manifest.task_id,)).fetchone()
+            if existing is not None:
+                recorded = _task(existing)
+                if recorded["manifest"] != manifest.model_dump():
+                    raise InvalidRequest(
+                        f"manifest field 'task_id': task {manifest.task_id!r} already exists with another manifest"
+                    )
+                # the same manifest again (a retried call): the recorded result, nothing new
+                return {
+                    "task_id": manifest.task_id,
+                    "state": recorded["state"],
+                    "base_branch": recorded["base_branch"],
+                    "trace_id": recorded["trace_id"],
+                    "replayed": True,
+                }
             for dependency in manifest.depends_on:
                 if not tx.execute("SELECT 1 FROM tasks WHERE id = ?", (dependency,)).fetchone():
                     raise InvalidRequest(f"manifest field 'depends_on': no task {dependency!r}")
@@ -200,6 +242,9 @@ class TaskBoard:
             if waiting:
                 raise TaskRefused(f"task {task_id!r} waits for {', '.join(waiting)} to be committed first")
             attempt = task["attempt"] + 1
+            # every attempt starts from the base branch as it is now: with its dependencies' merged work,
+            # and with what other tasks merged since the last attempt (a conflict is redone on top of it)
+            base = self.repo.run("rev-parse", "--verify", f"refs/heads/{task['base_branch']}").strip()
             self._set(
                 tx,
                 task_id,
@@ -208,12 +253,17 @@ class TaskBoard:
                 claim_expires=expires.isoformat(timespec="seconds"),
                 attempt=attempt,
                 failures=failures,
+                base_commit=base,
+                worktree=None,  # set once it is ready; until then a worker's call repairs it, never falls back
             )
-            self._event(tx, task_id, "claim", owner=principal.agent, attempt=attempt, principal=principal)
+            self._event(tx, task_id, "claim", owner=principal.agent, attempt=attempt, base=base, principal=principal)
         path = self.config.worktrees / task_id
-        await anyio.to_thread.run_sync(lambda: ensure_worktree(self.repo, path, task["branch"], task["base_commit"]))
+        saved = f"{ATTEMPTS_REF}{task_id}/{attempt - 1}" if attempt > 1 else None
+        await anyio.to_thread.run_sync(lambda: prepare_worktree(self.repo, path, task["branch"], base, save_as=saved))
         with self.db.transaction() as tx:
             self._set(tx, task_id, worktree=str(path))
+            if saved and self.repo.run("rev-parse", "-q", "--verify", saved, check=False).strip():
+                self._event(tx, task_id, "attempt_saved", attempt=attempt - 1, ref=saved)
         claim = Claim(
             task_id=task_id, owner=principal.agent, expires_at=expires.isoformat(timespec="seconds"), attempt=attempt
         )
@@ -242,6 +292,9 @@ class TaskBoard:
 
     async def report(self, record: ExecutionRecord, principal: Principal) -> JSONObject:
         task = self.get(record.task_id)
+        recorded = self._replayed_report(task, record, principal)
+        if recorded is not None:
+            return recorded
         if record.status == "blocked":
             return self._blocker(task, record, principal)
         with self.db.transaction() as tx:
@@ -264,7 +317,7 @@ class TaskBoard:
         }
         with self.db.transaction() as tx:
             current = self._held(tx, record.task_id, principal)
-            self._set(tx, record.task_id, report=json.dumps(report))
+            self._set(tx, record.task_id, report=json.dumps(report), report_digest=digest(record.model_dump()))
             if violations:
                 state = "quarantined"
                 self._set(tx, record.task_id, state=state, claim_expires=None, note="SCOPE_VIOLATION")
@@ -282,6 +335,23 @@ class TaskBoard:
             "unreported_changes": unreported,
             "reported_but_unchanged": phantom,
             "commit": commit,
+        }
+
+    def _replayed_report(self, task: JSONObject, record: ExecutionRecord, principal: Principal) -> JSONObject | None:
+        """The same report again from its worker (a retried call) once it was taken: what was answered then."""
+        report = task.get("report")
+        if task["state"] == "claimed" or not report or task["owner"] != principal.agent:
+            return None
+        if task["report_digest"] != digest(record.model_dump()):
+            return None
+        return {
+            "task_id": task["id"],
+            "state": task["state"],
+            "scope_violations": [{"path": p, "code": "SCOPE_VIOLATION"} for p in report["scope_violations"]],
+            "unreported_changes": report["unreported"],
+            "reported_but_unchanged": report["phantom"],
+            "commit": report["commit"],
+            "replayed": True,
         }
 
     # --- verifier ---------------------------------------------------------------------------------
@@ -331,6 +401,22 @@ class TaskBoard:
     def mark_committed(self, tx: sqlite3.Connection, task_id: str, merge_commit: str) -> None:
         self._set(tx, task_id, state="committed", note=f"merged as {merge_commit}")
         self._event(tx, task_id, "committed", merge_commit=merge_commit)
+
+    def merge_failed(self, tx: sqlite3.Connection, task_id: str, why: str, outcome: JSONObject) -> None:
+        """A merge that was not published: the task goes back for a new attempt (or blocks when it has none
+        left), and every task that depends on it hears why."""
+        task = self._locked(tx, task_id)
+        if task["state"] != "verified":
+            return
+        conflicts = outcome.get("conflicts") or []
+        self._event(tx, task_id, "merge_failed", outcome="error", why=why, conflicts=conflicts, published=False)
+        state = self._after_failure(tx, task, why)
+        self._set(tx, task_id, note=why)
+        for row in tx.execute("SELECT id, manifest FROM tasks"):
+            if task_id in json.loads(row["manifest"]).get("depends_on", []):
+                self._event(
+                    tx, row["id"], "dependency_failed", outcome="error", dependency=task_id, state=state, why=why
+                )
 
     def _blocker(self, task: JSONObject, record: ExecutionRecord, principal: Principal) -> JSONObject:
         if record.blocker is None:
@@ -420,6 +506,10 @@ class TaskBoard:
     def _ready(self, task: JSONObject, states: dict[str, str]) -> bool:
         claimable = task["state"] == "open" or (task["state"] == "claimed" and _expired(task))
         return claimable and all(states.get(d) == "committed" for d in task["manifest"]["depends_on"])
+
+
+def _usable(worktree: str | None) -> bool:
+    return bool(worktree) and (Path(worktree) / ".git").exists()
 
 
 def _expired(task: JSONObject) -> bool:

@@ -1,7 +1,12 @@
-"""Git worktrees for tasks: one branch and one working tree per task, inside the state dir.
+"""Git worktrees for tasks: one branch and one working tree per task, in the worktrees dir (beside the
+state dir, outside the workspace).
 
-ensure_worktree(repo, Path(".gateway/worktrees/T1"), "task/T1", base_commit)
-sha = commit_all(Path(".gateway/worktrees/T1"), "T1: record ...")
+Each attempt starts clean from the task's base (the base branch as it is when the attempt is claimed):
+the previous attempt's work, committed or not, is kept under ``refs/gateway/attempts/<task>/<n>`` for the
+record, and the worktree and branch are reset to the base.
+
+prepare_worktree(repo, worktrees / "T1", "task/T1", base, save_as="refs/gateway/attempts/T1/1")
+sha = commit_all(worktrees / "T1", "T1: record ...")
 changed_files(repo, base_commit, "task/T1")     # ["src/a.py", ...], deletions included
 """
 
@@ -9,20 +14,40 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gateway.checkpoints import snapshot
 from gateway.repo import Repo
 
+ATTEMPTS_REF = "refs/gateway/attempts/"
 
-def ensure_worktree(repo: Repo, path: Path, branch: str, base_commit: str) -> Path:
-    """The task's worktree, created on first use; a later claim continues where the last attempt left off."""
+
+def prepare_worktree(
+    repo: Repo, path: Path, branch: str, base: str, save_as: str | None = None, keep_work: bool = False
+) -> Path:
+    """The task's worktree on ``branch``, reset to ``base`` for a new attempt (``save_as`` keeps what the
+    last attempt left, commits and uncommitted files alike); ``keep_work`` only makes sure it exists (a
+    repair after a crash: the attempt's work so far stays)."""
+    repo.run("worktree", "prune")
+    exists = repo.run("rev-parse", "-q", "--verify", f"refs/heads/{branch}", check=False).strip()
     if (path / ".git").exists():
+        if keep_work:
+            return path
+        tree = Repo(path)
+        if save_as:
+            left = tree.run("rev-parse", "HEAD").strip()
+            if tree.run("status", "--porcelain", "--untracked-files=all").strip():
+                left = snapshot(tree, f"{branch}: what the attempt left uncommitted", [])
+            if left != base:
+                repo.run("update-ref", save_as, left)
+        tree.run("checkout", "-q", "--force", "-B", branch, base)
+        tree.run("clean", "-q", "-fdx")
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
-    repo.run("worktree", "prune")
-    exists = repo.run("rev-parse", "--verify", "-q", f"refs/heads/{branch}", check=False).strip()
-    if exists:
+    if exists and keep_work:
         repo.run("worktree", "add", "-q", str(path), branch)
-    else:
-        repo.run("worktree", "add", "-q", "-b", branch, str(path), base_commit)
+        return path
+    if exists and save_as and exists != base:
+        repo.run("update-ref", save_as, exists)
+    repo.run("worktree", "add", "-q", "-B", branch, str(path), base)
     return path
 
 

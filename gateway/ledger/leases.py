@@ -1,0 +1,119 @@
+"""Leases: a named lock kept in the store, so it holds across gateway processes (and replicas later).
+
+A lease has one holder at a time and an expiry the holder keeps pushing forward while it works. A holder
+that died is noticed at once when it ran on this host (its process is gone) and after the expiry when it
+ran elsewhere. Waiting is polling with progress: a lease is held for seconds (a merge and its
+verification), not for microseconds, so a database lock is the wrong tool.
+
+    leases = Leases(db)
+    async with leases.hold("merge-queue", progress=report):   # waits its turn
+        ...                                                    # one holder, in every process
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+
+import anyio
+
+from gateway.ledger.store import Database
+from gateway.types import ProgressFn
+
+HOST = socket.gethostname()
+TTL_S = 120.0  # pushed forward every RENEW_S while held
+RENEW_S = 30.0
+POLL_S = 0.05
+
+
+class LeaseTimeout(Exception):
+    pass
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def alive(holder: str) -> bool:
+    """``host|pid|...``: a process on this host that is gone is dead; one on another host is judged by its
+    lease's expiry (or taken to be alive)."""
+    host, _, rest = holder.partition("|")
+    if host != HOST:
+        return True
+    pid = rest.split("|", 1)[0]
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Leases:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def try_acquire(self, name: str, holder: str, ttl_s: float = TTL_S) -> bool:
+        now = _now()
+        with self.db.transaction() as tx:
+            row = tx.execute("SELECT holder, expires FROM leases WHERE name = ?", (name,)).fetchone()
+            if row is not None and row["holder"] != holder:
+                expired = datetime.fromisoformat(row["expires"]) <= now
+                if not expired and alive(row["holder"]):
+                    return False
+            expires = (now + timedelta(seconds=ttl_s)).isoformat()
+            tx.execute(
+                "INSERT INTO leases (name, holder, acquired, expires) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, acquired = excluded.acquired, "
+                "expires = excluded.expires",
+                (name, holder, now.isoformat(), expires),
+            )
+            return True
+
+    def renew(self, name: str, holder: str, ttl_s: float = TTL_S) -> None:
+        expires = (_now() + timedelta(seconds=ttl_s)).isoformat()
+        with self.db.transaction() as tx:
+            tx.execute("UPDATE leases SET expires = ? WHERE name = ? AND holder = ?", (expires, name, holder))
+
+    def release(self, name: str, holder: str) -> None:
+        with self.db.transaction() as tx:
+            tx.execute("DELETE FROM leases WHERE name = ? AND holder = ?", (name, holder))
+
+    def holder_of(self, name: str) -> str | None:
+        rows = self.db.query("SELECT holder FROM leases WHERE name = ?", (name,))
+        return rows[0]["holder"] if rows else None
+
+    @asynccontextmanager
+    async def hold(self, name: str, progress: ProgressFn | None = None, wait_s: float = 3600.0) -> AsyncIterator[str]:
+        """Wait for the lease (reporting progress every few seconds), hold it, release it however the body ends."""
+        holder = f"{HOST}|{os.getpid()}|{secrets.token_hex(4)}"
+        waited = 0.0
+        with anyio.move_on_after(wait_s):
+            while not await anyio.to_thread.run_sync(self.try_acquire, name, holder):
+                await anyio.sleep(POLL_S)
+                waited += POLL_S
+                if progress is not None and int(waited / POLL_S) % 100 == 0:
+                    await progress(waited, None, f"waiting for the {name} ({waited:.0f}s)")
+        if self.holder_of(name) != holder:
+            raise LeaseTimeout(f"the {name} was busy for {wait_s:g} s")
+        try:
+            async with anyio.create_task_group() as tg:
+
+                async def keep() -> None:
+                    while True:
+                        await anyio.sleep(RENEW_S)
+                        await anyio.to_thread.run_sync(self.renew, name, holder)
+
+                tg.start_soon(keep)
+                try:
+                    yield holder
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self.release, name, holder)
