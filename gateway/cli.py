@@ -21,6 +21,7 @@ from typing import Any
 
 from gateway.config import CONFIG_FILE, GatewayConfig, parse_listen
 from gateway.errors import GatewayError, InvalidRequest
+from gateway.types import CALL_OUTCOMES
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -414,7 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
     trace_list.add_argument("--task")
     trace_list.add_argument("--tier", type=int, choices=[1, 2, 3])
     trace_list.add_argument("--rule", help="a rule, or a rule prefix such as 'paths'")
-    trace_list.add_argument("--outcome", choices=["ok", "error", "denied", "invalid", "asked", "started"])
+    trace_list.add_argument("--outcome", choices=CALL_OUTCOMES)
     trace_list.add_argument("--limit", type=int, help="at most this many traces")
     trace_list.add_argument("--json", action="store_true", help="print the traces as JSON")
     trace_list.set_defaults(handler=cmd_trace)

@@ -47,13 +47,19 @@ def start_server(
     log: Path | None = None,
     env: Mapping[str, str] | None = None,
     timeout: float = 30.0,
+    new_session: bool = False,
 ) -> subprocess.Popen[bytes]:
-    """Start ``argv`` with stderr going to ``log``; return once ``health_url`` answers 200."""
+    """Start ``argv`` with stderr going to ``log``; return once ``health_url`` answers 200. ``new_session``:
+    in its own process group, so that ``os.killpg`` stops it with every child it started."""
     if log is None:
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=new_session
+        )
     else:
         with log.open("w") as stderr:
-            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=stderr, env=env)
+            proc = subprocess.Popen(
+                argv, stdout=subprocess.DEVNULL, stderr=stderr, env=env, start_new_session=new_session
+            )
     try:
         _wait_until_healthy(proc, health_url, what, log, timeout)
     except BaseException:  # never leave the child behind: a timeout, a crash, Ctrl-C

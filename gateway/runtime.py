@@ -255,9 +255,9 @@ class Gateway:
         worktree, claimed tasks without their worktree."""
         for call_id in self.ledger.close_interrupted(alive):
             log.warning("closed a call a stopped gateway left running", call_id=call_id)
-        self.queue.recover()
-        for task_id in self.board.repair_all():
-            log.warning("repaired the worktree of a claimed task", task=task_id)
+        self.queue.recover_if_idle()
+        for cleaned in self.board.repair_all():
+            log.warning("recovered a task worktree", cleaned=cleaned)
 
     def visible_tools(self, principal: Principal) -> list[ToolSpec]:
         return [spec for spec in self.catalog.all() if self.roles.grants(principal, spec.name)]

@@ -29,6 +29,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, Streamable
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.authentication import AuthCredentials, AuthenticationBackend
 from starlette.middleware import Middleware
@@ -89,30 +90,31 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
 
     async def record_malformed(ctx: ServerRequestContext[Any], call_next: CallNext) -> Any:
         """A tools/call the SDK refuses before the pipeline sees it (no name, arguments that are not an
-        object) is answered -32602 as JSON-RPC says, and recorded like every other refusal."""
+        object) is answered -32602 as JSON-RPC says, with what is wrong, and recorded like every other
+        refusal (where and what, never the values: they may hold secrets)."""
         if ctx.method != "tools/call":
             return await call_next(ctx)
         try:
             return await call_next(ctx)
-        except Exception as exc:
+        except ValidationError as exc:
+            wrong = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
             params = ctx.params if isinstance(ctx.params, dict) else {}
             name = params.get("name")
             try:
                 principal = gateway.tokens.verify(credential(ctx)).model_dump()
             except Unauthenticated:
                 principal = None
-            message = exc.error.message if isinstance(exc, MCPError) else f"{type(exc).__name__}: {exc}"
             gateway.ledger.append(
                 {
                     "kind": "call",
                     "call_id": secrets.token_hex(16),
                     "principal": principal,
-                    "tool": name if isinstance(name, str) else None,
+                    "tool": name[:200] if isinstance(name, str) else None,
                     "outcome": "invalid",
-                    "detail": {"error": {"code": "malformed_request", "message": message[:500]}},
+                    "detail": {"error": {"code": "malformed_request", "message": wrong[:500]}},
                 }
             )
-            raise
+            raise MCPError(mt.INVALID_PARAMS, f"malformed tools/call: {wrong[:500]}") from None
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # on_set_logging_level is deprecated as of 2026-07-28 (SEP-2577)

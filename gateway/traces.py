@@ -150,7 +150,7 @@ class CallView:
     end_time: str
     principal: JSONObject | None
     tool: str | None
-    outcome: str  # ok | error | denied | invalid | asked, or started: no final row (in flight, or interrupted)
+    outcome: str  # ok | error | denied | invalid | asked | interrupted (its gateway stopped), or started: in flight
     decision: JSONObject | None
     rules: list[str]
     reasons: list[str]
@@ -683,6 +683,12 @@ def step_summary(step: Step) -> str:
             "block": lambda: f"BLOCKED after {d.get('failures')} failed attempts" + _why(d),
             "attempt_failed": lambda: f"attempt failed ({d.get('failures')} so far)" + _why(d),
             "blocker_report": lambda: f"blocker reported by {clean(d.get('by'))}: {clean(d.get('blocker'), 300)}",
+            "merge_failed": lambda: "NOT MERGED (nothing published)" + _why(d),
+            "dependency_failed": lambda: (
+                f"its dependency {clean(d.get('dependency'))} did not merge and is {clean(d.get('state'))}" + _why(d)
+            ),
+            "attempt_saved": lambda: f"attempt {d.get('attempt')}'s work kept as {clean(d.get('ref'))}",
+            "worktree_repaired": lambda: f"worktree made again (attempt {d.get('attempt')}): it was missing",
         }.get(action)
         return said() if said else _generic(d, skip=("task_id", "action"))
     if step.kind == "intent":
@@ -693,9 +699,9 @@ def step_summary(step: Step) -> str:
             "approve": lambda: f"intent {ident} approved (verified commit {_short(d.get('verified_commit'))})",
             "execute": lambda: f"intent {ident} executing: {clean(d.get('action'))}",
             "committed": lambda: f"intent {ident} committed: {_outcome_words(outcome)}",
-            "failed": lambda: f"intent {ident} FAILED: {clean(outcome.get('error') or outcome, 300)}",
+            "failed": lambda: f"intent {ident} FAILED: {clean(_failure(outcome), 300)}",
             "compensated": lambda: f"intent {ident} COMPENSATED: {_outcome_words(outcome)}",
-            "requeue": lambda: f"intent {ident} requeued: {clean(d.get('why'))}",
+            "requeue": lambda: f"intent {ident} back to approved: {clean(d.get('why'))}",
         }.get(action)
         return said() if said else _generic(d, skip=("step",))
     if step.kind == "approval":
@@ -739,6 +745,15 @@ def _outcome_words(outcome: JSONObject) -> str:
     if outcome.get("reconciled"):
         parts.append("(reconciled after a restart)")
     return "; ".join(parts) or clean(outcome, 300)
+
+
+def _failure(outcome: JSONObject) -> str:
+    """Why an intent failed, in words: the error, the conflicting files, or the check that failed on the base."""
+    if outcome.get("conflicts"):
+        return f"conflicts in {', '.join(map(str, outcome['conflicts'][:10]))}"
+    if outcome.get("failed_command"):
+        return f"verification on the base failed: {outcome['failed_command']} (exit {outcome.get('exit_code')})"
+    return str(outcome.get("error") or outcome)
 
 
 def _side_effect(step: Step) -> str | None:
@@ -786,6 +801,7 @@ OUTCOME_STYLE = {
     "invalid": "bold red",
     "asked": "bold yellow",
     "started": "yellow",
+    "interrupted": "bold magenta",
 }
 
 

@@ -35,6 +35,7 @@ Tier = Literal[1, 2, 3]
 #             before it runs)
 #   interrupted  started, then the gateway process died before the call ended (closed on the next start)
 Outcome = Literal["started", "ok", "error", "denied", "invalid", "asked", "allowed", "interrupted"]
+CALL_OUTCOMES = ("ok", "error", "denied", "invalid", "asked", "started", "interrupted")  # what a call ends as
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 """``async (progress, total, message)``: reports progress to the caller; a no-op without a progress token."""

@@ -8,12 +8,14 @@ async with http_client(url, token(config, "worker")) as client: ...
 from __future__ import annotations
 
 import os
+import signal
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 import yaml
 from mcp import Client, StdioServerParameters
@@ -22,7 +24,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from gateway.bootstrap import init_workspace
 from gateway.config import GatewayConfig
-from gateway.process import free_port, server_process
+from gateway.process import free_port, server_process, start_server
 from gateway.repo import Repo
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,6 +115,40 @@ def http_gateway(config_path: Path, timeout: float = 30.0) -> Iterator[str]:
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
     with server_process(argv, f"{url}/healthz", "the gateway", log=log, env=env, timeout=timeout):
         yield url
+
+
+@contextmanager
+def killable_gateway(config_path: Path) -> Iterator[tuple[str, Callable[[], None]]]:
+    """``gateway serve --http`` in its own process group; yields its URL and ``kill()``: SIGKILL to the gateway
+    and every git or sandboxed command it is running, as a power loss would."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    argv = [sys.executable, "-m", "gateway", "--config", str(config_path), "serve", "--http", f"127.0.0.1:{port}"]
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    proc = start_server(argv, f"{url}/healthz", "the gateway", env=env, new_session=True)
+
+    def kill() -> None:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+    try:
+        yield url, kill
+    finally:
+        kill()
+
+
+async def kill_when(
+    kill: Callable[[], None], condition: Callable[[], bool], work: Callable[[], Awaitable[Any]]
+) -> None:
+    """Run ``work`` (a call to a killable gateway) and ``kill()`` the gateway as soon as ``condition()`` holds."""
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(work)
+        with anyio.fail_after(60):
+            while not condition():
+                await anyio.sleep(0.001)
+        kill()
+        tg.cancel_scope.cancel()
 
 
 @asynccontextmanager

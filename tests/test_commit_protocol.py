@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,12 +10,12 @@ from typing import Any
 import anyio
 import pytest
 from conftest import (
-    BIN,
     add_role,
-    free_port,
     http_client,
     http_gateway,
     inproc_client,
+    kill_when,
+    killable_gateway,
     ledger_rows,
     reconfigure,
     text_of,
@@ -117,37 +114,13 @@ async def test_gateway_killed_mid_commit_reconciles_to_one_merge(config: Any, re
         return bool(store.query(query, ("intent_commit",)))
 
     _, intent_id = await approved_merge(config, verification=[check])
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gateway", "--config", str(config.source), "serve", "--http", f"127.0.0.1:{port}"],
-        stderr=subprocess.DEVNULL,
-        env=dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}"),
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        with anyio.fail_after(30):
-            while True:
-                try:
-                    await anyio.connect_tcp("127.0.0.1", port)
-                    break
-                except OSError:
-                    await anyio.sleep(0.1)
+    with killable_gateway(config.source) as (url, kill):
 
         async def commit() -> None:
             async with http_client(url, token(config, "committer")) as client:
                 await client.call_tool("intent_commit", {"intent_id": intent_id})
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(commit)
-            with anyio.fail_after(30):
-                while not verifying():
-                    await anyio.sleep(0.05)
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(10)
-            tg.cancel_scope.cancel()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+        await kill_when(kill, verifying, commit)
     killed = Gateway(config)
     assert killed.intents.get(intent_id)["state"] == "executing"
     assert merges(repo) == [], "a merge is published only after its verification passed"

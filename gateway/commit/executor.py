@@ -123,6 +123,8 @@ class Committer:
         except Exception as exc:  # a bug must not leave the intent executing forever
             log.exception("intent execution failed", intent=identifier)
             state, outcome = "failed", {"error": f"internal error: {type(exc).__name__}"}
+        if state == "busy":  # not the work's fault: the intent stays approved, to be committed again
+            return answer(self.intents.requeue(identifier, outcome.pop("error"), **outcome))
         return answer(
             self.intents.finish(identifier, state, outcome, after=self._settle(intent, state, outcome), by=principal)
         )

@@ -127,12 +127,16 @@ class Intents:
                 after(tx)
             return _intent(tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,)).fetchone())
 
-    def requeue(self, identifier: str) -> None:
-        """executing -> approved, when reconciliation shows the effect never happened."""
+    def requeue(
+        self, identifier: str, why: str = "the effect had not happened when the gateway stopped", **detail: Any
+    ) -> JSONObject:
+        """executing -> approved: reconciliation shows the effect never happened, or it could not happen now
+        for a reason that is not the work's (the base branch locked by a live git); a later commit retries."""
         with self.db.transaction() as tx:
             if self._locked(tx, identifier)["state"] == "executing":
-                self._set(tx, identifier, state="approved")
-                self._event(tx, identifier, "requeue", None, why="the effect had not happened when the gateway stopped")
+                self._set(tx, identifier, state="approved", outcome=json.dumps({"deferred": why, **detail}))
+                self._event(tx, identifier, "requeue", None, why=why, **detail)
+            return _intent(tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,)).fetchone())
 
     def _locked(self, tx: sqlite3.Connection, identifier: str) -> JSONObject:
         row = tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,)).fetchone()

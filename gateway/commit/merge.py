@@ -16,13 +16,12 @@ reset; a ref lock on the base branch older than this process is a crash's leftov
 cleaned is recorded.
 
     queue = MergeQueue(config, ledger, leases, verification)
-    state, outcome = await queue.merge(intent, task, principal, progress)   # "committed" | "failed"
+    state, outcome = await queue.merge(intent, task, principal, progress)   # "committed" | "failed" | "busy"
 """
 
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 
 import anyio
@@ -30,9 +29,10 @@ import structlog
 
 from gateway.config import GatewayConfig
 from gateway.ledger.chain import Ledger
-from gateway.ledger.leases import Leases
+from gateway.ledger.leases import Leases, LeaseTimeout, new_holder
 from gateway.repo import GitError, Repo
 from gateway.tasks.verification import Verification
+from gateway.tasks.worktrees import git_dir, remove_stale_locks
 from gateway.types import JSONObject, Principal, ProgressFn
 
 log = structlog.get_logger("gateway.merge")
@@ -40,7 +40,8 @@ log = structlog.get_logger("gateway.merge")
 LEASE = "merge queue"
 INTEGRATION = "_integration"
 MAX_RETARGETS = 3  # the base branch moved under a merge this many times: give up, cleanly
-PROCESS_STARTED = time.time()
+PUBLISH_TRIES = 20
+PUBLISH_WAIT_S = 0.1
 
 
 class MergeQueue:
@@ -55,49 +56,72 @@ class MergeQueue:
     async def merge(
         self, intent: JSONObject, task: JSONObject, principal: Principal, progress: ProgressFn
     ) -> tuple[str, JSONObject]:
-        """Merge the task's verified commit into its base branch; ("committed" | "failed", outcome)."""
-        async with self.leases.hold(LEASE, progress):
-            await anyio.to_thread.run_sync(self.recover)
-            commit = task["verification"]["commit"]
-            ref = f"refs/heads/{task['base_branch']}"
-            message = (
-                f"Merge task {task['id']}: {task['manifest']['objective'][:200]}\n\n"
-                f"Gateway-Intent: {intent['id']}\nGateway-Task: {task['id']}\n"
-            )
-            moved: list[str] = []
-            for _ in range(MAX_RETARGETS):
-                base = (await self.repo.arun("rev-parse", "--verify", ref)).strip()
-                merged = await anyio.to_thread.run_sync(self._merge_commit, base, commit, message)
-                if "conflicts" in merged:
-                    return "failed", {"published": False, "base": base, **merged}
-                merge_commit = merged["merge_commit"]
-                failed = await self._verify(intent, task, merge_commit, principal, progress)
-                if failed is not None:
-                    return "failed", {"published": False, "base": base, "merge_commit": merge_commit, **failed}
-                published = await anyio.to_thread.run_sync(self._publish, ref, merge_commit, base)
-                if published:
-                    workspace = await anyio.to_thread.run_sync(self._catch_up, ref, base, merge_commit)
-                    outcome: JSONObject = {"merge_commit": merge_commit, "base": base, "workspace": workspace}
-                    outcome["verification"] = task["manifest"]["verification"]
-                    if moved:
-                        outcome["base_moved"] = moved
-                    return "committed", outcome
+        """Merge the task's verified commit into its base branch: ("committed", outcome), ("failed", why) when
+        the work does not merge or pass its verification on the base, ("busy", why) when the base branch could
+        not be moved for a reason that is not the work's (a live git holding its lock; it kept moving)."""
+        try:
+            async with self.leases.hold(LEASE, progress):
+                return await self._merge(intent, task, principal, progress)
+        except LeaseTimeout as exc:
+            return "busy", {"published": False, "error": str(exc)}
+
+    async def _merge(
+        self, intent: JSONObject, task: JSONObject, principal: Principal, progress: ProgressFn
+    ) -> tuple[str, JSONObject]:
+        await anyio.to_thread.run_sync(self.recover)
+        commit = task["verification"]["commit"]
+        ref = f"refs/heads/{task['base_branch']}"
+        message = (
+            f"Merge task {task['id']}: {task['manifest']['objective'][:200]}\n\n"
+            f"Gateway-Intent: {intent['id']}\nGateway-Task: {task['id']}\n"
+        )
+        moved: list[str] = []
+        for _ in range(MAX_RETARGETS):
+            base = (await self.repo.arun("rev-parse", "--verify", ref)).strip()
+            merged = await anyio.to_thread.run_sync(self._merge_commit, base, commit, message)
+            if "conflicts" in merged:
+                return "failed", {"published": False, "base": base, **merged}
+            merge_commit = merged["merge_commit"]
+            failed = await self._verify(intent, task, merge_commit, principal, progress)
+            if failed is not None:
+                return "failed", {"published": False, "base": base, "merge_commit": merge_commit, **failed}
+            refused = await self._publish(ref, merge_commit, base)
+            if refused == "moved":
                 moved.append(base)  # someone moved the base branch meanwhile: merge again on its new tip
-            return "failed", {
-                "published": False,
-                "error": f"{ref} kept moving during the merge ({len(moved)} times); try again",
-                "base_moved": moved,
-            }
+                continue
+            if refused is not None:
+                return "busy", {"published": False, "base": base, "merge_commit": merge_commit, "error": refused}
+            workspace = await anyio.to_thread.run_sync(self._catch_up, ref, base, merge_commit)
+            outcome: JSONObject = {"merge_commit": merge_commit, "base": base, "workspace": workspace}
+            outcome["verification"] = task["manifest"]["verification"]
+            if moved:
+                outcome["base_moved"] = moved
+            return "committed", outcome
+        return "busy", {
+            "published": False,
+            "error": f"{ref} kept moving during the merge ({len(moved)} times); commit the intent again",
+            "base_moved": moved,
+        }
+
+    def recover_if_idle(self) -> list[str]:
+        """On start: recover, unless another gateway process is merging right now (it recovers first)."""
+        holder = new_holder()
+        if not self.leases.try_acquire(LEASE, holder):
+            return []
+        try:
+            return self.recover()
+        finally:
+            self.leases.release(LEASE, holder)
 
     def recover(self) -> list[str]:
-        """Clear what a crash left in the gateway's own merge worktree (and a stale lock on a base branch)."""
+        """Clear what a crash left in the gateway's own merge worktree, and stale locks on the base branches.
+        Called with the lease held: nobody else uses the integration worktree meanwhile."""
         cleaned: list[str] = []
-        git_dir = self._git_dir()
-        if git_dir is not None:
-            for lock in sorted(git_dir.glob("*.lock")):
-                lock.unlink(missing_ok=True)  # only a gateway holding the lease uses this worktree
-                cleaned.append(f"removed {lock.name} in the integration worktree")
-            if (git_dir / "MERGE_HEAD").exists():
+        private = git_dir(self.path)
+        if private is not None:
+            locks = remove_stale_locks(private, "*.lock", older_than=float("inf"))
+            cleaned += [f"removed {name} in the integration worktree" for name in locks]
+            if (private / "MERGE_HEAD").exists():
                 Repo(self.path).run("merge", "--abort", check=False)
                 cleaned.append("aborted a merge left in progress")
             try:
@@ -108,10 +132,8 @@ class MergeQueue:
                 cleaned.append(f"rebuilt the integration worktree ({exc.message[:200]})")
                 self._remove()
         common = Path(self.repo.run("rev-parse", "--path-format=absolute", "--git-common-dir").strip())
-        for lock in [*common.glob("refs/heads/**/*.lock"), common / "packed-refs.lock"]:
-            if lock.exists() and lock.stat().st_mtime < PROCESS_STARTED:
-                lock.unlink(missing_ok=True)  # git holds a ref lock for milliseconds: this one outlived its process
-                cleaned.append(f"removed a stale {lock.relative_to(common)}")
+        for pattern in ("refs/heads/**/*.lock", "packed-refs.lock"):
+            cleaned += [f"removed a stale {name}" for name in remove_stale_locks(common, pattern)]
         self.repo.run("worktree", "prune")
         if not (self.path / ".git").exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -159,14 +181,22 @@ class MergeQueue:
             return None
         return {"failed_command": failed.command, "exit_code": failed.exit_code, "output": failed.note[-2000:]}
 
-    def _publish(self, ref: str, merge_commit: str, base: str) -> bool:
-        """Move the base branch to the merge commit only if it still points where the merge started."""
-        try:
-            self.repo.run("update-ref", "-m", "gateway merge queue", ref, merge_commit, base)
-        except GitError as exc:
-            log.warning("the base branch moved during a merge; merging again", ref=ref, error=exc.message[:200])
-            return False
-        return True
+    async def _publish(self, ref: str, merge_commit: str, base: str) -> str | None:
+        """Move the base branch to the merge commit only if it still points where the merge started: None
+        when it moved, "moved" when someone moved it meanwhile, or why it could not be moved (a ref lock a live
+        git process keeps holding)."""
+        error = ""
+        for _ in range(PUBLISH_TRIES):
+            try:
+                await self.repo.arun("update-ref", "-m", "gateway merge queue", ref, merge_commit, base)
+                return None
+            except GitError as exc:
+                error = exc.message
+            if (await self.repo.arun("rev-parse", "--verify", ref)).strip() != base:
+                log.warning("the base branch moved during a merge; merging again", ref=ref)
+                return "moved"
+            await anyio.sleep(PUBLISH_WAIT_S)  # a ref lock is held for milliseconds by a live git
+        return f"{ref} could not be updated (is another git process holding it?): {error[:300]}"
 
     def _catch_up(self, ref: str, old: str, new: str) -> JSONObject:
         """Bring the user's checkout along if it has the base branch checked out; never touch their changes."""
@@ -183,14 +213,6 @@ class MergeQueue:
                 "catch_up": f"commit or stash the conflicting changes, then: git read-tree -m -u {old} HEAD",
             }
         return {"state": "updated"}
-
-    def _git_dir(self) -> Path | None:
-        try:
-            text = (self.path / ".git").read_text()
-        except OSError:
-            return None
-        gitdir = Path(text.removeprefix("gitdir:").strip())
-        return gitdir if gitdir.is_absolute() and gitdir.is_dir() else None
 
     def _remove(self) -> None:
         self.repo.run("worktree", "remove", "--force", str(self.path), check=False)

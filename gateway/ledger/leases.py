@@ -54,6 +54,11 @@ def alive(holder: str) -> bool:
     return True
 
 
+def new_holder() -> str:
+    """A holder id: this host, this process, and a nonce (two holds in one process are two holders)."""
+    return f"{HOST}|{os.getpid()}|{secrets.token_hex(4)}"
+
+
 class Leases:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -91,7 +96,7 @@ class Leases:
     @asynccontextmanager
     async def hold(self, name: str, progress: ProgressFn | None = None, wait_s: float = 3600.0) -> AsyncIterator[str]:
         """Wait for the lease (reporting progress every few seconds), hold it, release it however the body ends."""
-        holder = f"{HOST}|{os.getpid()}|{secrets.token_hex(4)}"
+        holder = new_holder()
         waited = 0.0
         with anyio.move_on_after(wait_s):
             while not await anyio.to_thread.run_sync(self.try_acquire, name, holder):

@@ -33,7 +33,16 @@ from gateway.policy.engine import PolicyEngine
 from gateway.repo import Repo
 from gateway.tasks.models import Claim, ExecutionRecord, TaskManifest, VerificationResult
 from gateway.tasks.verification import Verification
-from gateway.tasks.worktrees import ATTEMPTS_REF, changed_files, commit_all, head, is_clean, prepare_worktree
+from gateway.tasks.worktrees import (
+    ATTEMPTS_REF,
+    changed_files,
+    commit_all,
+    git_dir,
+    head,
+    is_clean,
+    prepare_worktree,
+    remove_stale_locks,
+)
 from gateway.types import JSONObject, Principal, ProgressFn
 
 SCOPE_RULE = "gateway.scope.violations"
@@ -141,14 +150,21 @@ class TaskBoard:
             self._event(tx, task["id"], "worktree_repaired", worktree=str(path), attempt=task["attempt"])
 
     def repair_all(self) -> list[str]:
-        """On start: every claimed task gets a usable worktree back."""
-        repaired = []
+        """On start: stale git locks in task worktrees go (a crash's, never a live git's), and every claimed
+        task gets a usable worktree back. What was done is recorded; a worker's files are never touched."""
+        cleaned = []
+        for tree in sorted(self.config.worktrees.glob("*/")):
+            private = git_dir(tree)
+            if private is not None:
+                cleaned += [f"removed a stale {name} in {tree.name}" for name in remove_stale_locks(private, "*.lock")]
         for row in self.db.query("SELECT * FROM tasks WHERE state = 'claimed'"):
             task = _task(row)
             if not _usable(task["worktree"]):
                 self.repair(task)
-                repaired.append(task["id"])
-        return repaired
+                cleaned.append(f"made the missing worktree of claimed task {task['id']} again")
+        if cleaned:
+            self.ledger.append({"kind": "recovery", "outcome": "ok", "detail": {"what": "tasks", "cleaned": cleaned}})
+        return cleaned
 
     # --- planner ----------------------------------------------------------------------------------
 

@@ -12,12 +12,15 @@ changed_files(repo, base_commit, "task/T1")     # ["src/a.py", ...], deletions i
 
 from __future__ import annotations
 
+import shutil
+import time
 from pathlib import Path
 
 from gateway.checkpoints import snapshot
 from gateway.repo import Repo
 
 ATTEMPTS_REF = "refs/gateway/attempts/"
+PROCESS_STARTED = time.time()  # a git lock file older than this outlived the process that took it
 
 
 def prepare_worktree(
@@ -42,6 +45,7 @@ def prepare_worktree(
         tree.run("clean", "-q", "-fdx")
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(path, ignore_errors=True)  # a half-made worktree (a crash inside `git worktree add`)
     if exists and keep_work:
         repo.run("worktree", "add", "-q", str(path), branch)
         return path
@@ -71,3 +75,28 @@ def is_clean(path: Path) -> bool:
 
 def head(path: Path) -> str:
     return Repo(path).run("rev-parse", "HEAD").strip()
+
+
+def git_dir(worktree: Path) -> Path | None:
+    """The private git dir of a linked worktree (its index, HEAD, MERGE_HEAD and their locks)."""
+    try:
+        text = (worktree / ".git").read_text()
+    except OSError:
+        return None
+    path = Path(text.removeprefix("gitdir:").strip())
+    return path if path.is_absolute() and path.is_dir() else None
+
+
+def remove_stale_locks(directory: Path, pattern: str, older_than: float = PROCESS_STARTED) -> list[str]:
+    """Remove git lock files matching ``pattern`` under ``directory`` that are older than ``older_than``: a
+    live git holds one for milliseconds, so one older than this process was left by a process that died.
+    Answers what was removed."""
+    removed = []
+    for lock in sorted(directory.glob(pattern)):
+        try:
+            if lock.stat().st_mtime < older_than:
+                lock.unlink()
+                removed.append(str(lock.relative_to(directory)))
+        except FileNotFoundError:
+            continue
+    return removed

@@ -28,7 +28,7 @@ from gateway.traces import (
     effects_summary,
     short_time,
 )
-from gateway.types import JSONObject
+from gateway.types import CALL_OUTCOMES, JSONObject
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1b1f24;background:#f6f7f9}
@@ -250,7 +250,7 @@ def filters_form(filters: Filters, roles: list[str]) -> str:
         + text("task", filters.task)
         + select("tier", ["1", "2", "3"], filters.tier)
         + text("rule", filters.rule)
-        + select("outcome", ["ok", "error", "denied", "invalid", "asked", "started"], filters.outcome)
+        + select("outcome", list(CALL_OUTCOMES), filters.outcome)
         + "<button type='submit'>Filter</button> <a href='/ui'>clear</a></form>"
     )
 
