@@ -535,8 +535,11 @@ def _expired(task: JSONObject) -> bool:
 
 def _task(row: sqlite3.Row) -> JSONObject:
     task = dict(row)
-    task["manifest"] = json.loads(task["manifest"])
-    for key in ("report", "verification", "blocker"):
-        if task[key]:
+    # validated again on the way out: a manifest recorded before a field existed gets the field's default
+    task["manifest"] = TaskManifest.model_validate(json.loads(task["manifest"])).model_dump()
+    for key in ("report", "verification", "blocker", "red"):
+        if task.get(key):
             task[key] = json.loads(task[key])
+    for key in ("workers", "history"):
+        task[key] = json.loads(task.get(key) or "[]")
     return task

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -38,9 +39,33 @@ class TaskManifest(Artifact):
         list[Annotated[str, Field(min_length=1, max_length=MAX_COMMAND)]],
         Field(min_length=1, max_length=20, description="Shell commands that must all exit 0"),
     ]
-    handoff_notes: Annotated[str, Field(max_length=8000)] = ""
+    # a single string or a list of strings: both are how handoff notes are written
+    handoff_notes: Annotated[str, Field(max_length=8000)] | list[Annotated[str, Field(max_length=2000)]] = ""
     depends_on: list[TaskId] = Field(default_factory=list, max_length=50)
-    max_attempts: Annotated[int, Field(ge=1, le=20)] = 3
+    max_attempts: Annotated[int, Field(ge=1, le=50, description="Attempts in all, across strategies")] = 10
+    max_attempts_per_strategy: Annotated[int, Field(ge=1, le=20)] = 5
+    max_strategy_shifts: Annotated[int, Field(ge=0, le=10)] = 2
+    acceptance: list[str] = Field(
+        default_factory=list,
+        max_length=50,
+        description="Paths or globs the verification depends on (the tests that grade the work): read-only "
+        "for the worker",
+    )
+    no_red_phase: Annotated[str, Field(max_length=2000)] = Field(
+        default="",
+        description="Why the verification need not fail on the base first (empty: it must; red, then green)",
+    )
+    frozen: list[Annotated[str, Field(min_length=1, max_length=500)]] = Field(
+        default_factory=list,
+        max_length=50,
+        description="Interfaces the work must not change: paths or globs, or Python symbols as 'path.py:name' "
+        "or 'path.py:Class.method'",
+    )
+    # the handoff envelope (optional; validated when present)
+    schema_version: Literal["1"] | None = None
+    preconditions: list[Annotated[str, Field(min_length=1, max_length=1000)]] = Field(default_factory=list)
+    deadline: str | None = Field(default=None, description="RFC 3339; a claim after it is refused")
+    expected_artifact: Literal["ExecutionRecord"] | None = None
 
     @field_validator("allowed_paths")
     @classmethod
@@ -50,6 +75,39 @@ class TaskManifest(Artifact):
             if problem:
                 raise ValueError(f"allowed path {pattern!r} {problem}")
         return patterns
+
+    @field_validator("acceptance")
+    @classmethod
+    def _acceptance(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            problem = glob_problem(pattern)
+            if problem:
+                raise ValueError(f"acceptance path {pattern!r} {problem}")
+        return patterns
+
+    @field_validator("frozen")
+    @classmethod
+    def _frozen(cls, entries: list[str]) -> list[str]:
+        for entry in entries:
+            path, _, symbol = entry.partition(":")
+            problem = glob_problem(path)
+            if problem:
+                raise ValueError(f"frozen entry {entry!r}: {path!r} {problem}")
+            if symbol and (not path.endswith(".py") or not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)?", symbol)):
+                raise ValueError(f"frozen entry {entry!r}: a symbol is 'path.py:name' or 'path.py:Class.method'")
+        return entries
+
+    @field_validator("deadline")
+    @classmethod
+    def _deadline(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                moment = datetime.fromisoformat(value)
+            except ValueError:
+                raise ValueError("deadline is not an RFC 3339 time") from None
+            if moment.tzinfo is None:
+                raise ValueError("deadline needs a time zone (e.g. 2026-11-23T18:00:00Z)")
+        return value
 
     @field_validator("depends_on")
     @classmethod
@@ -84,19 +142,29 @@ class Claim(Artifact):
 
 
 class BlockerReport(Artifact):
-    """What a worker hands a human when retrying will not help."""
+    """What a worker adds when it reports a task blocked: its account of why. The gateway writes the rest
+    of the blocker report itself (every attempt, its verification output, diff and violations)."""
 
-    strategies_tried: list[str] = Field(min_length=1)
+    strategies_tried: list[str] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)
-    suspected_cause: Annotated[str, Field(min_length=1)]
-    human_action: Annotated[str, Field(min_length=1, description="What a person should do next")]
+    suspected_cause: Annotated[str, Field(max_length=4000)] = Field(default="", description="The hypothesis")
+    human_action: Annotated[str, Field(max_length=4000)] = Field(
+        default="", description="The recommended manual intervention"
+    )
+
+
+class StrategyShift(Artifact):
+    """A worker's declaration, on task_claim, that its next attempt takes a new approach."""
+
+    approach: Annotated[str, Field(min_length=1, max_length=500)]
+    reason: Annotated[str, Field(min_length=1, max_length=2000, description="Why the last approach will not work")]
 
 
 class ExecutionRecord(Artifact):
     """The worker's account of an attempt; files_changed is checked against the real diff."""
 
     task_id: TaskId
-    status: Literal["done", "failed", "blocked"]
+    status: Literal["done", "needs_review", "failed", "blocked"]  # needs_review: done, for the verifier
     files_changed: list[str] = Field(default_factory=list)
     commands_run: list[str] = Field(default_factory=list)
     risks: list[str] = Field(default_factory=list)
@@ -119,6 +187,7 @@ ARTIFACTS: dict[str, type[Artifact]] = {
     "Claim": Claim,
     "ExecutionRecord": ExecutionRecord,
     "BlockerReport": BlockerReport,
+    "StrategyShift": StrategyShift,
     "VerificationResult": VerificationResult,
 }
 
