@@ -21,7 +21,7 @@ default decision := {
 	"rules": ["gateway.default"],
 }
 
-denials := ((data.gateway.roles.deny | data.gateway.paths.deny) | data.gateway.secrets.deny) | data.gateway.commit.deny
+denials := (((data.gateway.roles.deny | data.gateway.paths.deny) | data.gateway.secrets.deny) | data.gateway.commit.deny) | data.gateway.duty.deny
 
 findings := (((data.gateway.roles.findings | data.gateway.tiers.findings) | data.gateway.paths.findings) | data.gateway.secrets.findings) | data.gateway.commit.findings
 

@@ -165,3 +165,13 @@ deny contains {"rule": "paths.out_of_scope", "reason": msg} if {
 	allowed := concat(", ", object.get(input.task, "allowed_paths", []))
 	msg := sprintf("task '%s' allows only %s; this call changes %s", [task_id, allowed, concat(", ", outside_scope)])
 }
+
+# The files that grade a task (its manifest's acceptance) are not the worker's to change: it could
+# weaken the check instead of doing the work.
+deny contains {"rule": "paths.acceptance", "reason": msg} if {
+	requires_claim
+	has_task
+	graded := sort([p | some p in changed; not outside(p); scope.matches_any(object.get(input.task, "acceptance", []), p)])
+	count(graded) > 0
+	msg := sprintf("task '%s' is graded by %s: a worker may not change its acceptance files", [task_id, concat(", ", graded)])
+}

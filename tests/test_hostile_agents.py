@@ -21,9 +21,8 @@ from typing import Any
 import anyio
 import mcp_types as mt
 import pytest
-from conftest import http_client, http_gateway, make_repo, text_of
+from conftest import http_client, http_gateway, make_repo, text_of, workspace_for_tests
 
-from gateway.bootstrap import init_workspace
 from gateway.config import GatewayConfig
 from gateway.ledger.chain import Ledger
 from gateway.repo import Repo
@@ -88,7 +87,7 @@ def live(tmp_path: Path) -> Iterator[Live]:
     repo = make_repo(tmp_path / "repo")
     outside = tmp_path / "outside"
     outside.mkdir()
-    config = init_workspace(repo)
+    config = workspace_for_tests(repo)
     with http_gateway(config.source) as url:
         yield Live(config, url, outside)
 

@@ -25,9 +25,8 @@ from typing import Any
 import anyio
 import pytest
 import yaml
-from conftest import add_role, make_repo
+from conftest import add_role, make_repo, workspace_for_tests
 
-from gateway.bootstrap import init_workspace
 from gateway.config import GatewayConfig
 from gateway.runtime import Gateway
 from gateway.tasks.models import TaskManifest
@@ -137,7 +136,7 @@ def make_workspace(root: Path) -> tuple[GatewayConfig, Path]:
     os.symlink("src/app.py", repo / "link_in")
     os.symlink(outside / "secret.txt", repo / "link_out")
     os.symlink(outside, repo / "link_dir_out")
-    config = init_workspace(repo)
+    config = workspace_for_tests(repo)
     for name, role in CORPUS["roles"].items():
         add_role(config, name, **role)
     return config, home

@@ -10,10 +10,9 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import add_role, inproc_client, make_repo, token
+from conftest import add_role, inproc_client, make_repo, token, workspace_for_tests
 from rich.console import Console
 
-from gateway.bootstrap import init_workspace
 from gateway.process import gateway_cli as cli
 from gateway.repo import Repo
 from gateway.runtime import Gateway
@@ -72,7 +71,7 @@ async def workflow(config: Any) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, dict[str, Any]]:
-    config = init_workspace(make_repo(tmp_path_factory.mktemp("traces") / "repo"))
+    config = workspace_for_tests(make_repo(tmp_path_factory.mktemp("traces") / "repo"))
     add_role(config, "headless", ["fs_*", "shell_run"], max_tier=2, approvals="pending")
     facts = anyio.run(workflow, config)
     return config, facts
@@ -203,7 +202,7 @@ def test_render_trace_for_the_demo(workspace: tuple[Any, dict[str, Any]]) -> Non
 
 
 def test_empty_workspace_lists_nothing(tmp_path: Path) -> None:
-    config = init_workspace(make_repo(tmp_path / "empty"))
+    config = workspace_for_tests(make_repo(tmp_path / "empty"))
     result = cli(config, "trace", "list")
     assert result.returncode == 0 and "no traces match" in result.stdout
     assert json.loads(cli(config, "trace", "list", "--json").stdout) == {"traces": []}

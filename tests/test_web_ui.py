@@ -12,9 +12,17 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from conftest import add_role, http_client, http_gateway, inproc_client, ledger_rows, make_repo, token
+from conftest import (
+    add_role,
+    http_client,
+    http_gateway,
+    inproc_client,
+    ledger_rows,
+    make_repo,
+    token,
+    workspace_for_tests,
+)
 
-from gateway.bootstrap import init_workspace
 from gateway.runtime import Gateway
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -53,7 +61,7 @@ async def ask(url: str, bearer: str, command: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    config = init_workspace(make_repo(tmp_path_factory.mktemp("web") / "repo"))
+    config = workspace_for_tests(make_repo(tmp_path_factory.mktemp("web") / "repo"))
     add_role(config, "headless", ["fs_*", "shell_run"], max_tier=2, approvals="pending")
     denied = anyio.run(denied_call, config)
     with http_gateway(config.source) as url:

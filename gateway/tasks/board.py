@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import structlog
 
 from gateway.config import GatewayConfig
 from gateway.effects.paths import Workspace
@@ -31,7 +32,9 @@ from gateway.ledger.chain import Ledger, digest, utc_now
 from gateway.ledger.store import Database
 from gateway.policy.engine import PolicyEngine
 from gateway.repo import Repo
-from gateway.tasks.models import Claim, ExecutionRecord, TaskManifest, VerificationResult
+from gateway.tasks.drift import drift, frozen_problems, frozen_violations
+from gateway.tasks.models import Claim, ExecutionRecord, StrategyShift, TaskManifest, VerificationResult
+from gateway.tasks.states import TASK_MOVES, check_move
 from gateway.tasks.verification import Verification
 from gateway.tasks.worktrees import (
     ATTEMPTS_REF,
@@ -44,6 +47,8 @@ from gateway.tasks.worktrees import (
     remove_stale_locks,
 )
 from gateway.types import JSONObject, Principal, ProgressFn
+
+log = structlog.get_logger("gateway.tasks")
 
 SCOPE_RULE = "gateway.scope.violations"
 # Paths a glob would have to cover to "match everything": if it covers all of these, it is refused.
@@ -121,13 +126,28 @@ class TaskBoard:
         claim = None
         if task["state"] == "claimed":
             claim = {"owner": task["owner"], "expires_at": task["claim_expires"], "attempt": task["attempt"]}
+        verification = task.get("verification") or None
+        last = next((h for h in reversed(task["history"]) if h.get("verification")), None)
         return {
             "id": task["id"],
             "state": task["state"],
             "allowed_paths": manifest["allowed_paths"],
+            "acceptance": manifest["acceptance"],
             "constraints": manifest["constraints"],
             "verification": manifest["verification"],
             "claim": claim,
+            # the coordination facts separation of duty is written against
+            "submitted_by": task["submitted_by"],
+            "workers": task["workers"],
+            "attempt": task["attempt"],
+            "strategy": {"name": task["strategy"], "attempts": task["strategy_attempts"], "shifts": task["shifts"]},
+            "last_verification": {
+                "passed": verification["passed"],
+                "commit": verification["commit"],
+                "by": (last or {}).get("verification", {}).get("by"),
+            }
+            if verification
+            else None,
         }
 
     def workspace(self, task: JSONObject) -> Workspace | None:
@@ -177,14 +197,7 @@ class TaskBoard:
         base_commit = self.repo.run("rev-parse", "--verify", "-q", "HEAD", check=False).strip()
         if not base_branch or not base_commit:
             raise InvalidRequest("the workspace has no checked-out branch with a commit to base tasks on")
-        matched = await self._violations(manifest.allowed_paths, EVERYTHING_PROBES)
-        if not matched:
-            raise InvalidRequest(f"manifest field 'allowed_paths': {manifest.allowed_paths} match every path")
-        workspace = Workspace(self.config.workspace, self.config.protected_paths())
-        for command in manifest.verification:
-            opaque = describe_command(command, workspace, workspace.root).opaque
-            if opaque:
-                raise InvalidRequest(f"manifest field 'verification': {command!r} cannot be analysed: {opaque[0]}")
+        await self._check_manifest(manifest, base_commit)
         with self.db.transaction() as tx:
             existing = tx.execute("SELECT * FROM tasks WHERE id = ?", (manifest.task_id,)).fetchone()
             if existing is not None:
@@ -201,9 +214,7 @@ class TaskBoard:
                     "trace_id": recorded["trace_id"],
                     "replayed": True,
                 }
-            for dependency in manifest.depends_on:
-                if not tx.execute("SELECT 1 FROM tasks WHERE id = ?", (dependency,)).fetchone():
-                    raise InvalidRequest(f"manifest field 'depends_on': no task {dependency!r}")
+            self._check_dependencies(tx, manifest)
             now = utc_now()
             task_trace = secrets.token_hex(16)
             tx.execute(
@@ -232,35 +243,168 @@ class TaskBoard:
             )
         return {"task_id": manifest.task_id, "state": "open", "base_branch": base_branch, "trace_id": task_trace}
 
+    async def _check_manifest(self, manifest: TaskManifest, base_commit: str) -> None:
+        """What strict parsing cannot check: a scope that matches everything, verification commands the
+        analyser cannot read, frozen interfaces that do not exist."""
+        matched = await self._violations(manifest.allowed_paths, EVERYTHING_PROBES)
+        if not matched:
+            raise InvalidRequest(f"manifest field 'allowed_paths': {manifest.allowed_paths} match every path")
+        workspace = Workspace(self.config.workspace, self.config.protected_paths())
+        for command in manifest.verification:
+            opaque = describe_command(command, workspace, workspace.root).opaque
+            if opaque:
+                raise InvalidRequest(f"manifest field 'verification': {command!r} cannot be analysed: {opaque[0]}")
+        problems = await anyio.to_thread.run_sync(lambda: frozen_problems(self.repo, base_commit, manifest.frozen))
+        if problems:
+            raise InvalidRequest(f"manifest field 'frozen': {'; '.join(problems)}")
+
+    def _check_dependencies(self, tx: sqlite3.Connection, manifest: TaskManifest) -> None:
+        for dependency in manifest.depends_on:
+            if dependency == manifest.task_id:
+                raise InvalidRequest("manifest field 'depends_on': a task cannot depend on itself")
+            if not tx.execute("SELECT 1 FROM tasks WHERE id = ?", (dependency,)).fetchone():
+                raise InvalidRequest(f"manifest field 'depends_on': no task {dependency!r}")
+
+    # --- people and the planner: escalation --------------------------------------------------------
+
+    def requeue(self, task_id: str, by: str, why: str = "") -> JSONObject:
+        """A blocked, quarantined or failed task back to open with a fresh budget of attempts (its history
+        and earlier attempts kept). Not while a live claim holds it."""
+        with self.db.transaction() as tx:
+            task = self._locked(tx, task_id)
+            self._not_held(task, "requeued")
+            if task["state"] in ("committed", "abandoned", "reported", "verified"):
+                raise TaskRefused(f"task {task_id!r} is {task['state']}; only a blocked, quarantined or open task "
+                                  "can be requeued")  # fmt: skip
+            self._fresh(tx, task_id, by, "requeue", why=why or "requeued by a person", was=task["state"])
+        return {"task_id": task_id, "state": "open"}
+
+    async def amend(self, manifest: TaskManifest, by: str, why: str = "") -> JSONObject:
+        """A new version of a task's manifest (earlier versions and attempts kept): the task goes back to
+        open with a fresh budget. Not for a committed or abandoned task, nor under a live claim."""
+        task = self.get(manifest.task_id)
+        await self._check_manifest(manifest, task["base_commit"])
+        with self.db.transaction() as tx:
+            task = self._locked(tx, manifest.task_id)
+            self._not_held(task, "amended")
+            if task["state"] in ("committed", "abandoned"):
+                raise TaskRefused(f"task {task['id']!r} is {task['state']}; it cannot be amended")
+            self._check_dependencies(tx, manifest)
+            version = task["manifest_version"]
+            tx.execute(
+                "INSERT OR IGNORE INTO task_manifests (task_id, version, manifest, by, time, why) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (task["id"], version, json.dumps(task["manifest"]), task["submitted_by"], task["created"], None),
+            )
+            tx.execute(
+                "INSERT INTO task_manifests (task_id, version, manifest, by, time, why) VALUES (?, ?, ?, ?, ?, ?)",
+                (task["id"], version + 1, manifest.model_dump_json(), by, utc_now(), why),
+            )
+            changed = sorted(k for k, v in manifest.model_dump().items() if task["manifest"].get(k) != v)
+            self._set(tx, task["id"], manifest=manifest.model_dump_json(), manifest_version=version + 1, red=None)
+            self._fresh(tx, task["id"], by, "amend", why=why, version=version + 1, changed=changed)
+        return {"task_id": task["id"], "state": "open", "manifest_version": version + 1, "changed": changed}
+
+    def abandon(self, task_id: str, by: str, why: str = "") -> JSONObject:
+        """Give a task up for good; every task that depends on it (directly or not) is blocked, saying why."""
+        why = why or "abandoned by a person"
+        with self.db.transaction() as tx:
+            task = self._locked(tx, task_id)
+            if task["state"] in ("committed", "abandoned"):
+                raise TaskRefused(f"task {task_id!r} is {task['state']}; it cannot be abandoned")
+            self._set(tx, task_id, state="abandoned", claim_expires=None, note=f"ABANDONED: {why}"[:500])
+            self._event(tx, task_id, "abandon", outcome="error", by=by, why=why)
+            blocked = self._block_dependents(tx, task_id, f"its dependency {task_id} was abandoned: {why}")
+        return {"task_id": task_id, "state": "abandoned", "dependents_blocked": blocked}
+
+    def block_dependents(self, task_id: str, why: str) -> list[str]:
+        with self.db.transaction() as tx:
+            return self._block_dependents(tx, task_id, why)
+
+    def _block_dependents(self, tx: sqlite3.Connection, task_id: str, why: str) -> list[str]:
+        blocked: list[str] = []
+        queue = [task_id]
+        while queue:
+            current = queue.pop()
+            for row in tx.execute("SELECT * FROM tasks WHERE state NOT IN ('committed', 'abandoned')"):
+                dependent = _task(row)
+                if current not in dependent["manifest"]["depends_on"] or dependent["id"] in blocked:
+                    continue
+                if dependent["state"] not in ("blocked", "quarantined"):
+                    self._set(tx, dependent["id"], state="blocked", claim_expires=None)
+                self._event(tx, dependent["id"], "dependency_failed", outcome="error", dependency=task_id, why=why)
+                self._write_blocker(tx, dependent, why)
+                blocked.append(dependent["id"])
+                queue.append(dependent["id"])
+        return blocked
+
+    def _not_held(self, task: JSONObject, what: str) -> None:
+        if task["state"] == "claimed" and not _expired(task):
+            raise TaskRefused(
+                f"task {task['id']!r} is held by {task['owner']} until {task['claim_expires']}; it cannot be "
+                f"{what} under a live claim (the worker releases it, or the claim runs out)"
+            )
+
+    def _fresh(self, tx: sqlite3.Connection, task_id: str, by: str, action: str, **detail: Any) -> None:
+        self._set(
+            tx,
+            task_id,
+            state="open",
+            failures=0,
+            strategy_attempts=0,
+            shifts=0,
+            claim_expires=None,
+            blocker=None,
+            verification=None,
+            note=f"{action} by {by}",
+        )
+        self._event(tx, task_id, action, by=by, **detail)
+
     # --- worker -----------------------------------------------------------------------------------
 
-    async def claim(self, task_id: str, principal: Principal) -> JSONObject:
+    async def claim(self, task_id: str, principal: Principal, shift: StrategyShift | None = None) -> JSONObject:
+        """A new attempt, clean from the base branch's tip. ``shift`` declares a new approach (with its reason);
+        once an approach has used its attempts, the next claim must declare one (or the worker reports the
+        task blocked)."""
         self._bound(principal, task_id)
         expires = _now() + timedelta(seconds=self.config.tasks.claim_ttl_s)
         with self.db.transaction() as tx:
             task = self._locked(tx, task_id)
+            manifest = task["manifest"]
             states = {r["id"]: r["state"] for r in tx.execute("SELECT id, state FROM tasks")}
             if task["state"] == "claimed" and not _expired(task):
                 if task["owner"] == principal.agent:
                     raise TaskRefused(f"you already hold task {task_id!r}; use task_renew to extend the claim")
                 raise TaskRefused(f"task {task_id!r} is claimed by {task['owner']} until {task['claim_expires']}")
-            failures = task["failures"]
-            if task["state"] == "claimed":  # the last claim ran out without a report: a failed attempt
-                failures += 1
-                self._event(tx, task_id, "claim_expired", owner=task["owner"], attempt=task["attempt"])
-            if task["state"] not in ("open", "claimed"):
+            if task["state"] == "claimed":  # the last claim ran out without a report, and no sweep saw it yet
+                self._expire(tx, task)
+                task = self._locked(tx, task_id)
+            if task["state"] != "open":
                 raise TaskRefused(self._not_claimable(task))
-            if failures >= task["manifest"]["max_attempts"]:
-                self._set(tx, task_id, state="blocked", failures=failures, claim_expires=None)
-                self._event(tx, task_id, "block", failures=failures)
-                raise TaskRefused(self._not_claimable({**task, "state": "blocked", "failures": failures}))
-            waiting = [d for d in task["manifest"]["depends_on"] if states.get(d) != "committed"]
+            if manifest["deadline"] and datetime.fromisoformat(manifest["deadline"]) <= _now():
+                raise TaskRefused(f"task {task_id!r} was due by {manifest['deadline']}; the planner amends it")
+            waiting = [d for d in manifest["depends_on"] if states.get(d) != "committed"]
             if waiting:
                 raise TaskRefused(f"task {task_id!r} waits for {', '.join(waiting)} to be committed first")
+            strategy, shifts, used = task["strategy"], task["shifts"], task["strategy_attempts"]
+            if shift is not None:
+                if shifts >= manifest["max_strategy_shifts"]:
+                    raise TaskRefused(
+                        f"task {task_id!r} has used its {manifest['max_strategy_shifts']} strategy shifts; "
+                        "report it blocked (task_report with status 'blocked') for a person to act on"
+                    )
+                strategy, shifts, used = shift.approach, shifts + 1, 0
+            elif used >= manifest["max_attempts_per_strategy"]:
+                raise TaskRefused(
+                    f"strategy {strategy!r} of task {task_id!r} has used its {used} attempts: claim it with "
+                    "strategy_shift {approach, reason} to try another approach, or report it blocked"
+                )
             attempt = task["attempt"] + 1
             # every attempt starts from the base branch as it is now: with its dependencies' merged work,
             # and with what other tasks merged since the last attempt (a conflict is redone on top of it)
             base = self.repo.run("rev-parse", "--verify", f"refs/heads/{task['base_branch']}").strip()
+            started = {"attempt": attempt, "strategy": strategy, "owner": principal.agent, "base": base}
+            history = [*task["history"], {**started, "claimed": utc_now()}]
             self._set(
                 tx,
                 task_id,
@@ -268,11 +412,23 @@ class TaskBoard:
                 owner=principal.agent,
                 claim_expires=expires.isoformat(timespec="seconds"),
                 attempt=attempt,
-                failures=failures,
                 base_commit=base,
                 worktree=None,  # set once it is ready; until then a worker's call repairs it, never falls back
+                strategy=strategy,
+                shifts=shifts,
+                strategy_attempts=used + 1,
+                workers=json.dumps(sorted({*task["workers"], principal.agent})),
+                history=json.dumps(history),
             )
-            self._event(tx, task_id, "claim", owner=principal.agent, attempt=attempt, base=base, principal=principal)
+            if shift is not None:
+                self._event(
+                    tx, task_id, "strategy_shift", approach=shift.approach, reason=shift.reason, shifts=shifts,
+                    principal=principal,
+                )  # fmt: skip
+            self._event(
+                tx, task_id, "claim", owner=principal.agent, attempt=attempt, base=base, strategy=strategy,
+                principal=principal,
+            )  # fmt: skip
         path = self.config.worktrees / task_id
         saved = f"{ATTEMPTS_REF}{task_id}/{attempt - 1}" if attempt > 1 else None
         await anyio.to_thread.run_sync(lambda: prepare_worktree(self.repo, path, task["branch"], base, save_as=saved))
@@ -283,7 +439,7 @@ class TaskBoard:
         claim = Claim(
             task_id=task_id, owner=principal.agent, expires_at=expires.isoformat(timespec="seconds"), attempt=attempt
         )
-        return {"claim": claim.model_dump(), "worktree": str(path), "branch": task["branch"]}
+        return {"claim": claim.model_dump(), "worktree": str(path), "branch": task["branch"], "strategy": strategy}
 
     def renew(self, task_id: str, principal: Principal) -> JSONObject:
         expires = _now() + timedelta(seconds=self.config.tasks.claim_ttl_s)
@@ -320,38 +476,71 @@ class TaskBoard:
         message += f"Gateway-Record: {record.model_dump_json()}\n"
         commit = await anyio.to_thread.run_sync(lambda: commit_all(worktree, message))
         files = await anyio.to_thread.run_sync(lambda: changed_files(self.repo, task["base_commit"], task["branch"]))
-        violations = await self._violations(task["manifest"]["allowed_paths"], files)
+        manifest = task["manifest"]
+        outside = await self._violations(manifest["allowed_paths"], files)
+        violations = [{"path": p, "code": "SCOPE_VIOLATION"} for p in outside]
+        if manifest["acceptance"]:  # the check that grades the work is not the worker's to change
+            untouched = set(await self._violations(manifest["acceptance"], files))
+            violations += [{"path": p, "code": "ACCEPTANCE_EDITED"} for p in files if p not in untouched]
+        previous = self._previous_attempt(task)
+        frozen, figures = await anyio.to_thread.run_sync(
+            lambda: (
+                frozen_violations(self.repo, task["base_commit"], commit, manifest["frozen"]),
+                drift(self.repo, task["base_commit"], commit, previous, outside),
+            )
+        )
+        violations += [_frozen_violation(v) for v in frozen]
         unreported = sorted(set(files) - set(record.files_changed))
         phantom = sorted(set(record.files_changed) - set(files))
         report = {
             "record": record.model_dump(),
             "commit": commit,
             "diff": files,
-            "scope_violations": violations,
+            "scope_violations": [v["path"] for v in violations],
+            "violations": violations,
             "unreported": unreported,
             "phantom": phantom,
+            "drift": figures,
         }
         with self.db.transaction() as tx:
             current = self._held(tx, record.task_id, principal)
-            self._set(tx, record.task_id, report=json.dumps(report), report_digest=digest(record.model_dump()))
+            history = _annotated(current["history"], commit=commit, diff=_diff_summary(files), drift=figures)
+            current = {**current, "history": history}
+            self._set(
+                tx,
+                record.task_id,
+                report=json.dumps(report),
+                report_digest=digest(record.model_dump()),
+                history=json.dumps(history),
+            )
             if violations:
                 state = "quarantined"
-                self._set(tx, record.task_id, state=state, claim_expires=None, note="SCOPE_VIOLATION")
+                history = _closed(history, "quarantined", "violations", violations=violations)
+                note = ", ".join(sorted({v["code"] for v in violations}))
+                self._set(tx, record.task_id, state=state, claim_expires=None, note=note, history=json.dumps(history))
                 self._event(tx, record.task_id, "quarantine", outcome="denied", commit=commit, violations=violations)
             elif record.status == "failed":
                 state = self._after_failure(tx, current, "the worker reported failure")
             else:
                 state = "reported"
                 self._set(tx, record.task_id, state=state, claim_expires=None)
-                self._event(tx, record.task_id, "report", commit=commit, unreported=unreported, phantom=phantom)
+                self._event(
+                    tx, record.task_id, "report", commit=commit, unreported=unreported, phantom=phantom, drift=figures
+                )
         return {
             "task_id": record.task_id,
             "state": state,
-            "scope_violations": [{"path": p, "code": "SCOPE_VIOLATION"} for p in violations],
+            "scope_violations": violations,
             "unreported_changes": unreported,
             "reported_but_unchanged": phantom,
             "commit": commit,
+            "drift": figures,
         }
+
+    def _previous_attempt(self, task: JSONObject) -> str | None:
+        """The commit the previous attempt reached (its saved ref), to measure churn against."""
+        ref = f"{ATTEMPTS_REF}{task['id']}/{task['attempt'] - 1}"
+        return self.repo.run("rev-parse", "-q", "--verify", ref, check=False).strip() or None
 
     def _replayed_report(self, task: JSONObject, record: ExecutionRecord, principal: Principal) -> JSONObject | None:
         """The same report again from its worker (a retried call) once it was taken: what was answered then."""
@@ -363,16 +552,21 @@ class TaskBoard:
         return {
             "task_id": task["id"],
             "state": task["state"],
-            "scope_violations": [{"path": p, "code": "SCOPE_VIOLATION"} for p in report["scope_violations"]],
+            "scope_violations": report.get("violations")
+            or [{"path": p, "code": "SCOPE_VIOLATION"} for p in report["scope_violations"]],
             "unreported_changes": report["unreported"],
             "reported_but_unchanged": report["phantom"],
             "commit": report["commit"],
+            "drift": report.get("drift"),
             "replayed": True,
         }
 
     # --- verifier ---------------------------------------------------------------------------------
 
     async def verify(self, task_id: str, principal: Principal, progress: ProgressFn) -> VerificationResult:
+        """Red, then green: the manifest's verification must fail on the attempt's base (unless the planner
+        said why no red phase applies) and pass on the task branch. A check that passes without the work
+        does not establish that the work is done: the task blocks for the planner to amend it."""
         task = self.get(task_id)
         if task["state"] not in ("reported", "verified"):
             raise TaskRefused(f"task {task_id!r} is {task['state']}; only a reported task can be verified")
@@ -380,17 +574,38 @@ class TaskBoard:
         if not await anyio.to_thread.run_sync(lambda: is_clean(worktree)):
             raise TaskRefused(f"task {task_id!r} has changes after its report; they were not reported")
         commit = await anyio.to_thread.run_sync(lambda: head(worktree))
-        commands = task["manifest"]["verification"]
-        runs = await self.verification.run(
-            commands,
-            commit,
-            principal=principal,
-            tool="verify_run",
-            arguments={"task_id": task_id},
-            trace_id=task["trace_id"],
-            progress=progress,
-            task=self.policy_section(task),
-        )
+        manifest = task["manifest"]
+        commands = manifest["verification"]
+        context: dict[str, Any] = {
+            "principal": principal,
+            "tool": "verify_run",
+            "arguments": {"task_id": task_id},
+            "trace_id": task["trace_id"],
+            "progress": progress,
+            "task": self.policy_section(task),
+        }
+        if not changed_files(self.repo, task["base_commit"], commit):
+            return self._not_established(task, principal, commit, "the task branch changes nothing")
+        red = task["red"] if task["red"] and task["red"]["base"] == task["base_commit"] else None
+        if red is None and not manifest["no_red_phase"]:
+            base_runs = await self.verification.run(commands, task["base_commit"], label="red phase ", **context)
+            red = {
+                "base": task["base_commit"],
+                "exit_codes": [run.exit_code for run in base_runs],
+                "failed": any(run.exit_code not in (0, None) for run in base_runs),
+                "output_digests": [run.output_digest for run in base_runs],
+            }
+            with self.db.transaction() as tx:
+                self._set(tx, task_id, red=json.dumps(red))
+                self._event(tx, task_id, "red_phase", outcome="ok" if red["failed"] else "error", **red)
+        if red is not None and not red["failed"]:
+            why = (
+                f"red phase missing: the verification already passes on the base commit {task['base_commit'][:12]} "
+                "without the work, so it cannot tell whether the work is done; the planner amends the manifest "
+                "(a check that fails first, or no_red_phase with the reason)"
+            )
+            return self._not_established(task, principal, commit, why)
+        runs = await self.verification.run(commands, commit, **context)
         verification = VerificationResult(
             task_id=task_id,
             commit=commit,
@@ -401,16 +616,49 @@ class TaskBoard:
             notes=[run.note for run in runs],
         )
         passed = verification.passed
+        summary = {
+            "by": principal.agent,
+            "commit": commit,
+            "passed": passed,
+            "exit_codes": verification.exit_codes,
+            "output_digests": verification.output_digests,
+            "output": [run.note[-1000:] for run in runs if run.exit_code != 0],
+            "red": "skipped: " + manifest["no_red_phase"] if red is None else red["exit_codes"],
+        }
         with self.db.transaction() as tx:
             current = self._locked(tx, task_id)
-            self._set(tx, task_id, verification=verification.model_dump_json())
+            history = _annotated(current["history"], verification=summary)
+            current = {**current, "history": history}
+            self._set(tx, task_id, verification=verification.model_dump_json(), history=json.dumps(history))
+            for run in runs:
+                if run.timed_out:
+                    self._event(tx, task_id, "verification_timeout", outcome="error", command=run.command)
             if passed:
                 self._set(tx, task_id, state="verified")
-                self._event(tx, task_id, "verify", passed=True, commit=commit, by=principal.agent)
+                self._event(tx, task_id, "verify", passed=True, commit=commit, by=principal.agent, red=summary["red"])
             else:
                 self._event(tx, task_id, "verify", passed=False, commit=commit, by=principal.agent, outcome="error")
                 self._after_failure(tx, current, "verification failed")
         return verification
+
+    def _not_established(self, task: JSONObject, principal: Principal, commit: str, why: str) -> VerificationResult:
+        """Not verified, and not the worker's failure: the check cannot grade this work. The task blocks."""
+        with self.db.transaction() as tx:
+            current = self._locked(tx, task["id"])
+            history = _closed(current["history"], "not established", why)
+            current = {**current, "history": history}
+            self._set(tx, task["id"], state="blocked", history=json.dumps(history))
+            self._event(tx, task["id"], "verify", passed=False, commit=commit, by=principal.agent, outcome="error")
+            self._write_blocker(tx, current, why)
+        return VerificationResult(
+            task_id=task["id"],
+            commit=commit,
+            commands=task["manifest"]["verification"],
+            exit_codes=[None for _ in task["manifest"]["verification"]],
+            passed=False,
+            output_digests=[],
+            notes=[why],
+        )
 
     # --- helpers ----------------------------------------------------------------------------------
 
@@ -435,35 +683,78 @@ class TaskBoard:
                 )
 
     def _blocker(self, task: JSONObject, record: ExecutionRecord, principal: Principal) -> JSONObject:
-        if record.blocker is None:
-            raise InvalidRequest("record field 'blocker': a blocked report must carry a blocker report")
+        """The worker stops with a report instead of looping: its attempt ends, the task blocks, and the
+        gateway writes the blocker report, with the worker's hypothesis and recommendation in it."""
         if task["owner"] != principal.agent:
             raise TaskRefused(f"only {task['owner']}, who worked on {task['id']!r} last, can report it blocked")
+        account = (record.blocker.model_dump() if record.blocker else {}) | {"by": principal.agent}
         with self.db.transaction() as tx:
             current = self._locked(tx, task["id"])
             if current["state"] == "claimed" and not _expired(current):
-                current = {**current, "failures": current["manifest"]["max_attempts"] - 1}
-                self._after_failure(tx, current, "the worker reported it blocked")
+                history = _closed(current["history"], "blocked", "the worker reported it blocked")
+                current = {**current, "history": history}
+                self._set(tx, task["id"], state="blocked", claim_expires=None, history=json.dumps(history))
+                self._event(tx, task["id"], "block", why="the worker reported it blocked", by=principal.agent)
             elif current["state"] != "blocked":
                 raise TaskRefused(f"task {task['id']!r} is {current['state']}, not blocked")
-            self._set(tx, task["id"], state="blocked", blocker=record.blocker.model_dump_json())
-            self._event(tx, task["id"], "blocker_report", by=principal.agent, blocker=record.blocker.model_dump())
+            why = (current["blocker"] or {}).get("why") or "the worker reported it blocked"
+            self._write_blocker(tx, current, why, worker=account)
         return {"task_id": task["id"], "state": "blocked", "scope_violations": []}
 
-    def _after_failure(self, tx: sqlite3.Connection, task: JSONObject, why: str) -> str:
+    def _after_failure(self, tx: sqlite3.Connection, task: JSONObject, why: str, **facts: Any) -> str:
+        """An attempt ended without success: back to open, or blocked (with the gateway's blocker report)
+        when the task is out of attempts."""
         failures = task["failures"] + 1
-        blocked = failures >= task["manifest"]["max_attempts"]
-        state = "blocked" if blocked else "open"
-        self._set(tx, task["id"], state=state, failures=failures, claim_expires=None)
-        self._event(tx, task["id"], "block" if blocked else "attempt_failed", why=why, failures=failures)
+        task = {**task, "failures": failures, "history": _closed(task["history"], "failed", why, **facts)}
+        manifest = task["manifest"]
+        exhausted = failures >= manifest["max_attempts"] or (
+            task["strategy_attempts"] >= manifest["max_attempts_per_strategy"]
+            and task["shifts"] >= manifest["max_strategy_shifts"]
+        )
+        state = "blocked" if exhausted else "open"
+        columns: dict[str, Any] = {"history": json.dumps(task["history"]), "failures": failures}
+        self._set(tx, task["id"], state=state, claim_expires=None, **columns)
+        self._event(tx, task["id"], "block" if exhausted else "attempt_failed", why=why, failures=failures)
+        if exhausted:
+            self._write_blocker(tx, task, f"out of attempts: {why}")
         return state
+
+    def _write_blocker(
+        self, tx: sqlite3.Connection, task: JSONObject, why: str, worker: JSONObject | None = None
+    ) -> None:
+        """The blocker report, written by the gateway from what it recorded: every attempt with its strategy,
+        verification output, diff and violations, and the time spent. ``worker``: the worker's own account."""
+        report = blocker_report(task, why, worker)
+        self._set(tx, task["id"], blocker=json.dumps(report), note=f"BLOCKED: {why}"[:500])
+        self._event(tx, task["id"], "blocker_report", outcome="error", by="gateway", why=why, blocker=report)
+
+    def _expire(self, tx: sqlite3.Connection, task: JSONObject) -> str:
+        why = f"the claim of {task['owner']} expired at {task['claim_expires']} without a report"
+        self._event(tx, task["id"], "claim_expired", outcome="error", owner=task["owner"], attempt=task["attempt"])
+        return self._after_failure(tx, task, why)
+
+    def sweep(self, now: datetime | None = None) -> list[str]:
+        """Record every claim that has expired, when it expires (not at the next claim): the attempt fails,
+        the task goes back to open or blocks. Answers the ids of the tasks it moved."""
+        moment = (now or _now()).isoformat(timespec="seconds")
+        rows = self.db.query("SELECT id FROM tasks WHERE state = 'claimed' AND claim_expires <= ?", (moment,))
+        moved = []
+        for row in rows:
+            with self.db.transaction() as tx:
+                task = self._locked(tx, row["id"])
+                if task["state"] == "claimed" and task["claim_expires"] <= moment:
+                    state = self._expire(tx, task)
+                    moved.append(task["id"])
+                    log.warning("a claim expired", task=task["id"], owner=task["owner"], now=state)
+        return moved
 
     def _not_claimable(self, task: JSONObject) -> str:
         if task["state"] == "blocked":
             return (
-                f"task {task['id']!r} is blocked after {task['failures']} failed attempts: no more retries. "
-                "Its last worker sends task_report with status 'blocked' and a blocker report "
-                "(strategies_tried, errors, suspected_cause, human_action) for a human to act on."
+                f"task {task['id']!r} is blocked ({task['note'] or 'out of attempts'}): no more retries. The "
+                "gateway wrote its blocker report; its last worker may add a hypothesis and a recommended "
+                "intervention (task_report with status 'blocked' and blocker {suspected_cause, human_action}). "
+                "A person requeues or abandons it, or the planner amends its manifest."
             )
         if task["state"] == "quarantined":
             return f"task {task['id']!r} is quarantined after a scope violation; a human must review it"
@@ -489,6 +780,9 @@ class TaskBoard:
         return _task(row)
 
     def _set(self, tx: sqlite3.Connection, task_id: str, **columns: Any) -> None:
+        if "state" in columns:  # every state change is one the table allows
+            row = tx.execute("SELECT state FROM tasks WHERE id = ?", (task_id,)).fetchone()
+            check_move(TASK_MOVES, f"task {task_id!r}", row["state"], str(columns["state"]))
         assignments = ", ".join(f"{name} = ?" for name in columns)
         tx.execute(
             f"UPDATE tasks SET {assignments}, updated = ? WHERE id = ?",
@@ -522,6 +816,70 @@ class TaskBoard:
     def _ready(self, task: JSONObject, states: dict[str, str]) -> bool:
         claimable = task["state"] == "open" or (task["state"] == "claimed" and _expired(task))
         return claimable and all(states.get(d) == "committed" for d in task["manifest"]["depends_on"])
+
+
+def _closed(history: list[JSONObject], outcome: str, why: str, **facts: Any) -> list[JSONObject]:
+    """The attempt history with its last attempt ended: outcome, why, when, and what was learnt."""
+    if not history:
+        return history
+    last = {**history[-1], **facts, "outcome": outcome, "why": why, "ended": utc_now()}
+    return [*history[:-1], last]
+
+
+def _annotated(history: list[JSONObject], **facts: Any) -> list[JSONObject]:
+    """The attempt history with facts added to its last (still running) attempt."""
+    return [*history[:-1], {**history[-1], **facts}] if history else history
+
+
+def blocker_report(task: JSONObject, why: str, worker: JSONObject | None = None) -> JSONObject:
+    """What a person needs to unblock a task, from the gateway's own record: each attempt's strategy, how it
+    ended, its verification output (tails and digests), diff and violations; and the time spent."""
+    attempts = []
+    total = 0.0
+    for h in task["history"]:
+        spent = None
+        if h.get("claimed") and h.get("ended"):
+            spent = (datetime.fromisoformat(h["ended"]) - datetime.fromisoformat(h["claimed"])).total_seconds()
+            total += spent
+        attempts.append(
+            {
+                "attempt": h.get("attempt"),
+                "strategy": h.get("strategy"),
+                "owner": h.get("owner"),
+                "outcome": h.get("outcome", "running"),
+                "why": h.get("why"),
+                "verification": h.get("verification"),
+                "diff": h.get("diff"),
+                "violations": h.get("violations", []),
+                "drift": h.get("drift"),
+                "time_spent_s": spent,
+            }
+        )
+    report: JSONObject = {
+        "task_id": task["id"],
+        "written_by": "gateway",
+        "time": utc_now(),
+        "why": why,
+        "strategies_tried": list(dict.fromkeys(str(h.get("strategy")) for h in task["history"])),
+        "attempts": attempts,
+        "failures": task["failures"],
+        "time_spent_s": round(total, 3),
+        "unblock_with": "gateway task requeue ID (a fresh budget), gateway task amend ID FILE (a new manifest "
+        "version), or gateway task abandon ID",
+    }
+    if worker:
+        report["worker"] = worker  # the worker's hypothesis and recommended intervention
+    return report
+
+
+def _diff_summary(files: list[str]) -> JSONObject:
+    return {"files": len(files), "paths": files[:50]}
+
+
+def _frozen_violation(text: str) -> JSONObject:
+    """'FROZEN_SIGNATURE src/a.py:f: ...' as a violation entry: its code, and what it names."""
+    code, _, rest = text.partition(" ")
+    return {"path": rest.split(":", 1)[0] if code == "FROZEN_SIGNATURE" else rest, "code": code, "detail": text}
 
 
 def _usable(worktree: str | None) -> bool:
