@@ -124,6 +124,13 @@ class ApprovalsConfig(Strict):
 class TasksConfig(Strict):
     claim_ttl_s: Annotated[int, Field(gt=0, le=86400)] = 900
     verification_timeout_s: Annotated[float, Field(gt=0, le=7200)] = 600.0
+    sweep_s: Annotated[float, Field(gt=0, le=3600)] = 5.0  # how often expired claims are looked for
+
+
+class IntegrationConfig(Strict):
+    # the workspace's own checks, run on every merge commit after the task's verification (the merge
+    # queue publishes only when both pass); the merge ceremony leaves out a task that fails them
+    verification: list[Annotated[str, Field(min_length=1, max_length=4096)]] = Field(default_factory=list)
 
 
 class IdentityConfig(Strict):
@@ -187,6 +194,7 @@ class GatewayConfig(Strict):
     identity: IdentityConfig = Field(default_factory=IdentityConfig)
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
     tasks: TasksConfig = Field(default_factory=TasksConfig)
+    integration: IntegrationConfig = Field(default_factory=IntegrationConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     source: Path | None = Field(default=None, exclude=True)

@@ -38,3 +38,7 @@ findings contains {"tier": 3, "rule": "commit.push", "reason": "pushes to anothe
 	input.tool.name == "intent_commit"
 	intent.action == "push"
 }
+
+findings contains {"tier": 2, "rule": "commit.ceremony", "reason": "merges every verified task with an approved intent"} if {
+	input.tool.name == "merge_ceremony"
+}

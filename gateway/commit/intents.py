@@ -53,6 +53,13 @@ class Intents:
         rows = self.db.query("SELECT * FROM intents WHERE id = ?", (identifier,))
         return _intent(rows[0]) if rows else None
 
+    def for_task(self, task_id: str, action: str) -> list[JSONObject]:
+        """A task's intents for one action, oldest first."""
+        rows = self.db.query(
+            "SELECT * FROM intents WHERE task_id = ? AND action = ? ORDER BY created", (task_id, action)
+        )
+        return [_intent(r) for r in rows]
+
     def by_state(self, state: str) -> list[JSONObject]:
         return [_intent(r) for r in self.db.query("SELECT * FROM intents WHERE state = ? ORDER BY created", (state,))]
 

@@ -162,9 +162,10 @@ class MergeQueue:
     async def _verify(
         self, intent: JSONObject, task: JSONObject, merge_commit: str, principal: Principal, progress: ProgressFn
     ) -> JSONObject | None:
-        """The manifest's verification on the merge commit; what failed, or None."""
+        """The manifest's verification, then the workspace's integration checks, on the merge commit; what
+        failed, or None."""
         runs = await self.verification.run(
-            task["manifest"]["verification"],
+            [*task["manifest"]["verification"], *self.config.integration.verification],
             merge_commit,
             principal=principal,
             tool="intent_commit",

@@ -32,7 +32,7 @@ from gateway.ledger.chain import Ledger, digest, utc_now
 from gateway.ledger.store import Database
 from gateway.policy.engine import PolicyEngine
 from gateway.repo import Repo
-from gateway.tasks.drift import drift, frozen_problems, frozen_violations
+from gateway.tasks.drift import drift, frozen_problems, frozen_violations, matches
 from gateway.tasks.models import Claim, ExecutionRecord, StrategyShift, TaskManifest, VerificationResult
 from gateway.tasks.states import TASK_MOVES, check_move
 from gateway.tasks.verification import Verification
@@ -149,6 +149,14 @@ class TaskBoard:
             if verification
             else None,
         }
+
+    def all(self) -> list[JSONObject]:
+        return [_task(row) for row in self.db.query("SELECT * FROM tasks ORDER BY created, id")]
+
+    def note(self, task_id: str, action: str, **detail: Any) -> None:
+        """A step in the task's trace that changes nothing (the merge ceremony's triage of it)."""
+        with self.db.transaction() as tx:
+            self._event(tx, task_id, action, **detail)
 
     def workspace(self, task: JSONObject) -> Workspace | None:
         """The task's worktree; a claimed task whose worktree a crash (or a person) removed gets it back here,
@@ -880,6 +888,14 @@ def _frozen_violation(text: str) -> JSONObject:
     """'FROZEN_SIGNATURE src/a.py:f: ...' as a violation entry: its code, and what it names."""
     code, _, rest = text.partition(" ")
     return {"path": rest.split(":", 1)[0] if code == "FROZEN_SIGNATURE" else rest, "code": code, "detail": text}
+
+
+def acceptance_files(root: Path, patterns: list[str]) -> tuple[Path, ...]:
+    """The files under ``root`` a task's acceptance globs name (tracked ones: what git knows of)."""
+    if not patterns:
+        return ()
+    tracked = Repo(root).run("ls-files", "-z", check=False).split("\0")
+    return tuple(root / p for p in tracked if p and any(matches(g, p) for g in patterns))
 
 
 def _usable(worktree: str | None) -> bool:

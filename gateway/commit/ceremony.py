@@ -1,0 +1,128 @@
+"""The merge ceremony: triage every task, merge the verified ones in dependency order through the merge
+queue, leave out a failing one and carry on, block its dependents, and write the report down.
+
+Triage: SUCCESS (verified, with an approved merge intent for its current attempt: queued for merge),
+AWAITING_APPROVAL (verified, no approved intent yet), FAILED (blocked, or back to open after failed
+attempts), CRASHED (its claim expired without a report: recorded as a failed attempt), SCOPE_VIOLATION
+(quarantined: never merged), RUNNING (a live claim), PENDING (not started or not yet verified). Each merge
+is an ordinary intent commit (exactly once, verified on the merge commit with the manifest's and the
+workspace's integration checks, published only when they pass), so nothing merged is ever reverted: a task
+that fails is simply not published, and every task that depends on it is blocked with the reason.
+
+    report = await Ceremony(board, intents, committer, ledger).run(principal, progress)
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from gateway.commit.executor import Committer
+from gateway.commit.intents import Intents
+from gateway.ledger.chain import Ledger, utc_now
+from gateway.tasks.board import TaskBoard
+from gateway.types import JSONObject, Principal, ProgressFn
+
+DONE = ("committed", "abandoned")
+
+
+class Ceremony:
+    def __init__(self, board: TaskBoard, intents: Intents, committer: Committer, ledger: Ledger) -> None:
+        self.board = board
+        self.intents = intents
+        self.committer = committer
+        self.ledger = ledger
+
+    async def run(self, principal: Principal, progress: ProgressFn) -> JSONObject:
+        crashed = set(self.board.sweep())  # claims that ran out are failed attempts before anything else
+        tasks = {t["id"]: t for t in self.board.all()}
+        triage = {task_id: self._triage(task, task_id in crashed) for task_id, task in tasks.items()}
+        merged: list[str] = []
+        left_out: list[JSONObject] = []
+        for task_id in _dependency_order([t for t in tasks if triage[t]["status"] == "SUCCESS"], tasks):
+            task = self.board.get(task_id)
+            waiting = [d for d in task["manifest"]["depends_on"] if self.board.get(d)["state"] != "committed"]
+            if waiting:
+                triage[task_id] = {"status": "SKIPPED", "why": f"waits for {', '.join(waiting)}"}
+                continue
+            await progress(len(merged), None, f"merging {task_id}")
+            result = await self.committer.commit(triage[task_id]["intent_id"], principal, progress)
+            if result["state"] == "committed":
+                merged.append(task_id)
+                triage[task_id]["merge_commit"] = result["outcome"]["merge_commit"]
+                continue
+            why = _why(result)
+            blocked = self.board.block_dependents(task_id, f"its dependency {task_id} was left out of a merge: {why}")
+            triage[task_id] = {"status": "LEFT_OUT", "why": why, "dependents_blocked": blocked}
+            left_out.append({"task_id": task_id, "why": why, "dependents_blocked": blocked})
+        report: JSONObject = {
+            "ceremony_id": secrets.token_hex(8),
+            "time": utc_now(),
+            "by": principal.agent,
+            "merged": merged,
+            "left_out": left_out,
+            "tasks": triage,
+        }
+        self.ledger.append(
+            {
+                "kind": "ceremony",
+                "trace_id": secrets.token_hex(16),
+                "principal": principal.model_dump(),
+                "tool": "merge_ceremony",
+                "outcome": "ok" if not left_out else "error",
+                "detail": report,
+            }
+        )
+        for task_id, outcome in triage.items():
+            self.board.note(task_id, "ceremony", ceremony_id=report["ceremony_id"], **outcome)
+        return report
+
+    def _triage(self, task: JSONObject, crashed: bool) -> JSONObject:
+        state = task["state"]
+        if crashed:
+            return {"status": "CRASHED", "why": task["note"] or "its claim expired without a report", "state": state}
+        if state == "verified":
+            attempt = task["attempt"]
+            approved = [
+                i
+                for i in self.intents.for_task(task["id"], "merge")
+                if i["state"] == "approved" and i["attempt"] in (0, attempt)
+            ]
+            if approved:
+                return {"status": "SUCCESS", "intent_id": approved[-1]["id"]}
+            return {"status": "AWAITING_APPROVAL", "why": "no approved merge intent for its current attempt"}
+        if state == "quarantined":
+            return {"status": "SCOPE_VIOLATION", "why": task["note"], "state": state}
+        if state == "blocked" or (state == "open" and task["failures"]):
+            return {"status": "FAILED", "why": task["note"], "state": state}
+        if state == "claimed":
+            return {"status": "RUNNING", "owner": task["owner"], "until": task["claim_expires"]}
+        return {"status": "DONE" if state in DONE else "PENDING", "state": state}
+
+
+def _dependency_order(ids: list[str], tasks: dict[str, JSONObject]) -> list[str]:
+    """``ids`` with every task after the ones it depends on (depth first; the ids' own order otherwise)."""
+    ordered: list[str] = []
+    seen: set[str] = set()
+
+    def visit(task_id: str) -> None:
+        if task_id in seen:
+            return
+        seen.add(task_id)
+        for dependency in tasks[task_id]["manifest"]["depends_on"]:
+            if dependency in ids:
+                visit(dependency)
+        ordered.append(task_id)
+
+    for task_id in sorted(ids):
+        visit(task_id)
+    return ordered
+
+
+def _why(result: dict[str, Any]) -> str:
+    outcome = result.get("outcome") or {}
+    if outcome.get("conflicts"):
+        return f"conflicts in {', '.join(outcome['conflicts'])}"
+    if outcome.get("failed_command"):
+        return f"{outcome['failed_command']} failed on the merge commit (exit {outcome.get('exit_code')})"
+    return str(outcome.get("error") or outcome.get("deferred") or result["state"])

@@ -1,0 +1,281 @@
+"""Convergence, with real git and real MCP clients: red then green, read-only acceptance files, clean
+attempts, strategy limits and gateway-written blocker reports, escalation, separation of duty, the handoff
+shapes of notes/handoff-artifacts.md, frozen interfaces, the merge ceremony, claims expiring on time."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ledger_rows, reconfigure, text_of, token
+from test_merge_queue import approve, call, client, commit, started, submit, work
+
+from gateway.process import gateway_cli
+from gateway.repo import Repo
+
+pytestmark = pytest.mark.anyio
+
+FIX = {"src/app.py": "def answer():\n    return 42\n"}
+CHECK = ["grep -q 'return 42' src/app.py"]
+
+
+async def test_a_check_that_passes_on_the_base_is_not_verified(config: Any, repo: Path) -> None:
+    async with started(config) as gateway:
+        await submit(gateway, "T1", ["src/**"], ["test -f src/app.py"])  # true before any work: no red phase
+        await work(gateway, "T1", FIX)
+        result = await call(gateway, token(config, "verifier", agent="v"), "verify_run", {"task_id": "T1"})
+        assert not result.structured_content["passed"] and "red phase missing" in text_of(result)
+        task = gateway.board.get("T1")
+        assert task["state"] == "blocked" and task["blocker"]["written_by"] == "gateway"
+        assert "red phase missing" in task["blocker"]["why"]
+        # the planner states why no red phase applies: recorded, and then green alone verifies
+        await call(
+            gateway,
+            token(config, "planner", agent="planner"),
+            "task_amend",
+            {
+                "manifest": {
+                    "task_id": "T1",
+                    "objective": "do T1",
+                    "allowed_paths": ["src/**"],
+                    "verification": ["test -f src/app.py"],
+                    "no_red_phase": "a refactoring: behaviour must not change",
+                },
+                "why": "no red phase for a refactoring",
+            },
+        )
+        await work(gateway, "T1", FIX, agent="worker-2")
+        green = await call(gateway, token(config, "verifier", agent="v"), "verify_run", {"task_id": "T1"})
+        assert green.structured_content["passed"], text_of(green)
+        verified = [r for r in ledger_rows(gateway, kind="task") if r.detail["action"] == "verify"][-1]
+        assert verified.detail["red"] == "skipped: a refactoring: behaviour must not change"
+
+
+async def test_red_then_green_and_an_empty_diff_is_never_verified(config: Any, repo: Path) -> None:
+    async with started(config) as gateway:
+        await submit(gateway, "T1", ["src/**"], CHECK)
+        await work(gateway, "T1", FIX)
+        green = await call(gateway, token(config, "verifier", agent="v"), "verify_run", {"task_id": "T1"})
+        assert green.structured_content["passed"]
+        red = [r for r in ledger_rows(gateway, kind="task") if r.detail["action"] == "red_phase"]
+        assert len(red) == 1 and red[0].detail["failed"] and red[0].detail["exit_codes"] == [1]
+        await submit(gateway, "T2", ["src/**"], CHECK)
+        await work(gateway, "T2", {})
+        empty = await call(gateway, token(config, "verifier", agent="v"), "verify_run", {"task_id": "T2"})
+        assert not empty.structured_content["passed"] and "changes nothing" in text_of(empty)
+
+
+async def test_a_worker_cannot_edit_its_acceptance_files(config: Any, repo: Path) -> None:
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_app.py").write_text("def test_answer():\n    assert True\n")
+    Repo(repo).run("add", "tests")
+    Repo(repo).run("commit", "-q", "-m", "a test")
+    async with started(config) as gateway:
+        await submit(gateway, "T1", ["src/**", "tests/**"], CHECK, acceptance=["tests/test_app.py"])
+        async with client(gateway, token(config, "worker", agent="w")) as worker:
+            await worker.call_tool("task_claim", {"task_id": "T1"})
+            written = await worker.call_tool("fs_write", {"path": "tests/test_app.py", "content": "# weakened\n"})
+            shell = await worker.call_tool("shell_run", {"command": "echo 'pass' > tests/test_app.py"})
+            other = await worker.call_tool("fs_write", {"path": "tests/test_more.py", "content": "x = 1\n"})
+        assert written.is_error and "paths.acceptance" in written.structured_content["decision"]["rules"]
+        assert shell.is_error and "paths.acceptance" in shell.structured_content["decision"]["rules"]
+        assert not other.is_error, text_of(other)
+        worktree = Path(gateway.board.get("T1")["worktree"])
+        assert (worktree / "tests" / "test_app.py").read_text().startswith("def test_answer")
+
+
+async def test_attempt_two_starts_without_attempt_one_changes(config: Any, repo: Path) -> None:
+    async with started(config) as gateway:
+        await submit(gateway, "T1", ["src/**"], CHECK)
+        async with client(gateway, token(config, "worker", agent="w")) as worker:
+            await worker.call_tool("task_claim", {"task_id": "T1"})
+            await worker.call_tool("fs_write", {"path": "src/half.py", "content": "half = 'finished'\n"})
+            await worker.call_tool("task_release", {"task_id": "T1"})
+            again = await worker.call_tool("task_claim", {"task_id": "T1"})
+        worktree = Path(again.structured_content["worktree"])
+        assert again.structured_content["claim"]["attempt"] == 2
+        assert not (worktree / "src" / "half.py").exists(), "attempt 2 starts clean"
+        assert Repo(repo).run("show", "refs/gateway/attempts/T1/1:src/half.py") == "half = 'finished'\n"
+
+
+async def test_exhausted_limits_block_with_a_gateway_blocker_report(config: Any, repo: Path) -> None:
+    async with started(config) as gateway:
+        limits = {"max_attempts_per_strategy": 1, "max_strategy_shifts": 1}
+        await submit(gateway, "T1", ["src/**"], CHECK, **limits)
+        verifier = token(config, "verifier", agent="v")
+        await work(gateway, "T1", {"src/app.py": "def answer():\n    return 40\n"}, agent="w")
+        first = await call(gateway, verifier, "verify_run", {"task_id": "T1"})
+        assert not first.structured_content["passed"]
+        async with client(gateway, token(config, "worker", agent="w")) as worker:
+            same = await worker.call_tool("task_claim", {"task_id": "T1"})
+            assert same.is_error and "strategy_shift" in text_of(same)
+            no_reason = await worker.call_tool(
+                "task_claim", {"task_id": "T1", "strategy_shift": {"approach": "rewrite", "reason": ""}}
+            )
+            assert no_reason.is_error and "'strategy_shift'" in text_of(no_reason)
+            shifted = await worker.call_tool(
+                "task_claim",
+                {"task_id": "T1", "strategy_shift": {"approach": "rewrite answer()", "reason": "editing failed"}},
+            )
+            assert shifted.structured_content["strategy"] == "rewrite answer()", text_of(shifted)
+            await worker.call_tool("fs_write", {"path": "src/app.py", "content": "def answer():\n    return 43\n"})
+            await worker.call_tool("task_report", {"record": {"task_id": "T1", "status": "done"}})
+        second = await call(gateway, verifier, "verify_run", {"task_id": "T1"})
+        assert not second.structured_content["passed"]
+        task = gateway.board.get("T1")
+        assert task["state"] == "blocked"
+        report = task["blocker"]
+        assert report["written_by"] == "gateway" and report["strategies_tried"] == ["initial", "rewrite answer()"]
+        assert [a["outcome"] for a in report["attempts"]] == ["failed", "failed"]
+        assert [a["verification"]["exit_codes"] for a in report["attempts"]] == [[1], [1]]
+        assert all(a["verification"]["output"] and a["diff"]["paths"] == ["src/app.py"] for a in report["attempts"])
+        steps = [r.detail["action"] for r in ledger_rows(gateway, kind="task")]
+        assert "strategy_shift" in steps and "blocker_report" in steps
+        shown = gateway_cli(config, "task", "show", "T1")
+        assert shown.returncode == 0 and "rewrite answer()" in shown.stdout
+        trace = gateway_cli(config, "trace", "show", task["trace_id"])
+        assert "STRATEGY SHIFT: rewrite answer()" in trace.stdout, trace.stdout[-2000:]
+
+
+async def test_requeue_amend_and_abandon(config: Any, repo: Path) -> None:
+    async with started(config) as gateway:
+        await submit(gateway, "T1", ["src/**"], CHECK, max_attempts=1)
+        await submit(gateway, "T2", ["docs/**"], ["test -f docs/x"], depends_on=["T1"])
+        await work(gateway, "T1", {"src/app.py": "def answer():\n    return 40\n"}, agent="w")
+        await call(gateway, token(config, "verifier", agent="v"), "verify_run", {"task_id": "T1"})
+        assert gateway.board.get("T1")["state"] == "blocked"
+    requeued = gateway_cli(config, "task", "requeue", "T1", "--why", "the check was flaky")
+    assert requeued.returncode == 0, requeued.stderr
+    async with started(config) as gateway:
+        task = gateway.board.get("T1")
+        assert task["state"] == "open" and task["failures"] == 0 and len(task["history"]) == 1
+        await call(gateway, token(config, "worker", agent="w"), "task_claim", {"task_id": "T1"})
+    held = gateway_cli(config, "task", "requeue", "T1")
+    assert held.returncode == 2 and "live claim" in held.stderr
+    (config.workspace.parent / "v2.yaml").write_text(
+        "task_id: T1\nobjective: answer 43\nallowed_paths: ['src/**']\n"
+        "verification: [\"grep -q 'return 43' src/app.py\"]\n"
+    )
+    under_claim = gateway_cli(config, "task", "amend", "T1", str(config.workspace.parent / "v2.yaml"))
+    assert under_claim.returncode == 2 and "live claim" in under_claim.stderr
+    async with started(config) as gateway:
+        await call(gateway, token(config, "worker", agent="w"), "task_release", {"task_id": "T1"})
+    amended = gateway_cli(config, "task", "amend", "T1", str(config.workspace.parent / "v2.yaml"), "--why", "43 now")
+    assert amended.returncode == 0, amended.stderr
+    async with started(config) as gateway:
+        task = gateway.board.get("T1")
+        assert task["manifest_version"] == 2 and task["manifest"]["objective"] == "answer 43"
+        versions = gateway.db.query("SELECT version FROM task_manifests WHERE task_id = 'T1' ORDER BY version")
+        assert [v["version"] for v in versions] == [1, 2]
+    abandoned = gateway_cli(config, "task", "abandon", "T1", "--why", "not needed")
+    assert abandoned.returncode == 0 and '"T2"' in abandoned.stdout
+    async with started(config) as gateway:
+        dependent = gateway.board.get("T2")
+        assert dependent["state"] == "blocked" and "abandoned" in dependent["blocker"]["why"]
+    again = gateway_cli(config, "task", "amend", "T1", str(config.workspace.parent / "v2.yaml"))
+    assert again.returncode == 2 and "abandoned" in again.stderr
+
+
+async def test_the_agent_that_worked_a_task_cannot_verify_or_commit_it(config: Any, repo: Path) -> None:
+    async with started(config) as gateway:
+        await submit(gateway, "T1", ["src/**"], CHECK)
+        await work(gateway, "T1", FIX, agent="solo")
+        own = await call(gateway, token(config, "verifier", agent="solo"), "verify_run", {"task_id": "T1"})
+        assert own.is_error and own.structured_content["decision"]["rules"] == ["duty.worker_grades_own_work"]
+        intent_id = await approve(gateway, "T1")  # by another verifier
+        own_commit = await call(
+            gateway, token(config, "committer", agent="solo"), "intent_commit", {"intent_id": intent_id}
+        )
+        assert (
+            own_commit.is_error and "duty.worker_grades_own_work" in own_commit.structured_content["decision"]["rules"]
+        )
+        assert (await commit(gateway, intent_id)).structured_content["state"] == "committed"
+
+
+async def test_the_handoff_shapes_of_the_source_material_are_accepted(config: Any, repo: Path) -> None:
+    async with started(config) as gateway:
+        await submit(
+            gateway,
+            "T1",
+            ["src/**"],
+            CHECK,
+            constraints=["do not change API response schemas"],
+            handoff_notes=["answer() is used by the CLI", "keep it pure"],
+            schema_version="1",
+            preconditions=["src/app.py exists"],
+            deadline=(datetime.now(UTC) + timedelta(hours=1)).isoformat(),
+            expected_artifact="ExecutionRecord",
+        )
+        async with client(gateway, token(config, "worker", agent="w")) as worker:
+            claim = await worker.call_tool("task_claim", {"task_id": "T1"})
+            assert set(claim.structured_content["claim"]) == {"task_id", "owner", "expires_at", "attempt"}
+            await worker.call_tool("fs_write", {"path": "src/app.py", "content": FIX["src/app.py"]})
+            record = {
+                "task_id": "T1",
+                "status": "needs_review",
+                "files_changed": ["src/app.py"],
+                "commands_run": ["python -m pytest -q"],
+                "risks": ["none known"],
+                "next_step": "verify",
+            }
+            reported = await worker.call_tool("task_report", {"record": record})
+        assert not reported.is_error and reported.structured_content["state"] == "reported", text_of(reported)
+
+
+async def test_a_frozen_signature_change_is_caught(config: Any, repo: Path) -> None:
+    async with started(config) as gateway:
+        refused = await call(
+            gateway,
+            token(config, "planner", agent="planner"),
+            "task_submit",
+            {"manifest": {"task_id": "T0", "objective": "x", "allowed_paths": ["src/**"], "verification": CHECK,
+                          "frozen": ["src/app.py:nosuch"]}},
+        )  # fmt: skip
+        assert refused.is_error and "'frozen'" in text_of(refused) and "nosuch" in text_of(refused)
+        await submit(gateway, "T1", ["src/**"], CHECK, frozen=["src/app.py:answer"])
+        async with client(gateway, token(config, "worker", agent="w")) as worker:
+            await worker.call_tool("task_claim", {"task_id": "T1"})
+            await worker.call_tool("fs_write", {"path": "src/app.py", "content": "def answer(x):\n    return 42\n"})
+            reported = await worker.call_tool("task_report", {"record": {"task_id": "T1", "status": "done"}})
+        violations = reported.structured_content["scope_violations"]
+        assert reported.is_error and [v["code"] for v in violations] == ["FROZEN_SIGNATURE"]
+        assert gateway.board.get("T1")["state"] == "quarantined"
+
+
+async def test_ceremony_merges_three_leaves_one_out_and_blocks_its_dependents(config: Any, repo: Path) -> None:
+    config = reconfigure(config, integration={"verification": ["test ! -f src/broken.py"]})
+    async with started(config) as gateway:
+        for name, files in [("T1", {"src/a.py": "A = 1\n"}), ("T2", {"src/b.py": "B = 1\n"}),
+                            ("T3", {"src/c.py": "C = 1\n"}), ("T4", {"src/broken.py": "X = 1\n"})]:  # fmt: skip
+            path = next(iter(files))
+            await submit(gateway, name, [path], [f"test -f {path}"])
+            await work(gateway, name, files)
+            await approve(gateway, name)
+        await submit(gateway, "T5", ["src/e.py"], ["test -f src/e.py"], depends_on=["T4"])
+        result = await call(gateway, token(config, "committer", agent="committer"), "merge_ceremony", {})
+        report = result.structured_content
+        assert report["merged"] == ["T1", "T2", "T3"], report
+        assert [o["task_id"] for o in report["left_out"]] == ["T4"]
+        assert "test ! -f src/broken.py" in report["left_out"][0]["why"]
+        assert report["left_out"][0]["dependents_blocked"] == ["T5"]
+        assert gateway.board.get("T5")["state"] == "blocked"
+        assert not (repo / "src" / "broken.py").exists() and (repo / "src" / "c.py").exists()
+        ceremonies = ledger_rows(gateway, kind="ceremony")
+        assert len(ceremonies) == 1 and ceremonies[0].detail["merged"] == ["T1", "T2", "T3"]
+        steps = [r.detail for r in ledger_rows(gateway, kind="task") if r.detail["action"] == "ceremony"]
+        assert {d["task_id"]: d["status"] for d in steps}["T4"] == "LEFT_OUT"
+
+
+async def test_an_expired_claim_is_recorded_when_it_expires(config: Any, repo: Path) -> None:
+    async with started(config) as gateway:
+        await submit(gateway, "T1", ["src/**"], CHECK)
+        await call(gateway, token(config, "worker", agent="w"), "task_claim", {"task_id": "T1"})
+        assert gateway.board.sweep() == []  # the clock is injected: nothing has expired yet
+        later = datetime.now(UTC) + timedelta(seconds=config.tasks.claim_ttl_s + 1)
+        assert gateway.board.sweep(now=later) == ["T1"]
+        task = gateway.board.get("T1")
+        assert task["state"] == "open" and task["failures"] == 1
+        expired = [r for r in ledger_rows(gateway, kind="task") if r.detail["action"] == "claim_expired"]
+        assert len(expired) == 1 and expired[0].detail["owner"] == "w"
