@@ -45,8 +45,17 @@ MANIFEST = {
     "allowed_paths": ["calc.py", "tests/**"],
     "constraints": ["do not change the function's signature"],
     "verification": ["python3 -m unittest discover -s tests -q"],
-    "handoff_notes": "the bug is on the line `return a - b`",
+    "acceptance": ["tests/**"],  # the tests grade the work: the worker cannot weaken them
+    "frozen": ["calc.py:add"],
+    "handoff_notes": ["the bug is on the line `return a - b`"],
     "max_attempts": 2,
+}
+# A check that already passes without the work: it cannot tell whether the work is done (no red phase)
+DOC_TASK = {
+    "task_id": "doc-add",
+    "objective": "give calc.add a docstring",
+    "allowed_paths": ["calc.py"],
+    "verification": ["python3 -m unittest discover -s tests -q"],
 }
 PROJECT = {
     "calc.py": "def add(a: int, b: int) -> int:\n    return a - b\n",
@@ -172,7 +181,7 @@ async def workflow(config: GatewayConfig, url: str, bearers: dict[str, str]) -> 
     async with agent(url, bearers["verifier"]) as verifier:
         result = structured(await verifier.call_tool("verify_run", {"task_id": TASK_ID}))
         expect(result.get("passed") is True, f"verification to pass, got {result}")
-        say("verifier", f"verify_run {TASK_ID}", f"passed ({len(result['commands'])} command, exit 0)")
+        say("verifier", f"verify_run {TASK_ID}", "red on the base (the test fails), green on the task branch")
 
     async with agent(url, bearers["planner"]) as planner:
         proposal = {"task_id": TASK_ID, "action": "merge", "arguments": {}}
@@ -195,7 +204,26 @@ async def workflow(config: GatewayConfig, url: str, bearers: dict[str, str]) -> 
         merges = Repo(config.workspace).run("log", "--merges", "--format=%H", "main").split()
         expect(merges == [merge], f"exactly one merge commit on main, got {merges}")
         say("committer", f"intent_commit {intent_id[:12]} (replay)", "recorded outcome returned; merges on main: 1")
+
+    await red_phase_missing(url, bearers)
     return trace_id
+
+
+async def red_phase_missing(url: str, bearers: dict[str, str]) -> None:
+    """A task whose check passes before any work: not verified; the gateway blocks it with a blocker report."""
+    async with agent(url, bearers["planner"]) as planner:
+        await planner.call_tool("task_submit", {"manifest": DOC_TASK})
+    async with agent(url, bearers["worker"]) as worker:
+        await worker.call_tool("task_claim", {"task_id": DOC_TASK["task_id"]})
+        await worker.call_tool(
+            "fs_edit",
+            {"path": "calc.py", "old_string": "-> int:\n", "new_string": '-> int:\n    """a + b"""\n'},
+        )
+        await worker.call_tool("task_report", {"record": {"task_id": DOC_TASK["task_id"], "status": "done"}})
+    async with agent(url, bearers["verifier"]) as verifier:
+        result = structured(await verifier.call_tool("verify_run", {"task_id": DOC_TASK["task_id"]}))
+    expect(result.get("passed") is False, f"a check that passes on the base not to verify, got {result}")
+    say("verifier", f"verify_run {DOC_TASK['task_id']}", "NOT VERIFIED: the check passes without the work")
 
 
 def run_demo(directory: Path | None = None) -> int:
@@ -220,6 +248,12 @@ def run_demo(directory: Path | None = None) -> int:
     print(f"\ntrace {trace_id}: from the manifest to the merge commit\n", flush=True)
     shown = gateway_cli(config, "trace", "show", trace_id, timeout=120)
     print(shown.stdout or shown.stderr, end="")
+    blocked = json.loads(gateway_cli(config, "task", "show", DOC_TASK["task_id"], timeout=120).stdout)
+    report = blocked["blocker"]
+    print(f"\nblocker report of {DOC_TASK['task_id']} (written by the {report['written_by']}): {report['why']}")
+    for attempt in report["attempts"]:
+        print(f"  attempt {attempt['attempt']} ({attempt['strategy']}, {attempt['owner']}): {attempt['outcome']}")
+    print(f"  next: {report['unblock_with']}")
     print(f"\nlook around: cd {root} && gateway trace list --denied")
     return 0 if shown.returncode == 0 else 1
 
