@@ -281,7 +281,6 @@ def cmd_rollback(args: argparse.Namespace) -> int:
 
 def cmd_task(args: argparse.Namespace) -> int:
     import anyio
-    import yaml
 
     from gateway.tasks.models import TaskManifest
     from gateway.tasks.tools import parse_artifact
@@ -294,19 +293,145 @@ def cmd_task(args: argparse.Namespace) -> int:
         raise InvalidRequest(
             f"task {args.task_command} needs {'a manifest FILE' if args.task_command == 'submit' else 'an ID'}"
         )
+    by = os.environ.get("USER") or "cli"
     if args.task_command == "show":
         emit(gateway.board.get(args.target))
         return 0
-    try:
-        raw = yaml.safe_load(Path(args.target).read_text())  # YAML is a superset of JSON: either works
-    except (OSError, yaml.YAMLError) as exc:
-        raise InvalidRequest(f"cannot read the manifest {args.target}: {exc}") from None
-    if not isinstance(raw, dict):
-        raise InvalidRequest(f"the manifest {args.target} must be a mapping of TaskManifest fields")
-    manifest = parse_artifact(TaskManifest, raw, "manifest")
-    by = os.environ.get("USER") or "cli"
+    if args.task_command == "requeue":
+        emit(gateway.board.requeue(args.target, by=by, why=args.why))
+        return 0
+    if args.task_command == "abandon":
+        emit(gateway.board.abandon(args.target, by=by, why=args.why))
+        return 0
+    if args.task_command == "amend":
+        if not args.file:
+            raise InvalidRequest("task amend needs the task ID and the new manifest FILE")
+        manifest = parse_artifact(TaskManifest, read_manifest(args.file), "manifest")
+        if manifest.task_id != args.target:
+            raise InvalidRequest(f"the manifest in {args.file} is for task {manifest.task_id!r}, not {args.target!r}")
+        emit(anyio.run(lambda: gateway.board.amend(manifest, by=by, why=args.why)))
+        return 0
+    manifest = parse_artifact(TaskManifest, read_manifest(args.target), "manifest")
     emit(anyio.run(lambda: gateway.board.submit(manifest, by=by, trace_id=None)))
     return 0
+
+
+def read_manifest(path: str) -> dict[str, Any]:
+    import yaml
+
+    try:
+        raw = yaml.safe_load(Path(path).read_text())  # YAML is a superset of JSON: either works
+    except (OSError, yaml.YAMLError) as exc:
+        raise InvalidRequest(f"cannot read the manifest {path}: {exc}") from None
+    if not isinstance(raw, dict):
+        raise InvalidRequest(f"the manifest {path} must be a mapping of TaskManifest fields")
+    return raw
+
+
+def cmd_ceremony(args: argparse.Namespace) -> int:
+    import anyio
+
+    from gateway.types import Principal
+
+    gateway = open_gateway(args)
+    person = Principal(agent=f"person:{os.environ.get('USER') or 'cli'}", role="committer")
+
+    async def run() -> Any:
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            print(f"gateway: {message}", file=sys.stderr)
+
+        async with gateway.running():
+            return await gateway.ceremony.run(person, progress)
+
+    report = anyio.run(run)
+    emit(report)
+    return 1 if report["left_out"] else 0
+
+
+def cmd_deadletters(args: argparse.Namespace) -> int:
+    from gateway.traces import clean, day_time
+
+    gateway = open_gateway(args)
+    if args.deadletters_command == "list":
+        letters = gateway.deadletters.list(state=None if args.all else "dead")
+        if args.json:
+            emit({"deadletters": letters})
+            return 0
+        if not letters:
+            print("no dead letters" if args.all else "no dead letters waiting (--all lists replayed ones too)")
+        for d in letters:
+            agent, task = clean((d["principal"] or {}).get("agent"), 24), clean(d["task_id"] or "-", 16)
+            line = f"{d['id']:15}  {day_time(d['time']):19}  {d['kind']:12}  {d['tool']:14}  {task:16}  {agent:24}"
+            print(f"{line}  {d['state']:8}  {clean(d['error'], 160)}")
+        return 0
+    letter = gateway.deadletters.get(args.id)
+    if args.deadletters_command == "show":
+        emit(letter) if args.json else print_deadletter(letter)
+        return 0
+    return replay_deadletter(gateway, letter, args.payload)
+
+
+def print_deadletter(letter: dict[str, Any]) -> None:
+    """One dead letter for a person: who sent what, why it was refused, and the whole payload (ASCII JSON, so
+    no character an agent sent can drive the terminal)."""
+    from gateway.traces import clean
+
+    principal = letter["principal"] or {}
+    for label, value in (
+        ("id", letter["id"]),
+        ("state", letter["state"] + (f" at {letter['replayed_at']}" if letter["replayed_at"] else "")),
+        ("kept", letter["time"]),
+        ("kind", letter["kind"]),
+        ("tool", letter["tool"]),
+        ("task", letter["task_id"] or "-"),
+        ("agent", f"{principal.get('agent')} ({principal.get('role')})"),
+        ("trace", letter["trace_id"] or "-"),
+        ("error", letter["error"]),
+    ):
+        print(f"{label:6} {clean(value)}")
+    print("payload:")
+    print(json.dumps(letter["payload"], indent=2))
+    if letter["replay_result"] is not None:
+        print("replay result:")
+        print(json.dumps(letter["replay_result"], indent=2))
+
+
+def replay_deadletter(gateway: Any, letter: dict[str, Any], payload_file: str | None) -> int:
+    import anyio
+
+    from gateway.tasks.deadletters import replay
+    from gateway.traces import clean
+
+    payload = None
+    if payload_file is not None:
+        try:
+            payload = json.loads(Path(payload_file).read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise InvalidRequest(f"cannot read the payload {payload_file}: {exc}") from None
+        if not isinstance(payload, dict):
+            raise InvalidRequest(f"the payload {payload_file} must be a JSON object: the tool call's arguments")
+    by = os.environ.get("USER") or "cli"
+
+    async def run() -> Any:
+        async with anyio.create_task_group() as tg:
+            await gateway.pool.start(tg)  # the replay sees the upstream tools a serving gateway sees
+            try:
+                return await replay(gateway, letter["id"], payload, by=by)
+            finally:
+                tg.cancel_scope.cancel()
+
+    call = anyio.run(run)
+    gateway.telemetry.flush()
+    replayed = gateway.deadletters.get(letter["id"])
+    if replayed["state"] == "replayed":
+        emit({"deadletter_id": letter["id"], "state": "replayed", **replayed["replay_result"]})
+        return 0 if call.outcome == "ok" else 1
+    if call.error is not None:
+        why = f"{call.error.code}: {call.error.message}"
+    else:  # answered without running: a tier-3 call waits for a person
+        why = f"{call.outcome}: " + " ".join(getattr(c, "text", "") for c in getattr(call.result, "content", []))
+    print(f"gateway: replay of {letter['id']} did not go through; it stays dead. {clean(why, 2000)}", file=sys.stderr)
+    return 1
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -424,6 +549,30 @@ def build_parser() -> argparse.ArgumentParser:
     trace_show.add_argument("--json", action="store_true", help="print the trace as JSON")
     trace_show.set_defaults(handler=cmd_trace)
 
+    deadletters = commands.add_parser(
+        "deadletters", help="handoffs refused as malformed, kept whole: list, show ID, replay ID"
+    ).add_subparsers(dest="deadletters_command", required=True)
+    dl_list = deadletters.add_parser("list", help="one line per dead letter waiting for a replay, newest first")
+    dl_list.add_argument("--all", action="store_true", help="list replayed dead letters too")
+    dl_list.add_argument("--json", action="store_true", help="print the dead letters as JSON (without payloads)")
+    dl_list.set_defaults(handler=cmd_deadletters)
+    dl_show = deadletters.add_parser("show", help="one dead letter with its whole payload")
+    dl_show.add_argument("id", help="a dead letter id (DL-...)")
+    dl_show.add_argument("--json", action="store_true", help="print the dead letter as JSON")
+    dl_show.set_defaults(handler=cmd_deadletters)
+    dl_replay = deadletters.add_parser(
+        "replay",
+        help="run the same tool call again through the gateway's pipeline, as the agent that sent it; exit 1 "
+        "if it does not go through (a payload still malformed is kept as a new dead letter)",
+    )
+    dl_replay.add_argument("id", help="a dead letter id (DL-...)")
+    dl_replay.add_argument(
+        "--payload",
+        metavar="FILE",
+        help="a JSON file with the corrected arguments of the call (default: the stored payload)",
+    )
+    dl_replay.set_defaults(handler=cmd_deadletters)
+
     rollback = commands.add_parser("rollback", help="restore the workspace to a tier-2 checkpoint")
     rollback.add_argument("checkpoint")
     rollback.set_defaults(handler=cmd_rollback)
@@ -438,10 +587,25 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--dir", help="where to make the scratch repository (default: a new temporary directory)")
     demo.set_defaults(handler=cmd_demo)
 
-    task = commands.add_parser("task", help="tasks: submit FILE, list, show ID")
-    task.add_argument("task_command", choices=["submit", "list", "show"])
-    task.add_argument("target", nargs="?", metavar="FILE|ID")
+    task = commands.add_parser("task", help="tasks: submit FILE, list, show ID, requeue ID, amend ID FILE, abandon ID")
+    task.add_argument(
+        "task_command",
+        choices=["submit", "list", "show", "requeue", "amend", "abandon"],
+        help="submit a manifest; list tasks; show one (its attempts and blocker report); requeue a blocked or "
+        "quarantined task with a fresh budget; amend its manifest (a new version); abandon it (its dependents "
+        "are blocked)",
+    )
+    task.add_argument("target", nargs="?", metavar="FILE|ID", help="the manifest FILE (submit) or the task ID")
+    task.add_argument("file", nargs="?", metavar="FILE", help="amend: the new manifest (YAML or JSON)")
+    task.add_argument("--why", default="", help="requeue, amend, abandon: why (recorded in the task's trace)")
     task.set_defaults(handler=cmd_task)
+
+    ceremony = commands.add_parser(
+        "ceremony",
+        help="the merge ceremony: triage every task, merge the verified ones with approved intents in dependency "
+        "order, leave out failures and block their dependents; exit 1 when one was left out",
+    )
+    ceremony.set_defaults(handler=cmd_ceremony)
     return parser
 
 

@@ -19,10 +19,11 @@ import structlog
 
 from gateway.approvals import Approvals, RequestStateSeal
 from gateway.checkpoints import Checkpoints
+from gateway.commit.ceremony import Ceremony
 from gateway.commit.executor import Committer
 from gateway.commit.intents import Intents
 from gateway.commit.merge import MergeQueue
-from gateway.commit.tools import intent_tools
+from gateway.commit.tools import ceremony_tools, intent_tools
 from gateway.config import GatewayConfig, PolicyConfig, UpstreamConfig
 from gateway.effects.paths import Workspace
 from gateway.egress import Egress
@@ -53,7 +54,8 @@ from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.engine import PolicyEngine
 from gateway.policy.isolated import IsolatedEngine
 from gateway.sandbox import ANY_HOST, Confinement, Sandbox
-from gateway.tasks.board import TaskBoard
+from gateway.tasks.board import TaskBoard, acceptance_files
+from gateway.tasks.deadletters import DeadLetters, KeepDeadLetters
 from gateway.tasks.tools import task_tools
 from gateway.tasks.verification import Verification
 from gateway.telemetry import Telemetry
@@ -143,6 +145,9 @@ class Gateway:
         self.queue = MergeQueue(config, self.ledger, Leases(self.db), self.verification)
         self.committer = Committer(self.intents, self.board, self.catalog, config, self.queue)
         self.catalog.add(intent_tools(self.intents, self.committer, self.board, self.catalog))
+        self.ceremony = Ceremony(self.board, self.intents, self.committer, self.ledger)
+        self.catalog.add(ceremony_tools(self.ceremony))
+        self.deadletters = DeadLetters(self.db, self.ledger)  # handoffs refused as malformed, kept whole
         # One judge: a tools/call, `gateway check`, the Claude Code hook and the verification commands the
         # gateway runs itself are described and decided by the same stages, and recorded the same way.
         recording = Record(self.ledger, self.telemetry)
@@ -168,7 +173,7 @@ class Gateway:
                 RecordIntent(self.ledger),
                 Execute(),
             ],
-            finish=recording,
+            finish=KeepDeadLetters(self.deadletters, self.situate, recording),
         )
 
     async def judge_call(self, call: Call) -> Call:
@@ -200,7 +205,8 @@ class Gateway:
         if isinstance(intent_ref, str) and call.tool.startswith("intent_"):
             intent = self.intents.find(intent_ref)
             if intent is not None:
-                call.intent = {k: intent[k] for k in ("id", "task_id", "action", "state", "approved_by")}
+                keys = ("id", "task_id", "action", "state", "proposed_by", "approved_by", "attempt")
+                call.intent = {k: intent[k] for k in keys}
                 named = intent["task_id"]
         if task is None and isinstance(named, str) and call.spec is not None and call.spec.provider == "gateway":
             task = self.board.find(named)
@@ -222,13 +228,16 @@ class Gateway:
         if "command" not in call.spec.argument_roles.values():
             return None
         role = self.roles.roles.get(call.principal.role)
-        return self._command_confinement(call.workspace.root, role is None or role.requires_claim)
+        graded = acceptance_files(call.workspace.root, (call.task or {}).get("acceptance") or [])
+        return self._command_confinement(call.workspace.root, role is None or role.requires_claim, graded)
 
     @functools.lru_cache(maxsize=256)  # noqa: B019 (one Gateway per process; a few roots each)
-    def _command_confinement(self, root: Path, needs_worktree: bool) -> Confinement:
+    def _command_confinement(self, root: Path, needs_worktree: bool, graded: tuple[Path, ...] = ()) -> Confinement:
         writable = [] if needs_worktree and root == self.workspace.root else [root]
         visible = [self.config.workspace, *git_common_dir(root)]  # read-only, wherever they live
-        return self.sandbox.confine(writable=writable, cwd=root, protect=self.protected_in(root), visible=visible)
+        # a task's acceptance files (the tests that grade it) stay read-only for the commands its worker runs
+        protect = [*self.protected_in(root), *graded]
+        return self.sandbox.confine(writable=writable, cwd=root, protect=protect, visible=visible)
 
     def protected_in(self, root: Path) -> list[Path]:
         """What stays read-only inside a writable directory: what would run outside the sandbox later
@@ -262,12 +271,19 @@ class Gateway:
     def visible_tools(self, principal: Principal) -> list[ToolSpec]:
         return [spec for spec in self.catalog.all() if self.roles.grants(principal, spec.name)]
 
+    async def sweep_claims(self) -> None:
+        """Record expired claims when they expire (every tasks.sweep_s), not at the next claim."""
+        while True:
+            await anyio.sleep(self.config.tasks.sweep_s)
+            await anyio.to_thread.run_sync(self.board.sweep)
+
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Gateway]:
         self.engine.start()
         async with anyio.create_task_group() as tg:
             await self.pool.start(tg)
             await anyio.to_thread.run_sync(self.recover)
+            tg.start_soon(self.sweep_claims)
             for settled in await self.committer.reconcile():
                 log.warning("reconciled an intent a crash left executing", **settled)
             try:

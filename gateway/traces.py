@@ -2,8 +2,9 @@
 
 A trace is every ledger row that shares a trace id: a task's trace (ARCHITECTURE.md section 5: from the
 manifest's submission to its merge commit) or a session's trace (calls outside any task). Tool calls come
-first-class (the write-ahead "started" row and the final row joined by call id); task, intent, approval and
-rollback rows become steps, nested under the call that caused them when the ledger shows which one did.
+first-class (the write-ahead "started" row and the final row joined by call id); task, intent, approval,
+rollback, egress and dead-letter rows become steps, nested under the call that caused them when the ledger
+shows which one did (a dead letter names its call: the refused handoff, or the replay that settled it).
 Approval and rollback rows carry no trace id of their own: they are joined through the call they belong to
 (approval request -> call id; settlement -> approval id; rollback -> the checkpoint a call took).
 
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from gateway.runtime import Gateway
 
 REFUSED = ("denied", "invalid")  # refused before anything ran: by identity/scope/policy, or as malformed
+BAD_STEPS = ("denied", "error", "invalid")  # steps shown in red: a refusal, a failure, a dead letter
 PROTOCOL_TOOLS = ("task_", "intent_", "verify_run")  # gateway tools whose work appears as task/intent steps
 MAX_LISTED = 8  # paths or commands shown per effect kind before "+N more"
 
@@ -360,7 +362,7 @@ class _Index:
                 protocol.setdefault(view.trace_id, []).append(view)
         for row in rows:
             kind = row.get("kind")
-            if kind not in ("task", "intent", "approval", "rollback", "egress"):
+            if kind not in ("task", "intent", "approval", "rollback", "egress", "deadletter"):
                 continue
             detail = row.get("detail") or {}
             trace_id = row.get("trace_id")
@@ -398,6 +400,8 @@ class _Index:
             return None
         if step.kind in ("task", "intent"):
             return _covering(step, protocol)
+        if step.kind == "deadletter":  # kept by the call it names (or settled by the replay that names it)
+            return self.calls.get(detail.get("call_id") or "")
         return None
 
     def summary(self, trace_id: str) -> TraceSummary:
@@ -505,6 +509,8 @@ def _step(row: JSONObject, trace_id: str) -> Step:
         name = f"approval.{detail.get('action', '?')}"
     elif kind in ("rollback", "egress"):
         name = kind
+    elif kind == "deadletter":
+        name = f"deadletter.{detail.get('action', 'kept')}"
     else:
         name = row.get("tool") or kind
     step = Step(
@@ -689,6 +695,20 @@ def step_summary(step: Step) -> str:
             ),
             "attempt_saved": lambda: f"attempt {d.get('attempt')}'s work kept as {clean(d.get('ref'))}",
             "worktree_repaired": lambda: f"worktree made again (attempt {d.get('attempt')}): it was missing",
+            "strategy_shift": lambda: f"STRATEGY SHIFT: {clean(d.get('approach'))} (because {clean(d.get('reason'))})",
+            "red_phase": lambda: (
+                f"red phase on base {_short(d.get('base'))}: "
+                + ("fails as it must" if d.get("failed") else "PASSES WITHOUT THE WORK")
+                + f" (exit codes {d.get('exit_codes')})"
+            ),
+            "verification_timeout": lambda: f"verification TIMED OUT: {clean(d.get('command'), 200)}",
+            "requeue": lambda: f"requeued by {clean(d.get('by'))} (was {clean(d.get('was'))})" + _why(d),
+            "amend": lambda: (
+                f"manifest amended to version {d.get('version')} by {clean(d.get('by'))}: "
+                f"{', '.join(map(str, d.get('changed') or []))}" + _why(d)
+            ),
+            "abandon": lambda: f"ABANDONED by {clean(d.get('by'))}" + _why(d),
+            "ceremony": lambda: f"merge ceremony {clean(d.get('ceremony_id'))}: {clean(d.get('status'))}" + _why(d),
         }.get(action)
         return said() if said else _generic(d, skip=("task_id", "action"))
     if step.kind == "intent":
@@ -714,6 +734,16 @@ def step_summary(step: Step) -> str:
         if step.outcome == "ok":
             return f"network egress to {clean(d.get('target'))} (allowed: {allowed})"
         return f"network egress REFUSED: {clean(d.get('refused'), 300)}"
+    if step.kind == "deadletter":
+        ident = clean(d.get("deadletter_id"))
+        if action == "replayed":
+            ended = clean(d.get("replay_outcome"))
+            return f"dead letter {ident} replayed by {clean(d.get('by'))}: the call ended {ended}"
+        again = f" (its replay of {clean(d.get('replay_of'))} was refused again)" if d.get("replay_of") else ""
+        return (
+            f"dead letter {ident} kept: {clean(d.get('kind'))} refused: {clean(d.get('error'), 400)}{again}; "
+            f"replay with `gateway deadletters replay {ident}`"
+        )
     if step.kind == "rollback":
         removed = d.get("removed") or []
         return f"rolled back to checkpoint {clean(d.get('checkpoint'))}" + (
@@ -858,7 +888,7 @@ def step_label(step: Step) -> Any:
 
     text = Text()
     text.append(f"{short_time(step.time)} ", style="dim")
-    text.append(step.name, style="bold red" if step.outcome in ("denied", "error") else "bold blue")
+    text.append(step.name, style="bold red" if step.outcome in BAD_STEPS else "bold blue")
     text.append(f"  {step.summary}")
     if step.actor and step.kind != "approval":
         text.append(f"  ({clean(step.actor, 100)})", style="cyan")

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from gateway.errors import Denied, InvalidRequest
 from gateway.ledger.chain import Ledger, canonical_json, utc_now
 from gateway.ledger.store import Database
+from gateway.tasks.states import INTENT_MOVES, check_move
 from gateway.types import JSONObject, Principal
 
 Action = Literal["merge", "tag", "push", "upstream"]
@@ -152,6 +153,9 @@ class Intents:
         return _intent(row)
 
     def _set(self, tx: sqlite3.Connection, identifier: str, **columns: Any) -> None:
+        if "state" in columns:  # every state change is one the table allows
+            row = tx.execute("SELECT state FROM intents WHERE id = ?", (identifier,)).fetchone()
+            check_move(INTENT_MOVES, f"intent {identifier[:12]}", row["state"], str(columns["state"]))
         assignments = ", ".join(f"{name} = ?" for name in columns)
         tx.execute(
             f"UPDATE intents SET {assignments}, updated = ? WHERE id = ?", (*columns.values(), utc_now(), identifier)

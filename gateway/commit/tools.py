@@ -10,6 +10,7 @@ from typing import Any
 import mcp_types as mt
 from pydantic import Field
 
+from gateway.commit.ceremony import Ceremony
 from gateway.commit.executor import Committer, check_arguments
 from gateway.commit.intents import Intents
 from gateway.tasks.board import TaskBoard
@@ -76,4 +77,26 @@ def intent_tools(intents: Intents, committer: Committer, board: TaskBoard, catal
             IntentArgs,
             intent_commit,
         ),
+    ]
+
+
+class CeremonyArgs(Arguments):
+    pass
+
+
+def ceremony_tools(ceremony: Ceremony) -> list[ToolSpec]:
+    async def merge_ceremony(args: CeremonyArgs, inv: ToolInvocation) -> mt.CallToolResult:
+        report = await ceremony.run(inv.principal, inv.progress)
+        return json_result(report, is_error=bool(report["left_out"]))
+
+    return [
+        builtin(
+            "merge_ceremony",
+            "Triage every task and merge the verified ones that have an approved merge intent, in dependency "
+            "order, through the merge queue (committer). A task whose merge fails its checks is left out and its "
+            "dependents are blocked; the others still merge. Answers the ceremony report.",
+            CeremonyArgs,
+            merge_ceremony,
+            provider="gateway",
+        )
     ]

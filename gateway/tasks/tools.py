@@ -1,5 +1,5 @@
 """The task tools of ARCHITECTURE.md section 5, each granted by role files:
-task_submit, task_list, task_claim, task_renew, task_release, task_report, verify_run.
+task_submit, task_amend, task_list, task_claim, task_renew, task_release, task_report, verify_run.
 
 Results are JSON text plus structuredContent. Artifacts are validated strictly; the error names the field.
 
@@ -15,7 +15,7 @@ from pydantic import Field, ValidationError
 
 from gateway.errors import InvalidArguments
 from gateway.tasks.board import TaskBoard
-from gateway.tasks.models import ExecutionRecord, TaskId, TaskManifest
+from gateway.tasks.models import ExecutionRecord, StrategyShift, TaskId, TaskManifest
 from gateway.tools.base import Arguments, builtin, json_result
 from gateway.types import ToolInvocation, ToolSpec
 
@@ -35,10 +35,25 @@ class TaskArgs(Arguments):
     task_id: TaskId
 
 
+class ClaimArgs(Arguments):
+    task_id: TaskId
+    strategy_shift: dict[str, Any] | None = Field(
+        default=None,
+        description="StrategyShift {approach, reason}: this attempt takes a new approach (required once the "
+        "current approach has used max_attempts_per_strategy attempts). The attempt starts clean either way.",
+    )
+
+
+class AmendArgs(Arguments):
+    manifest: dict[str, Any] = Field(description="The task's new TaskManifest (same task_id): a new version")
+    why: str = Field(default="", max_length=2000, description="Why the manifest changes")
+
+
 class ReportArgs(Arguments):
     record: dict[str, Any] = Field(
-        description="ExecutionRecord: task_id, status (done | failed | blocked), files_changed, commands_run, "
-        "risks, next_step, and blocker (strategies_tried, errors, suspected_cause, human_action) when blocked"
+        description="ExecutionRecord: task_id, status (done | needs_review | failed | blocked), files_changed, "
+        "commands_run, risks, next_step; when blocked, optionally blocker (strategies_tried, errors, "
+        "suspected_cause: your hypothesis, human_action: the intervention you recommend)"
     )
 
 
@@ -60,8 +75,17 @@ def task_tools(board: TaskBoard) -> list[ToolSpec]:
     async def task_list(args: NoArgs, inv: ToolInvocation) -> mt.CallToolResult:
         return json_result({"tasks": board.list()})
 
-    async def task_claim(args: TaskArgs, inv: ToolInvocation) -> mt.CallToolResult:
-        return json_result(await board.claim(args.task_id, inv.principal))
+    async def task_claim(args: ClaimArgs, inv: ToolInvocation) -> mt.CallToolResult:
+        shift = (
+            None
+            if args.strategy_shift is None
+            else parse_artifact(StrategyShift, args.strategy_shift, "strategy_shift")
+        )
+        return json_result(await board.claim(args.task_id, inv.principal, shift))
+
+    async def task_amend(args: AmendArgs, inv: ToolInvocation) -> mt.CallToolResult:
+        manifest = parse_artifact(TaskManifest, args.manifest, "manifest")
+        return json_result(await board.amend(manifest, by=inv.principal.agent, why=args.why))
 
     async def task_renew(args: TaskArgs, inv: ToolInvocation) -> mt.CallToolResult:
         return json_result(board.renew(args.task_id, inv.principal))
@@ -98,9 +122,17 @@ def task_tools(board: TaskBoard) -> list[ToolSpec]:
         tool(
             "task_claim",
             "Claim a ready task (worker): one owner at a time, for a limited time. Answers the claim "
-            "and the task's own git worktree, where your file and shell tools then operate.",
-            TaskArgs,
+            "and the task's own git worktree, where your file and shell tools then operate. Every attempt "
+            "starts clean from the base branch; declare strategy_shift {approach, reason} to change approach.",
+            ClaimArgs,
             task_claim,
+        ),
+        tool(
+            "task_amend",
+            "Amend a task's manifest (planner): a new version; the task reopens with a fresh budget of "
+            "attempts, earlier versions and attempts kept. Not for a committed task or under a live claim.",
+            AmendArgs,
+            task_amend,
         ),
         tool("task_renew", "Extend your claim on a task before it expires.", TaskArgs, task_renew),
         tool("task_release", "Give a claimed task back; the attempt counts as failed.", TaskArgs, task_release),

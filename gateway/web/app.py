@@ -14,6 +14,8 @@ GET  /ui                  calls: refused first, then asked, then the rest; ?role
 GET  /ui/traces           one row per trace
 GET  /ui/trace/{id}       one trace: calls with their decisions, task / intent / approval steps
 GET  /ui/approvals        pending tier-3 approvals with Approve / Deny
+GET  /ui/deadletters      handoffs refused as malformed, kept whole (gateway/tasks/deadletters.py)
+GET  /ui/deadletters/{id} one dead letter: who, why, its trace, and its payload (secrets masked)
 POST /ui/approvals        id, answer=approve|deny, csrf
 POST /ui/login            token (and next); POST /ui/logout (csrf)
 """
@@ -37,6 +39,7 @@ from starlette.routing import Route
 
 from gateway.errors import ConfigError, Unauthenticated
 from gateway.runtime import Gateway
+from gateway.tasks.deadletters import DeadLetterRefused
 from gateway.traces import Filters, Traces, UnknownTrace
 from gateway.types import Principal
 from gateway.web import render
@@ -212,6 +215,20 @@ def ui_routes(gateway: Gateway) -> list[Route]:
         body = render.approvals_body(pending, csrf, now, flash, bad)
         return html_page("Approvals", body, status, principal, csrf)
 
+    async def deadletters_page(request: Request, principal: Principal) -> Response:
+        letters = await anyio.to_thread.run_sync(gateway.deadletters.list)
+        body = render.deadletters_body(letters)
+        return html_page("Dead letters", body, principal=principal, csrf=reviewers.csrf(principal))
+
+    async def deadletter_page(request: Request, principal: Principal) -> Response:
+        try:
+            letter = await anyio.to_thread.run_sync(gateway.deadletters.get, request.path_params["deadletter_id"])
+        except DeadLetterRefused as exc:
+            body = render.message_body("Unknown dead letter", exc.message, back="/ui/deadletters")
+            return html_page("Unknown dead letter", body, 404, principal, reviewers.csrf(principal))
+        body = render.deadletter_body(letter)
+        return html_page(f"Dead letter {letter['id']}", body, principal=principal, csrf=reviewers.csrf(principal))
+
     async def settle(request: Request, principal: Principal) -> Response:
         form = await request.form()
         approval_id, answer = str(form.get("id") or ""), str(form.get("answer") or "")
@@ -267,6 +284,8 @@ def ui_routes(gateway: Gateway) -> list[Route]:
         Route("/ui/trace/{trace_id}", guarded(trace_page), methods=["GET"]),
         Route("/ui/approvals", guarded(approvals_page), methods=["GET"]),
         Route("/ui/approvals", guarded(settle, post=True), methods=["POST"]),
+        Route("/ui/deadletters", guarded(deadletters_page), methods=["GET"]),
+        Route("/ui/deadletters/{deadletter_id}", guarded(deadletter_page), methods=["GET"]),
         Route("/ui/login", login, methods=["POST"]),
         Route("/ui/logout", guarded(logout, post=True), methods=["POST"]),
     ]

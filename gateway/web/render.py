@@ -11,12 +11,14 @@ and the pages are served under a Content-Security-Policy that runs no script at 
 from __future__ import annotations
 
 import html
+import json
 from string import Template
 from typing import Any
 from urllib.parse import quote, urlencode
 
 from gateway.decision_log import redact
 from gateway.traces import (
+    BAD_STEPS,
     REFUSED,
     CallView,
     Filters,
@@ -100,6 +102,7 @@ HEADER = Template(
 <a href="/ui">Calls</a>
 <a href="/ui/traces">Traces</a>
 <a href="/ui/approvals">Approvals</a>
+<a href="/ui/deadletters">Dead letters</a>
 <span class="who">signed in as $who</span>
 <form method="post" action="/ui/logout"><input type="hidden" name="csrf" value="$csrf"><button>Sign out</button></form>
 </header>"""
@@ -226,7 +229,7 @@ def call_card(call: CallView, with_trace_link: bool = True) -> str:
 def step_item(step: Step) -> str:
     links = "".join(f' <a href="{esc(trace_href(link["trace_id"]))}">({esc(link["why"])})</a>' for link in step.links)
     actor = f" <span class='muted'>{esc(step.actor)}</span>" if step.actor and step.kind != "approval" else ""
-    bad = " class='bad'" if step.outcome in ("denied", "error") else ""
+    bad = " class='bad'" if step.outcome in BAD_STEPS else ""
     return (
         f"<li{bad} data-step='{esc(step.name)}'><time class='muted'>{esc(short_time(step.time))}</time> "
         f"<code>{esc(step.name)}</code> {esc(step.summary, 2000)}{actor}{links}</li>"
@@ -368,6 +371,72 @@ def approvals_body(pending: list[JSONObject], csrf: str, now: str, flash: str | 
             + "</article>"
         )
     return "\n".join(parts)
+
+
+def deadletter_href(deadletter_id: str) -> str:
+    return "/ui/deadletters/" + quote(deadletter_id, safe="")
+
+
+def _agent(letter: JSONObject) -> str:
+    principal = letter.get("principal") or {}
+    return f"<b>{esc(principal.get('agent'))}</b> ({esc(principal.get('role'))})"
+
+
+def _state_badge(state: str) -> str:
+    """A dead letter's state: red while dead, green once replayed."""
+    return f'<span class="badge {"invalid" if state == "dead" else "ok"}">{esc(state)}</span>'
+
+
+def deadletters_body(letters: list[JSONObject]) -> str:
+    head = (
+        "<tr><th>id</th><th>time</th><th>kind</th><th>tool</th><th>task</th><th>agent</th><th>error</th>"
+        "<th>state</th></tr>"
+    )
+    rows = "".join(
+        f"<tr class='deadletter {esc(d['state'])}' data-deadletter-id='{esc(d['id'])}'>"
+        f"<td><a href='{esc(deadletter_href(d['id']))}'><code>{esc(d['id'])}</code></a></td>"
+        f"<td>{esc(day_time(d['time']))}</td><td>{esc(d['kind'])}</td><td><code>{esc(d['tool'])}</code></td>"
+        f"<td>{esc(d.get('task_id') or '-')}</td><td>{_agent(d)}</td><td>{esc(d['error'], 300)}</td>"
+        f"<td>{_state_badge(d['state'])}</td></tr>"
+        for d in letters
+    )
+    rows = rows or "<tr><td colspan='8' class='muted'>no dead letters</td></tr>"
+    return (
+        "<h1>Dead letters</h1><p class='muted'>Handoffs (manifests, execution records, verification runs, intent "
+        "proposals) refused as malformed, kept whole. Replay one with "
+        "<code>gateway deadletters replay ID [--payload FILE]</code>.</p>"
+        f"<table>{head}{rows}</table>"
+    )
+
+
+def deadletter_body(letter: JSONObject) -> str:
+    # pretty JSON, one escaped line at a time: the only raw newlines are the indentation's
+    masked = redact(letter["payload"])[0]
+    payload = "\n".join(esc(line) for line in json.dumps(masked, indent=2).splitlines())
+    trace = letter.get("trace_id")
+    rows = [
+        ("Kind", esc(letter["kind"])),
+        ("Tool", f"<code>{esc(letter['tool'])}</code>"),
+        ("Task", esc(letter.get("task_id") or "-")),
+        ("Agent", _agent(letter)),
+        ("Kept", esc(day_time(letter["time"]))),
+        ("Trace", f'<a href="{esc(trace_href(trace))}">{esc(trace)}</a>' if trace else "-"),
+        ("Error", esc(letter["error"], 2000)),
+        ("Payload", f"<pre>{payload}</pre><small class='muted'>as sent; secrets masked</small>"),
+    ]
+    if letter["state"] == "dead":
+        replay = f"gateway deadletters replay {letter['id']} [--payload FIXED.json]"
+        rows.append(("Replay", f"<code>{esc(replay)}</code>"))
+    else:
+        rows.append(("Replayed", f"{esc(day_time(letter.get('replayed_at') or ''))}"))
+        rows.append(("Result", f"<pre>{esc(redact(letter.get('replay_result'))[0], 4000)}</pre>"))
+    return (
+        f"<h1>Dead letter <code>{esc(letter['id'])}</code></h1>"
+        f"<article class='{'invalid' if letter['state'] == 'dead' else 'ok'}' data-deadletter-id='{esc(letter['id'])}'>"
+        f"<header>{_state_badge(letter['state'])} <code class='tool'>{esc(letter['tool'])}</code></header><dl>"
+        + "".join(f"<dt>{label}</dt><dd>{value}</dd>" for label, value in rows)
+        + "</dl></article><p><a href='/ui/deadletters'>all dead letters</a></p>"
+    )
 
 
 def message_body(title: str, message: str, back: str = "/ui") -> str:
