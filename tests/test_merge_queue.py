@@ -32,6 +32,7 @@ from gateway.ledger.store import Database
 from gateway.repo import Repo
 from gateway.runtime import Gateway
 from gateway.server import build_server
+from gateway.tasks.worktrees import git_dir
 
 pytestmark = pytest.mark.anyio
 
@@ -247,7 +248,8 @@ async def test_stale_locks_do_not_wedge_anything(config: Any, repo: Path) -> Non
         old = time.time() - 3600
         user_lock = repo / ".git" / "index.lock"
         user_lock.write_text("")
-        integration = Path((config.worktrees / "_integration" / ".git").read_text().removeprefix("gitdir:").strip())
+        integration = git_dir(config.worktrees / "_integration")
+        assert integration is not None
         for lock in (integration / "index.lock", repo / ".git" / "refs" / "heads" / "main.lock"):
             lock.write_text("")
             os.utime(lock, (old, old))
@@ -306,8 +308,8 @@ async def test_kill_during_a_merge_of_a_large_repo_recovers_on_restart(config: A
         integration = config.worktrees / "_integration"
 
         def merging() -> bool:  # git is writing the integration worktree: its index is locked
-            private = (integration / ".git").read_text().removeprefix("gitdir:").strip()
-            return (Path(private) / "index.lock").exists()
+            private = git_dir(integration)
+            return private is not None and (private / "index.lock").exists()
 
         with killable_gateway(config.source) as (url, kill):
 
@@ -316,7 +318,7 @@ async def test_kill_during_a_merge_of_a_large_repo_recovers_on_restart(config: A
                     await session.call_tool("intent_commit", {"intent_id": first})
 
             await kill_when(kill, merging, run)
-        private = Path((integration / ".git").read_text().removeprefix("gitdir:").strip())
+        private = git_dir(integration)
         # what the kill left (almost always the index lock; on a loaded machine git may just have finished)
         left = [name for name in ("index.lock", "MERGE_HEAD") if (private / name).exists()]
         assert Gateway(config).intents.get(first)["state"] == "executing"

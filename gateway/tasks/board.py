@@ -334,9 +334,8 @@ class TaskBoard:
         queue = [task_id]
         while queue:
             current = queue.pop()
-            for row in tx.execute("SELECT * FROM tasks WHERE state NOT IN ('committed', 'abandoned')"):
-                dependent = _task(row)
-                if current not in dependent["manifest"]["depends_on"] or dependent["id"] in blocked:
+            for dependent in _dependents(tx, current):
+                if dependent["state"] in ("committed", "abandoned") or dependent["id"] in blocked:
                     continue
                 if dependent["state"] not in ("blocked", "quarantined"):
                     self._set(tx, dependent["id"], state="blocked", claim_expires=None)
@@ -684,11 +683,10 @@ class TaskBoard:
         self._event(tx, task_id, "merge_failed", outcome="error", why=why, conflicts=conflicts, published=False)
         state = self._after_failure(tx, task, why)
         self._set(tx, task_id, note=why)
-        for row in tx.execute("SELECT id, manifest FROM tasks"):
-            if task_id in json.loads(row["manifest"]).get("depends_on", []):
-                self._event(
-                    tx, row["id"], "dependency_failed", outcome="error", dependency=task_id, state=state, why=why
-                )
+        for dependent in _dependents(tx, task_id):
+            self._event(
+                tx, dependent["id"], "dependency_failed", outcome="error", dependency=task_id, state=state, why=why
+            )
 
     def _blocker(self, task: JSONObject, record: ExecutionRecord, principal: Principal) -> JSONObject:
         """The worker stops with a report instead of looping: its attempt ends, the task blocks, and the
@@ -896,6 +894,12 @@ def acceptance_files(root: Path, patterns: list[str]) -> tuple[Path, ...]:
         return ()
     tracked = Repo(root).run("ls-files", "-z", check=False).split("\0")
     return tuple(root / p for p in tracked if p and any(matches(g, p) for g in patterns))
+
+
+def _dependents(tx: sqlite3.Connection, task_id: str) -> list[JSONObject]:
+    """The tasks whose manifest names ``task_id`` in depends_on."""
+    tasks = (_task(row) for row in tx.execute("SELECT * FROM tasks"))
+    return [task for task in tasks if task_id in task["manifest"]["depends_on"]]
 
 
 def _usable(worktree: str | None) -> bool:

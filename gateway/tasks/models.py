@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 TASK_ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 MAX_COMMAND = 4096
@@ -67,22 +67,14 @@ class TaskManifest(Artifact):
     deadline: str | None = Field(default=None, description="RFC 3339; a claim after it is refused")
     expected_artifact: Literal["ExecutionRecord"] | None = None
 
-    @field_validator("allowed_paths")
+    @field_validator("allowed_paths", "acceptance")
     @classmethod
-    def _paths(cls, patterns: list[str]) -> list[str]:
+    def _paths(cls, patterns: list[str], info: ValidationInfo) -> list[str]:
+        what = "allowed path" if info.field_name == "allowed_paths" else "acceptance path"
         for pattern in patterns:
             problem = glob_problem(pattern)
             if problem:
-                raise ValueError(f"allowed path {pattern!r} {problem}")
-        return patterns
-
-    @field_validator("acceptance")
-    @classmethod
-    def _acceptance(cls, patterns: list[str]) -> list[str]:
-        for pattern in patterns:
-            problem = glob_problem(pattern)
-            if problem:
-                raise ValueError(f"acceptance path {pattern!r} {problem}")
+                raise ValueError(f"{what} {pattern!r} {problem}")
         return patterns
 
     @field_validator("frozen")
