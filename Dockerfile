@@ -1,17 +1,26 @@
 # The gateway as a service: streamable HTTP on :8787, the workspace mounted at /workspace.
 #   docker build -t mcp-policy-gateway .
-#   docker run --rm -p 8787:8787 -v "$PWD:/workspace" mcp-policy-gateway
+#   docker run -d --name gateway -p 127.0.0.1:8787:8787 -v "$PWD:/workspace" -v gateway-state:/var/lib/gateway \
+#       --security-opt seccomp=unconfined mcp-policy-gateway
+#   docker exec gateway gateway token issue --role developer --agent claude-code   # a credential for an agent
 # On first start it runs `gateway init` in /workspace: gateway.yaml there, the state (keys, store, roles,
-# policies) in /var/lib/gateway, outside the workspace (keep it on a volume).
+# policies) in /var/lib/gateway, outside the workspace (keep it on a volume). Behind a proxy or a DNS name,
+# list the Host values clients use in gateway.yaml (`allowed_hosts: ["gateway.internal:8787"]`): requests
+# with any other Host header are refused (DNS-rebinding protection).
 # Commands run in bubblewrap, which needs user namespaces: Docker's default seccomp profile blocks them, so
 # run with a profile that allows unshare (e.g. --security-opt seccomp=unconfined), or set
 # `sandbox: {mode: off}` in gateway.yaml and accept unconfined commands (docs/sandbox.md).
-FROM python:3.11-slim
 
+# Pinned: Python patch release and Debian release. For reproducible builds pin the digest as well
+# (`docker buildx imagetools inspect python:3.11.11-slim-bookworm` prints it).
+FROM python:3.11.11-slim-bookworm
+
+# safe.directory: the workspace is a bind mount owned by the host user; git runs as `gateway` in it.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends git nodejs npm bubblewrap util-linux \
     && rm -rf /var/lib/apt/lists/* \
-    && useradd --create-home --uid 10001 gateway
+    && useradd --create-home --uid 10001 gateway \
+    && git config --system --add safe.directory /workspace
 
 WORKDIR /opt/gateway
 COPY pyproject.toml README.md ./
@@ -27,5 +36,8 @@ VOLUME /var/lib/gateway
 USER gateway
 WORKDIR /workspace
 EXPOSE 8787
+# /healthz needs no credential and says whether the upstreams are up; the image has no curl.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8787/healthz', timeout=4)"]
 # Listen on all interfaces inside the container; publish the port only where agents can reach it.
 CMD ["sh", "-c", "test -f gateway.yaml || gateway init . && exec gateway serve --http 0.0.0.0:8787"]

@@ -186,6 +186,9 @@ class GatewayConfig(Strict):
     # default: beside the state dir (<root>/worktrees, or <state_dir>-worktrees); never inside it
     worktrees_dir: Path | None = None
     listen: str = "127.0.0.1:8787"
+    # Host header values (host:port, "*" for any port) served over HTTP; empty: loopback names when bound to
+    # loopback, any host otherwise (bearer auth is the gate). Set it behind a DNS name or in a container.
+    allowed_hosts: list[str] = Field(default_factory=list)
     upstreams: dict[str, UpstreamConfig] = Field(default_factory=dict)
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
     roles: Path | None = None  # default: <state_dir>/roles

@@ -256,6 +256,7 @@ class RequireCredential:
 
 def http_app(gateway: Gateway, host: str = "127.0.0.1", allowed_hosts: list[str] | None = None) -> Starlette:
     server = build_server(gateway)
+    allowed_hosts = allowed_hosts or gateway.config.allowed_hosts
     if allowed_hosts:
         security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=allowed_hosts)
     elif host in LOOPBACK:

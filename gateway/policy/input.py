@@ -1,6 +1,6 @@
-"""The policy input document (version 1): one call described as plain facts.
+"""The policy input document (version 2): one call described as plain facts.
 
-This is the contract between the gateway and every policy (ARCHITECTURE.md section 4). Add fields
+This is the contract between the gateway and every policy (docs/architecture.md). Add fields
 freely; renaming or removing one is a new version.
 
     doc = input_document(call, task=..., intent=..., workspace="/repo")
