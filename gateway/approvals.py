@@ -32,6 +32,7 @@ from typing import Literal
 from gateway.errors import ConfigError
 from gateway.ledger.chain import Ledger, digest, utc_now
 from gateway.ledger.store import Database
+from gateway.tasks.states import APPROVAL_MOVES, check_move
 from gateway.types import JSONObject, Principal
 
 APPROVAL_SCHEMA: JSONObject = {
@@ -134,9 +135,11 @@ class Approvals:
             if row["state"] != "pending":
                 raise ConfigError(f"approval {approval_id} is already {row['state']}")
             if row["expires"] <= datetime.now(UTC).isoformat():
+                check_move(APPROVAL_MOVES, f"approval {approval_id}", row["state"], "expired")
                 tx.execute("UPDATE approvals SET state = 'expired' WHERE id = ?", (approval_id,))
                 raise ConfigError(f"approval {approval_id} has expired; the agent must call again")
             state = "approved" if approve else "denied"
+            check_move(APPROVAL_MOVES, f"approval {approval_id}", row["state"], state)
             tx.execute(
                 "UPDATE approvals SET state = ?, settled_by = ?, settled_at = ? WHERE id = ?",
                 (state, by, utc_now(), approval_id),
@@ -154,10 +157,9 @@ class Approvals:
             ).fetchone()
             if row is None:
                 return None
-            tx.execute(
-                "UPDATE approvals SET state = ?, used_by_call = ? WHERE id = ?",
-                ("used" if row["state"] == "approved" else "denied-used", call_id, row["id"]),
-            )
+            used = "used" if row["state"] == "approved" else "denied-used"
+            check_move(APPROVAL_MOVES, f"approval {row['id']}", row["state"], used)
+            tx.execute("UPDATE approvals SET state = ?, used_by_call = ? WHERE id = ?", (used, call_id, row["id"]))
             return row["state"], row["id"]
 
     def record_answer(

@@ -127,6 +127,20 @@ class TasksConfig(Strict):
     sweep_s: Annotated[float, Field(gt=0, le=3600)] = 5.0  # how often expired claims are looked for
 
 
+class Webhook(Strict):
+    url: Annotated[str, Field(pattern=r"^https?://")]
+    headers: dict[str, str] = Field(default_factory=dict)  # ${VAR} is taken from the environment
+
+
+class NotifyConfig(Strict):
+    """Escalations (blocked, quarantined, abandoned, timed-out work, dead letters) pushed to people."""
+
+    webhooks: list[Webhook] = Field(default_factory=list)
+    events: list[str] | None = None  # default: every escalation (gateway.notify.ESCALATIONS)
+    interval_s: Annotated[float, Field(gt=0, le=3600)] = 5.0
+    max_tries: Annotated[int, Field(ge=1, le=100)] = 5  # per notice, then it is recorded as undelivered
+
+
 class IntegrationConfig(Strict):
     # the workspace's own checks, run on every merge commit after the task's verification (the merge
     # queue publishes only when both pass); the merge ceremony leaves out a task that fails them
@@ -198,6 +212,7 @@ class GatewayConfig(Strict):
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
     tasks: TasksConfig = Field(default_factory=TasksConfig)
     integration: IntegrationConfig = Field(default_factory=IntegrationConfig)
+    notify: NotifyConfig = Field(default_factory=NotifyConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     source: Path | None = Field(default=None, exclude=True)
@@ -275,6 +290,14 @@ class GatewayConfig(Strict):
                     }
                 ),
                 "upstreams": upstreams,
+                "notify": self.notify.model_copy(
+                    update={
+                        "webhooks": [
+                            hook.model_copy(update={"headers": {k: expand_env(v) for k, v in hook.headers.items()}})
+                            for hook in self.notify.webhooks
+                        ]
+                    }
+                ),
                 "source": source,
             }
         )

@@ -34,6 +34,7 @@ from gateway.identity.tokens import Tokens
 from gateway.ledger.chain import Ledger
 from gateway.ledger.leases import Leases, alive
 from gateway.ledger.store import Database
+from gateway.notify import Notifier
 from gateway.pipeline import (
     ActOnTier,
     Authenticate,
@@ -148,6 +149,7 @@ class Gateway:
         self.ceremony = Ceremony(self.board, self.intents, self.committer, self.ledger)
         self.catalog.add(ceremony_tools(self.ceremony))
         self.deadletters = DeadLetters(self.db, self.ledger)  # handoffs refused as malformed, kept whole
+        self.notifier = Notifier(config.notify, self.ledger)  # escalations pushed to people (gateway.yaml notify)
         # One judge: a tools/call, `gateway check`, the Claude Code hook and the verification commands the
         # gateway runs itself are described and decided by the same stages, and recorded the same way.
         recording = Record(self.ledger, self.telemetry)
@@ -271,6 +273,15 @@ class Gateway:
     def visible_tools(self, principal: Principal) -> list[ToolSpec]:
         return [spec for spec in self.catalog.all() if self.roles.grants(principal, spec.name)]
 
+    async def notify_escalations(self) -> None:
+        """Push escalations to gateway.yaml's webhooks (notify), every notify.interval_s."""
+        while True:
+            await anyio.sleep(self.config.notify.interval_s)
+            try:
+                await self.notifier.deliver()
+            except Exception:  # a notifier fault must never stop the gateway; the cursor keeps the place
+                log.exception("escalation notifier failed")
+
     async def sweep_claims(self) -> None:
         """Record expired claims when they expire (every tasks.sweep_s), not at the next claim."""
         while True:
@@ -284,6 +295,9 @@ class Gateway:
             await self.pool.start(tg)
             await anyio.to_thread.run_sync(self.recover)
             tg.start_soon(self.sweep_claims)
+            if self.notifier.enabled:
+                self.notifier.start()
+                tg.start_soon(self.notify_escalations)
             for settled in await self.committer.reconcile():
                 log.warning("reconciled an intent a crash left executing", **settled)
             try:

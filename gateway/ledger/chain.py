@@ -269,6 +269,14 @@ class Ledger:
         seal = Seal(KeyRing(config.keys_dir).secret("ledger"), config.state / "ledger.head")
         return cls(db or Database.open(config.store_path), seal)
 
+    def since(self, seq: int, limit: int = 500) -> list[LedgerEvent]:
+        """Events after ``seq``, oldest first: how a reader follows the ledger from its cursor."""
+        rows = self.db.query("SELECT body, hash FROM ledger WHERE seq > ? ORDER BY seq LIMIT ?", (seq, limit))
+        return [LedgerEvent.model_validate({**json.loads(r["body"]), "hash": r["hash"]}) for r in rows]
+
+    def head_seq(self) -> int:
+        return int(self.db.query("SELECT COALESCE(MAX(seq), 0) FROM ledger")[0][0])
+
     def events(self, where: str = "1=1", params: tuple[Any, ...] = (), limit: int = 1000) -> list[LedgerEvent]:
         rows = self.db.query(
             f"SELECT body, hash FROM ledger WHERE {where} ORDER BY seq DESC LIMIT ?",

@@ -1,5 +1,5 @@
-"""Task and intent states as enums, with the transitions each may make: an illegal move raises instead of
-being written.
+"""Task, intent and approval states as enums, with the transitions each may make: an illegal move raises
+instead of being written.
 
     check_move(TASK_MOVES, "task T1", TaskState.COMMITTED, TaskState.OPEN)   # raises IllegalTransition
 """
@@ -29,6 +29,15 @@ class IntentState(StrEnum):
     COMMITTED = "committed"
     FAILED = "failed"
     COMPENSATED = "compensated"  # recorded by earlier versions (merged, then reverted); no longer produced
+
+
+class ApprovalState(StrEnum):
+    PENDING = "pending"  # waiting for a person
+    APPROVED = "approved"  # a person said yes; the agent's retry of the same call takes it
+    DENIED = "denied"  # a person said no; the retry takes the refusal
+    EXPIRED = "expired"  # nobody answered within approvals.ttl_s
+    USED = "used"  # an approval one call consumed: never again
+    DENIED_USED = "denied-used"  # a refusal one call consumed
 
 
 TASK_MOVES: dict[StrEnum, frozenset[StrEnum]] = {
@@ -62,6 +71,16 @@ INTENT_MOVES: dict[StrEnum, frozenset[StrEnum]] = {
     IntentState.COMMITTED: frozenset(),
     IntentState.FAILED: frozenset(),
     IntentState.COMPENSATED: frozenset(),
+}
+
+
+APPROVAL_MOVES: dict[StrEnum, frozenset[StrEnum]] = {
+    ApprovalState.PENDING: frozenset({ApprovalState.APPROVED, ApprovalState.DENIED, ApprovalState.EXPIRED}),
+    ApprovalState.APPROVED: frozenset({ApprovalState.USED}),
+    ApprovalState.DENIED: frozenset({ApprovalState.DENIED_USED}),
+    ApprovalState.EXPIRED: frozenset(),
+    ApprovalState.USED: frozenset(),
+    ApprovalState.DENIED_USED: frozenset(),
 }
 
 

@@ -1,0 +1,155 @@
+"""Escalation notices: blocked, quarantined, abandoned, timed-out and dead-lettered work, pushed to people.
+
+The task board records what happened in the ledger, in the transaction that changes the task; the notifier
+follows the ledger from its own cursor (a row in the store) and POSTs each escalation as JSON to the webhooks
+gateway.yaml names. Reading after the commit keeps network I/O off the call path. A notice is sent at least
+once: the cursor moves past it only when every webhook took it, or after ``max_tries`` passes (then the
+failure is recorded in the ledger and the notifier goes on).
+
+    notifier = Notifier(config.notify, ledger)
+    notifier.start()              # on the gateway's start
+    await notifier.deliver()      # one pass; Gateway.running() runs one every notify.interval_s
+
+A notice carries the facts a person acts on, never the payloads (a dead letter or a blocker report may hold
+what an agent sent; they stay in the store, behind `gateway task show` and `gateway deadletters show`):
+
+    {"event": "claim_expired", "task_id": "T1", "why": "...", "agent": "w1", "seq": 41,
+     "time": "...", "trace_id": "...", "text": "gateway: task T1: claim expired: ..."}
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import structlog
+
+from gateway.config import NotifyConfig
+from gateway.ledger.chain import Ledger, LedgerEvent
+from gateway.types import JSONObject
+
+if TYPE_CHECKING:
+    import httpx2
+
+log = structlog.get_logger("gateway.notify")
+
+# task-board steps that need a person or the planner; "blocker_report" covers every way a task blocks
+ESCALATIONS = frozenset(
+    {
+        "blocker_report",
+        "quarantine",
+        "abandon",
+        "merge_failed",
+        "dependency_failed",
+        "claim_expired",
+        "verification_timeout",
+        "dead_letter",
+    }
+)
+CURSOR = "notify"
+BATCH = 200
+TIMEOUT_S = 10.0
+
+
+def notice(event: LedgerEvent) -> JSONObject | None:
+    """The escalation an event is, as a webhook receives it, or None when it is not one."""
+    detail = event.detail
+    if event.kind == "deadletter" and event.outcome == "invalid":
+        kind, task_id = "dead_letter", detail.get("task_id")
+        why = f"malformed {detail.get('kind')} kept as {detail.get('deadletter_id')}: {detail.get('error')}"
+    elif event.kind == "task" and detail.get("action") in ESCALATIONS:
+        kind, task_id = str(detail["action"]), detail.get("task_id")
+        why = str(detail.get("why") or detail.get("error") or detail.get("reason") or "")
+    else:
+        return None
+    agent = (event.principal or {}).get("agent") or detail.get("owner") or detail.get("by")
+    why = why[:500]
+    return {
+        "event": kind,
+        "task_id": task_id,
+        "why": why,
+        "agent": agent,
+        "seq": event.seq,
+        "time": event.time,
+        "trace_id": event.trace_id,
+        "text": f"gateway: task {task_id}: {kind.replace('_', ' ')}" + (f": {why}" if why else ""),
+    }
+
+
+class Notifier:
+    def __init__(self, config: NotifyConfig, ledger: Ledger) -> None:
+        self.config = config
+        self.ledger = ledger
+        self.events = ESCALATIONS if config.events is None else frozenset(config.events)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.config.webhooks)
+
+    def start(self) -> None:
+        """Place the cursor at the ledger's head on the first start with webhooks configured (what happened
+        before is history, not news); later starts resume where the last one stopped."""
+        if self.enabled:
+            self._cursor()
+
+    async def deliver(self) -> list[JSONObject]:
+        """One pass: every escalation after the cursor, in ledger order; answers the notices delivered.
+        Stops at the first notice a webhook refuses, so order holds and nothing is skipped silently."""
+        if not self.enabled:
+            return []
+        import httpx2  # here, not at import: `gateway check` and the hook load this module and never notify
+
+        seq, tries = self._cursor()
+        delivered: list[JSONObject] = []
+        async with httpx2.AsyncClient(timeout=TIMEOUT_S) as client:
+            for event in self.ledger.since(seq, BATCH):
+                found = notice(event)
+                if found is not None and found["event"] in self.events:
+                    failure = await self._post(client, found)
+                    if failure is not None and tries + 1 < self.config.max_tries:
+                        self._advance(seq, tries + 1)
+                        log.warning("escalation notice not delivered; will retry", seq=event.seq, error=failure)
+                        return delivered
+                    if failure is not None:
+                        self._give_up(found, failure, tries + 1)
+                    else:
+                        delivered.append(found)
+                seq, tries = event.seq, 0
+                self._advance(seq, 0)
+        return delivered
+
+    async def _post(self, client: httpx2.AsyncClient, body: JSONObject) -> str | None:
+        for hook in self.config.webhooks:
+            try:
+                response = await client.post(hook.url, json=body, headers=hook.headers)
+            except Exception as exc:  # connection refused, timeout, bad TLS: the webhook did not take it
+                return f"{hook.url}: {type(exc).__name__}"  # never the headers: they hold the webhook's secret
+            if response.status_code >= 300:
+                return f"{hook.url}: HTTP {response.status_code}"
+        return None
+
+    def _give_up(self, found: JSONObject, failure: str, tries: int) -> None:
+        log.error("escalation notice dropped after retries", seq=found["seq"], tries=tries, error=failure)
+        self.ledger.append(
+            {
+                "kind": "notify",
+                "trace_id": found["trace_id"],
+                "outcome": "error",
+                "detail": {"notice": {k: found[k] for k in ("event", "task_id", "seq")}, "error": failure},
+            }
+        )
+
+    def _cursor(self) -> tuple[int, int]:
+        rows = self.ledger.db.query("SELECT seq, tries FROM cursors WHERE name = ?", (CURSOR,))
+        if rows:
+            return int(rows[0]["seq"]), int(rows[0]["tries"])
+        head = self.ledger.head_seq()
+        self._advance(head, 0)
+        return head, 0
+
+    def _advance(self, seq: int, tries: int) -> None:
+        with self.ledger.db.transaction() as tx:
+            tx.execute(
+                "INSERT INTO cursors (name, seq, tries) VALUES (?, ?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET seq = excluded.seq, tries = excluded.tries",
+                (CURSOR, seq, tries),
+            )
