@@ -218,3 +218,23 @@ def test_the_review_page_lists_dead_letters(config: Any) -> None:
         assert httpx2.get(f"{url}/ui/deadletters", timeout=15.0).status_code == 401
         trace = http.get(f"/ui/trace/{gateway.board.get('T1')['trace_id']}").text
         assert "deadletter.kept" in trace and f"dead letter {deadletter_id} kept" in trace
+
+
+async def test_a_dead_letter_being_replayed_elsewhere_is_not_replayed_twice(
+    gateway: Gateway, config: Any, tmp_path: Path
+) -> None:
+    from gateway.ledger.leases import Leases, new_holder
+
+    await claimed_with_a_change(gateway, config)
+    _, deadletter_id = await report(gateway, config, {"record": record(status="finished")})
+    fixed = tmp_path / "fixed.json"
+    fixed.write_text(json.dumps({"record": record()}))
+    leases, other = Leases(gateway.db), new_holder()  # another live replay of the same letter holds it
+    assert leases.try_acquire(f"replay of {deadletter_id}", other)
+    busy = cli(config, "deadletters", "replay", deadletter_id, "--payload", str(fixed))
+    assert busy.returncode != 0 and f"dead letter {deadletter_id} is being replayed right now" in busy.stderr
+    assert gateway.deadletters.get(deadletter_id)["state"] == "dead"
+    leases.release(f"replay of {deadletter_id}", other)
+    done = cli(config, "deadletters", "replay", deadletter_id, "--payload", str(fixed))
+    assert done.returncode == 0, done.stderr
+    assert gateway.deadletters.get(deadletter_id)["state"] == "replayed"

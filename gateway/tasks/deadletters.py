@@ -35,6 +35,7 @@ from gateway.errors import ArgumentsTooLarge, GatewayError, InvalidRequest, Unau
 from gateway.identity.revocations import Revocations
 from gateway.identity.roles import RoleSet
 from gateway.ledger.chain import Ledger, digest, utc_now
+from gateway.ledger.leases import Leases, new_holder
 from gateway.ledger.store import Database
 from gateway.pipeline import Authenticate, Call, Pipeline, Stage
 from gateway.types import JSONObject, Origin, Principal
@@ -292,6 +293,17 @@ async def replay(gateway: Gateway, deadletter_id: str, payload: JSONObject | Non
     """The dead letter's tool call again, with ``payload`` (default: the stored one), through the gateway's own
     stages as the recorded principal. A call that went through (it ran and answered) marks the dead letter
     replayed; a refusal leaves it dead, and a payload still malformed is kept as a new dead letter."""
+    leases, holder, lease = Leases(gateway.db), new_holder(), f"replay of {deadletter_id}"
+    # one replay at a time, across processes: two `gateway deadletters replay` of one letter must not both run it
+    if not leases.try_acquire(lease, holder):
+        raise DeadLetterRefused(f"dead letter {deadletter_id} is being replayed right now ({leases.holder_of(lease)})")
+    try:
+        return await _replay(gateway, deadletter_id, payload, by)
+    finally:
+        leases.release(lease, holder)
+
+
+async def _replay(gateway: Gateway, deadletter_id: str, payload: JSONObject | None, by: str) -> Call:
     deadletters = gateway.deadletters
     letter = deadletters.get(deadletter_id)
     if letter["state"] != "dead":
