@@ -106,6 +106,9 @@ class PolicyConfig(Strict):
     deadline_s: Annotated[float, Field(gt=0, le=60)] = 0.5
     opa_url: str = "http://127.0.0.1:8181"
     opa_token: str | None = None
+    # identical decision inputs answered from memory (gateway/policy/cache.py); 0 turns the cache off
+    cache_ttl_s: Annotated[float, Field(ge=0, le=3600)] = 30.0
+    cache_size: Annotated[int, Field(ge=1, le=1_000_000)] = 4096
 
 
 class ApprovalsConfig(Strict):

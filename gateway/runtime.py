@@ -51,6 +51,7 @@ from gateway.pipeline import (
     Stage,
     Validate,
 )
+from gateway.policy.cache import DecisionCache
 from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.engine import PolicyEngine
 from gateway.policy.isolated import IsolatedEngine
@@ -101,16 +102,21 @@ def decision_report(call: Call) -> JSONObject:
 
 
 def make_engine(config: PolicyConfig, data: JSONObject, isolated: bool = True) -> PolicyEngine:
-    """The configured engine; the embedded one in worker processes with a deadline unless ``isolated`` is
-    False (a single command that decides once: nothing else waits on it)."""
+    """The configured engine, behind the decision cache; the embedded one in worker processes with a deadline
+    unless ``isolated`` is False (a single command that decides once: nothing else waits on it)."""
     assert config.path is not None
+    engine: PolicyEngine
     if config.engine == "opa":
         from gateway.policy.opa import OpaEngine
 
-        return OpaEngine(config.path, data, url=config.opa_url, token=config.opa_token, timeout=config.deadline_s)
-    if isolated:
-        return IsolatedEngine(config.path, data, workers=config.workers, deadline_s=config.deadline_s)
-    return EmbeddedEngine(config.path, data)
+        engine = OpaEngine(config.path, data, url=config.opa_url, token=config.opa_token, timeout=config.deadline_s)
+    elif isolated:
+        engine = IsolatedEngine(config.path, data, workers=config.workers, deadline_s=config.deadline_s)
+    else:
+        return EmbeddedEngine(config.path, data)
+    if config.cache_ttl_s > 0:
+        engine = DecisionCache(engine, ttl_s=config.cache_ttl_s, size=config.cache_size)
+    return engine
 
 
 class Gateway:

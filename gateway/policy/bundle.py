@@ -14,6 +14,7 @@ that fails to compile keeps the last good one in force and ``last_error`` says w
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -44,6 +45,10 @@ def fingerprint(directory: Path) -> Fingerprint:
     return tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(directory.rglob("*.rego")))
 
 
+def revision_of(files: Fingerprint) -> str:
+    return hashlib.sha256(repr(files).encode()).hexdigest()[:16]
+
+
 class Bundle:
     """Policy sources and data, compiled once to prove they load."""
 
@@ -55,6 +60,8 @@ class Bundle:
             raise BundleError(f"no policy files (*.rego) in {directory}")
         self.sources = [(str(p.relative_to(directory)), p.read_text(encoding="utf-8")) for p in self.files]
         self.fingerprint = fingerprint(directory)
+        # names this bundle in force: decisions are cached per revision (gateway/policy/cache.py)
+        self.revision = revision_of(self.fingerprint)
         try:
             engine = self.engine()
             undefined = undefined_calls(json.loads(engine.get_ast_as_json()))
@@ -108,10 +115,15 @@ class LiveBundle:
             local.engine, local.bundle = self.bundle.engine(), self.bundle
         return local.engine
 
-    def refresh(self) -> None:
-        """Re-read the bundle if its files changed (looked at no more than once a second)."""
+    def revision(self) -> str:
+        """The revision in force, after looking for changed files (at most once a second)."""
+        self.refresh()
+        return self.bundle.revision
+
+    def refresh(self, force: bool = False) -> None:
+        """Re-read the bundle if its files changed (looked at no more than once a second unless ``force``)."""
         now = time.monotonic()
-        if now - self._checked < RELOAD_CHECK_S:
+        if now - self._checked < RELOAD_CHECK_S and not force:
             return
         self._checked = now
         try:

@@ -49,6 +49,9 @@ class EmbeddedEngine:
     def last_error(self) -> str | None:
         return self.live.last_error
 
+    def revision(self) -> str:
+        return self.live.revision()
+
     async def decide(self, input_doc: JSONObject) -> Decision:
         return self.decide_sync(input_doc)
 

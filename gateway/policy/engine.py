@@ -30,6 +30,10 @@ class PolicyEngine(Protocol):
 
     def status(self) -> JSONObject: ...
 
+    def revision(self) -> str:
+        """The policy revision in force; a decision made after this answered R was made by R (or newer)."""
+        ...
+
     def start(self) -> None:
         """Get ready to decide (a running gateway starts its decision workers)."""
         ...

@@ -68,8 +68,8 @@ class Worker:
             self.kill()
             raise WorkerFailed(str(ready.get("error", "the decision worker did not start")))
 
-    def ask(self, rule: str, payload: bytes, deadline: float) -> Any:
-        self._send(json.dumps({"rule": rule}).encode() + b"\n" + payload + b"\n")
+    def ask(self, rule: str, payload: bytes, deadline: float, revision: str | None = None) -> Any:
+        self._send(json.dumps({"rule": rule, "revision": revision}).encode() + b"\n" + payload + b"\n")
         status = json.loads(self._line(deadline))
         if not status.get("ok"):
             raise WorkerFailed(str(status.get("error", "unknown error")))
@@ -127,7 +127,7 @@ class WorkerPool:
         # workers exit when their stdin closes; this kills them when the pool goes away unclosed, too
         self._finalizer = weakref.finalize(self, _kill_all, self._all)
 
-    def evaluate(self, rule: str, payload: bytes, deadline: float) -> Any:
+    def evaluate(self, rule: str, payload: bytes, deadline: float, revision: str | None = None) -> Any:
         """The rule's value for the input (JSON bytes); DecisionTimeout past ``deadline`` (monotonic)."""
         try:
             worker = self._idle.get(timeout=max(0.0, deadline - time.monotonic()))
@@ -138,7 +138,7 @@ class WorkerPool:
                 started = time.monotonic()
                 worker = self._spawn()
                 deadline += time.monotonic() - started  # starting a worker is not the decision's time
-            return worker.ask(rule, payload, deadline)
+            return worker.ask(rule, payload, deadline, revision)
         except (DecisionTimeout, WorkerFailed):
             if worker is not None:
                 self._discard(worker)
@@ -232,8 +232,14 @@ class IsolatedEngine:
     async def aclose(self) -> None:
         self.pool.close()
 
+    def revision(self) -> str:
+        return self.live.revision()
+
     async def _evaluate(self, rule: str, input_doc: JSONObject) -> Any:
-        self.live.refresh()  # the workers reload on their own; this process logs the change and reports it
+        # this process logs and reports reloads; a worker that has not seen the change yet rereads the files
+        revision = self.live.revision()
         payload = json.dumps(input_doc, separators=(",", ":"), ensure_ascii=False, default=str).encode()
         deadline = time.monotonic() + self.deadline_s
-        return await anyio.to_thread.run_sync(self.pool.evaluate, rule, payload, deadline, abandon_on_cancel=True)
+        return await anyio.to_thread.run_sync(
+            self.pool.evaluate, rule, payload, deadline, revision, abandon_on_cancel=True
+        )

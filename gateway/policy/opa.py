@@ -22,7 +22,7 @@ import structlog
 from opa_client.opa_async import AsyncOpaClient
 
 from gateway.errors import ConfigError
-from gateway.policy.bundle import PACKAGE, RELOAD_CHECK_S, RULE, fingerprint, policy_files
+from gateway.policy.bundle import PACKAGE, RELOAD_CHECK_S, RULE, fingerprint, policy_files, revision_of
 from gateway.policy.engine import engine_error, to_decision
 from gateway.types import Decision, JSONObject
 
@@ -50,6 +50,7 @@ class OpaEngine:
         }
         self._client: AsyncOpaClient | None = None
         self._pushed: tuple[tuple[str, int, int], ...] | None = None
+        self._seen: tuple[tuple[str, int, int], ...] | None = None  # the files as last looked at
         self._checked = 0.0
         self.last_error: str | None = None
 
@@ -105,7 +106,7 @@ class OpaEngine:
                 break
             pending = {endpoint: pending[endpoint] for endpoint in failures}
         errors = [f"{endpoint.removeprefix(POLICY_PREFIX + '/')}: {message}" for endpoint, message in failures.items()]
-        self._pushed = current
+        self._pushed = self._seen = current
         self.last_error = "; ".join(errors) or None
         if errors:
             log.error("OPA refused policy modules; the previous ones stay in force", errors=errors)
@@ -114,13 +115,20 @@ class OpaEngine:
     def status(self) -> JSONObject:
         return {"engine": self.name, "url": self.url, "directory": str(self.directory), "last_error": self.last_error}
 
-    async def _ready(self) -> AsyncOpaClient:
+    def revision(self) -> str:
+        """The revision of the files (looked at no more than once a second); the next decision pushes them
+        to OPA first when they changed, so a decision made after this answered comes from them."""
         now = time.monotonic()
-        if self._pushed is None or now - self._checked >= RELOAD_CHECK_S:
+        if self._seen is None or now - self._checked >= RELOAD_CHECK_S:
             self._checked = now
-            if self._pushed != fingerprint(self.directory):
-                with contextlib.suppress(ConfigError):  # reported in status(); OPA keeps what it accepted
-                    await self.push()
+            self._seen = fingerprint(self.directory)
+        return revision_of(self._seen)
+
+    async def _ready(self) -> AsyncOpaClient:
+        self.revision()
+        if self._pushed is None or self._pushed != self._seen:
+            with contextlib.suppress(ConfigError):  # reported in status(); OPA keeps what it accepted
+                await self.push()
         return await self._connect()
 
     async def _connect(self) -> AsyncOpaClient:

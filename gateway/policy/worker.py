@@ -6,7 +6,7 @@ past its deadline without losing anything but that decision.
 
 Protocol, one JSON line each: the first line names the bundle (``{"directory", "data"}``) and is answered
 ``{"ok": true}`` once it loads (or ``{"ok": false, "error"}``); then each request is a header line
-(``{"rule"}``) and a line holding the input document, answered by ``{"ok": true}`` and a line holding the
+(``{"rule", "revision"}``) and a line holding the input document, answered by ``{"ok": true}`` and a line holding the
 value (``null`` when undefined), or by ``{"ok": false, "error"}`` alone.
 """
 
@@ -38,7 +38,12 @@ def serve(requests: BinaryIO, answers: BinaryIO) -> int:
         if not header or not payload:
             return 0  # the gateway closed the pipe (or died): nothing more to decide
         try:
-            value = live.evaluate_json(json.loads(header)["rule"], payload.decode())
+            request = json.loads(header)
+            if request.get("revision") not in (None, live.bundle.revision):
+                # the gateway already sees newer files: decide with them, not with what this worker last
+                # read, so a decision the gateway caches under its revision was made by that revision
+                live.refresh(force=True)
+            value = live.evaluate_json(request["rule"], payload.decode())
         except Exception as exc:
             answer(json.dumps({"ok": False, "error": engine_message(exc)}))
             continue
