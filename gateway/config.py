@@ -157,6 +157,12 @@ class IdentityConfig(Strict):
     # own /auth page, which says which tokens it accepts and how to get one
     documentation: Annotated[str, Field(pattern=r"^https?://")] | None = None
 
+    @model_validator(mode="after")
+    def _distinct_issuers(self) -> IdentityConfig:
+        if self.external_issuer is not None and self.external_issuer.issuer == self.issuer:
+            raise ValueError("external_issuer.issuer must differ from the gateway's own issuer")
+        return self
+
 
 class ShellConfig(Strict):
     # Environment variables passed through to shell_run; everything else (tokens, keys) is withheld.

@@ -225,6 +225,9 @@ def test_config_refuses_an_incomplete_external_issuer(config: Any) -> None:
     incomplete = {"issuer": ISSUER, "jwks_url": "https://x/jwks", "audience": "a", "roles": {}}
     with pytest.raises(ConfigError, match=r"identity\.external_issuer\.roles"):
         reconfigure(config, identity={"external_issuer": incomplete})
+    shadowing = IdentityProvider.config("https://x/jwks", issuer="mcp-gateway")  # would shadow the own tokens
+    with pytest.raises(ConfigError, match="must differ"):
+        reconfigure(config, identity=shadowing)
 
 
 # --- the JWKS cache: TTL, refetch on unknown kid, bounded ----------------------------------------------
