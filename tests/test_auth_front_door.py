@@ -184,6 +184,7 @@ def test_bad_external_tokens_get_401_with_the_failed_check(external: Any, idp: I
         "unknown issuer": (idp.token(iss="https://other-idp.example"), "issuer 'https://other-idp.example' is not"),
         "no role claim": (idp.token(groups=None), "has no 'groups' claim"),
         "unmapped claim": (idp.token(groups=["staff", "interns"]), "maps to no gateway role"),
+        "hostile claim": (idp.token(groups=['a"b\r\nSet-Cookie: x=1', "\u00e9quipe"]), "maps to no gateway role"),
         "two roles": (idp.token(groups=["team-workers", "team-admins"]), "maps to several gateway roles"),
         "bad signature": (idp.token(signed_by=stranger), "signature does not verify"),
         "expired": (idp.token(iat=hour_ago - 600, nbf=hour_ago - 600, exp=hour_ago), "expired"),
@@ -202,6 +203,7 @@ def test_bad_external_tokens_get_401_with_the_failed_check(external: Any, idp: I
         said = challenge(answer)
         assert said["error"] == "invalid_token" and reason.replace('"', "'") in said["error_description"], name
         assert bearer not in answer.text and bearer not in answer.headers["www-authenticate"], name
+        assert "set-cookie" not in answer.headers, "claim values cannot inject headers"
         assert any(reason in row for row in rows), f"{name}: no ledger row"
         assert not any(bearer in row for row in rows)
 

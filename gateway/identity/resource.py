@@ -51,6 +51,7 @@ class ProtectedResource:
         (the metadata never reflects a host the transport would refuse)."""
         host = conn.headers.get("host")
         checked = self.hosts.settings.enable_dns_rebinding_protection
+        # the SDK's own Host rule (private, but pinned with mcp==2.3.*): one rule for /mcp and its metadata
         if not host or (checked and not self.hosts._validate_host(host)):
             return None
         return f"{conn.url.scheme}://{host}"
