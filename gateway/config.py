@@ -150,9 +150,35 @@ class IntegrationConfig(Strict):
     verification: list[Annotated[str, Field(min_length=1, max_length=4096)]] = Field(default_factory=list)
 
 
+class ExternalIssuerConfig(Strict):
+    """Tokens from the team's own identity provider, accepted beside the gateway's own (docs/auth.md)."""
+
+    issuer: Annotated[str, Field(min_length=1)]  # the iss claim, exactly (e.g. https://idp.example.com/realms/dev)
+    jwks_url: Annotated[str, Field(pattern=r"^https?://")]  # the issuer's signing keys (JWKS)
+    audience: Annotated[str, Field(min_length=1)]  # the aud the IdP puts in tokens meant for this gateway
+    algorithms: list[Literal["RS256", "ES256", "EdDSA"]] = Field(default_factory=lambda: ["RS256", "ES256", "EdDSA"])
+    agent_claim: str = "sub"  # the claim that names the agent (must match the agent-name pattern)
+    roles_claim: str = "groups"  # a string or list of strings, mapped to a gateway role through `roles`
+    roles: Annotated[dict[str, str], Field(min_length=1)]  # claim value -> gateway role; exactly one must match
+    jwks_ttl_s: Annotated[float, Field(gt=0, le=86400)] = 300.0  # keys are fetched again after this long
+    jwks_min_refetch_s: Annotated[float, Field(ge=0, le=3600)] = 30.0  # at most one fetch this often (unknown kids)
+    jwks_timeout_s: Annotated[float, Field(gt=0, le=60)] = 5.0
+    leeway_s: Annotated[int, Field(ge=0, le=300)] = 30  # clock skew allowed on exp/nbf/iat
+
+
 class IdentityConfig(Strict):
     issuer: str = "mcp-gateway"
     audience: str = "mcp-gateway"
+    external_issuer: ExternalIssuerConfig | None = None
+    # resource_documentation in /.well-known/oauth-protected-resource (RFC 9728); default: the gateway's
+    # own /auth page, which says which tokens it accepts and how to get one
+    documentation: Annotated[str, Field(pattern=r"^https?://")] | None = None
+
+    @model_validator(mode="after")
+    def _distinct_issuers(self) -> IdentityConfig:
+        if self.external_issuer is not None and self.external_issuer.issuer == self.issuer:
+            raise ValueError("external_issuer.issuer must differ from the gateway's own issuer")
+        return self
 
 
 class ShellConfig(Strict):

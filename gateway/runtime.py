@@ -27,6 +27,7 @@ from gateway.commit.tools import ceremony_tools, intent_tools
 from gateway.config import GatewayConfig, PolicyConfig, UpstreamConfig
 from gateway.effects.paths import Workspace
 from gateway.egress import Egress
+from gateway.identity.external import ExternalIssuer
 from gateway.identity.keys import KeyRing
 from gateway.identity.revocations import Revocations
 from gateway.identity.roles import RoleSet
@@ -129,7 +130,15 @@ class Gateway:
         self.roles = RoleSet.load(config.roles_dir)
         self.keys = KeyRing(config.keys_dir)
         self.revocations = Revocations(self.db)
-        self.tokens = Tokens(self.keys, self.roles, self.revocations, config.identity.issuer, config.identity.audience)
+        external = config.identity.external_issuer
+        self.tokens = Tokens(
+            self.keys,
+            self.roles,
+            self.revocations,
+            config.identity.issuer,
+            config.identity.audience,
+            external=ExternalIssuer(external, self.roles, self.revocations) if external else None,
+        )
         self.engine = make_engine(config.policy, {"roles": self.roles.as_data()}, isolated)
         self.workspace = Workspace(config.workspace, config.protected_paths())
         # every command run for an agent is confined; none may see the state, other worktrees or credentials

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import mcp_types as mt
 import structlog
 from mcp.server import Server, ServerRequestContext
@@ -41,6 +42,7 @@ from starlette.types import Receive, Scope, Send
 
 from gateway import __version__
 from gateway.errors import Unauthenticated
+from gateway.identity.resource import ProtectedResource
 from gateway.identity.tokens import Tokens
 from gateway.pipeline import Call
 from gateway.runtime import Gateway
@@ -205,6 +207,7 @@ class CredentialBackend(AuthenticationBackend):
 
     def __init__(self, verifier: GatewayTokenVerifier) -> None:
         self.verifier = verifier
+        self.external = verifier.tokens.external
 
     async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, AuthenticatedUser] | None:
         header = conn.headers.get("authorization")
@@ -215,8 +218,12 @@ class CredentialBackend(AuthenticationBackend):
         if scheme.lower() != "bearer" or not token.strip():
             conn.scope["gateway.auth_error"] = "the Authorization header must be 'Bearer <token>'"
             return None
+        token = token.strip()
+        if self.external is not None and self.external.stale(token):
+            # fetching the identity provider's keys blocks: not on the event loop every agent shares
+            await anyio.to_thread.run_sync(self.external.refresh, token)
         try:
-            access = self.verifier.check(token.strip())
+            access = self.verifier.check(token)
         except Unauthenticated as exc:
             conn.scope["gateway.auth_error"] = exc.message
             return None
@@ -224,11 +231,13 @@ class CredentialBackend(AuthenticationBackend):
 
 
 class RequireCredential:
-    """ASGI wrapper: requests without a verified credential get 401 with the reason, and are recorded."""
+    """ASGI wrapper: requests without a verified credential get 401 with the reason (in the body and in
+    WWW-Authenticate, which also points to the RFC 9728 metadata), and are recorded."""
 
-    def __init__(self, app: Any, gateway: Gateway) -> None:
+    def __init__(self, app: Any, gateway: Gateway, resource: ProtectedResource) -> None:
         self.app = app
         self.gateway = gateway
+        self.resource = resource
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if isinstance(scope.get("user"), AuthenticatedUser):
@@ -236,10 +245,19 @@ class RequireCredential:
             return
         reason = scope.get("gateway.auth_error", "authentication required")
         self.gateway.ledger.append(
-            {"kind": "auth", "outcome": "denied", "detail": {"error": {"code": "unauthenticated", "message": reason}}}
+            {
+                "kind": "auth",
+                "outcome": "denied",
+                "detail": {"where": "mcp", "error": {"code": "unauthenticated", "message": reason}},
+            }
         )
-        body = json.dumps({"error": "invalid_token", "error_description": reason}).encode()
-        challenge = f'Bearer error="invalid_token", error_description="{reason.replace(chr(34), chr(39))}"'
+        conn = HTTPConnection(scope)
+        missing = "authorization" not in conn.headers
+        # RFC 6750 §3.1: a request that sent no credential gets no error code, only the challenge
+        body = json.dumps(
+            {"error_description": reason} if missing else {"error": "invalid_token", "error_description": reason}
+        ).encode()
+        challenge = self.resource.challenge(conn, reason, missing=missing)
         await send(
             {
                 "type": "http.response.start",
@@ -269,6 +287,7 @@ def http_app(gateway: Gateway, host: str = "127.0.0.1", allowed_hosts: list[str]
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     manager = StreamableHTTPSessionManager(app=server, security_settings=security)
     verifier = GatewayTokenVerifier(gateway.tokens)
+    resource = ProtectedResource(gateway.config.identity, security, SERVER_NAME)
 
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "upstreams": gateway.pool.status()})
@@ -280,8 +299,9 @@ def http_app(gateway: Gateway, host: str = "127.0.0.1", allowed_hosts: list[str]
 
     return Starlette(
         routes=[
-            Route("/mcp", endpoint=RequireCredential(StreamableHTTPASGIApp(manager), gateway)),
+            Route("/mcp", endpoint=RequireCredential(StreamableHTTPASGIApp(manager), gateway, resource)),
             Route("/healthz", endpoint=health),
+            *resource.routes(),  # RFC 9728 metadata (both forms) and /auth: no credential needed
             *ui_routes(gateway),  # the review pages (gateway/web): approvers only
         ],
         middleware=[

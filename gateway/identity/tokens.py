@@ -5,7 +5,9 @@
     principal = tokens.verify(jwt)       # raises Unauthenticated with a reason that carries no key material
 
 Verification accepts only EdDSA, only a kid the key ring knows, and requires every claim; a revoked jti
-or a role without a role file is refused as well.
+or a role without a role file is refused as well. With an external issuer configured
+(gateway/identity/external.py), a token whose iss names it is verified against that issuer's JWKS instead;
+a token naming any other issuer is refused as such.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import re
 import secrets
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jwt
 
@@ -22,6 +24,9 @@ from gateway.identity.keys import KeyRing
 from gateway.identity.revocations import Revocations
 from gateway.identity.roles import RoleSet
 from gateway.types import Principal
+
+if TYPE_CHECKING:
+    from gateway.identity.external import ExternalIssuer
 
 ALGORITHM = "EdDSA"
 REQUIRED_CLAIMS = ["iss", "aud", "sub", "role", "jti", "iat", "exp"]
@@ -32,12 +37,21 @@ CACHE_SIZE = 1024
 
 
 class Tokens:
-    def __init__(self, keys: KeyRing, roles: RoleSet, revocations: Revocations, issuer: str, audience: str) -> None:
+    def __init__(
+        self,
+        keys: KeyRing,
+        roles: RoleSet,
+        revocations: Revocations,
+        issuer: str,
+        audience: str,
+        external: ExternalIssuer | None = None,
+    ) -> None:
         self.keys = keys
         self.roles = roles
         self.revocations = revocations
         self.issuer = issuer
         self.audience = audience
+        self.external = external
         # token text -> (kid, key it verified with, principal). Parsing and the Ed25519 signature check cost
         # ~0.3 ms, on every call and twice per HTTP request (middleware, then the pipeline). A signature that
         # verified once verifies again for the very same string, so only that part is cached; expiry, the
@@ -73,6 +87,15 @@ class Tokens:
         cached = self._verified.get(token)
         if cached is not None:
             return self._recheck(token, *cached)
+        issuer = issuer_of(token)
+        if self.external is not None and issuer == self.external.issuer:
+            return self.external.verify(token)  # uncached: an IdP may drop a key from its JWKS at any time
+        if issuer != self.issuer:
+            accepted = [self.issuer] + ([self.external.issuer] if self.external is not None else [])
+            raise Unauthenticated(
+                f"token issuer {str(issuer)[:80]!r} is not accepted; this gateway accepts tokens from "
+                + " and ".join(repr(a) for a in accepted)
+            )
         principal, kid, key = self._verify_fully(token)
         if len(self._verified) >= CACHE_SIZE:
             self._verified.pop(next(iter(self._verified)), None)
@@ -95,10 +118,7 @@ class Tokens:
         return principal
 
     def _verify_fully(self, token: str) -> tuple[Principal, str, Any]:
-        try:
-            header = jwt.get_unverified_header(token)
-        except jwt.PyJWTError:
-            raise Unauthenticated("malformed token: not a JWT with a readable header") from None
+        header = header_of(token)
         if header.get("alg") != ALGORITHM:
             raise Unauthenticated(f"token algorithm {str(header.get('alg'))[:20]!r} is not accepted; only EdDSA is")
         kid = header.get("kid")
@@ -140,3 +160,20 @@ class Tokens:
             raise Unauthenticated("token has been revoked")
         principal = Principal(agent=agent, role=role, task=task, jti=claims["jti"], exp=int(claims["exp"]))
         return principal, kid, key
+
+
+def header_of(token: str) -> dict[str, Any]:
+    try:
+        return jwt.get_unverified_header(token)
+    except jwt.PyJWTError:
+        raise Unauthenticated("malformed token: not a JWT with a readable header") from None
+
+
+def issuer_of(token: str) -> str | None:
+    """The iss claim as the token states it, before anything is verified: only to choose the verifier."""
+    try:
+        claims = jwt.decode(token, options={"verify_signature": False})
+    except jwt.PyJWTError:
+        raise Unauthenticated("malformed token: not a JWT with readable claims") from None
+    issuer = claims.get("iss")
+    return issuer if isinstance(issuer, str) else None
