@@ -41,6 +41,7 @@ from starlette.types import Receive, Scope, Send
 
 from gateway import __version__
 from gateway.errors import Unauthenticated
+from gateway.hooks_http import ClaudeCodeHook
 from gateway.identity.tokens import Tokens
 from gateway.pipeline import Call
 from gateway.runtime import Gateway
@@ -281,6 +282,7 @@ def http_app(gateway: Gateway, host: str = "127.0.0.1", allowed_hosts: list[str]
         routes=[
             Route("/mcp", endpoint=RequireCredential(StreamableHTTPASGIApp(manager), gateway)),
             Route("/healthz", endpoint=health),
+            Route("/hooks/claude-code", RequireCredential(ClaudeCodeHook(gateway), gateway), methods=["POST"]),
             *ui_routes(gateway),  # the review pages (gateway/web): approvers only
         ],
         middleware=[
