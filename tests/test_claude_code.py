@@ -7,7 +7,6 @@ the gateway's URL filled in; Claude Code runs in a temporary HOME with a dummy A
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -60,7 +59,9 @@ def claude(repo: Path, home: Path, model: str, gateway_url: str, bearer: str) ->
     argv = [str(CLAUDE), "-p", "Run the scripted calls.", "--output-format", "json"]
     argv += ["--settings", str(settings), "--mcp-config", str(mcp), "--strict-mcp-config"]
     argv += ["--allowedTools", "Bash,mcp__gateway"]  # -p refuses tools nobody allowed; the hook still judges
-    return subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        argv, cwd=repo, env=env, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL
+    )
 
 
 @pytest.fixture

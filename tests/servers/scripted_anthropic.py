@@ -105,7 +105,7 @@ class ScriptedModel:
             def log_message(self, format: str, *args: Any) -> None:
                 return None
 
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
                 try:
@@ -123,7 +123,7 @@ class ScriptedModel:
                 else:
                     self.reply({"type": "error", "error": {"type": "not_found_error", "message": path}}, 404)
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 self.reply({"data": [], "has_more": False})
 
             def reply(self, payload: dict[str, Any], status: int = 200) -> None:
