@@ -28,11 +28,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gateway.config import GatewayConfig
 from gateway.errors import GatewayError, InvalidRequest, UnknownTool
 from gateway.types import JSONObject, Principal
 
 if TYPE_CHECKING:  # the command hook imports the runtime only once it has input to judge
+    from gateway.config import GatewayConfig
     from gateway.pipeline import Call
     from gateway.runtime import Gateway
 
