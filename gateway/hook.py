@@ -1,17 +1,20 @@
-"""``gateway hook claude-code``: Claude Code's PreToolUse hook, answered by the gateway's own policy.
+"""Claude Code's PreToolUse hook, answered by the gateway's own judge: over HTTP or as a command.
 
 For teams that keep Claude Code's built-in tools (Bash, Read, Write, Edit, ...) instead of routing all work
 through the gateway's MCP tools. Each built-in call is translated to the gateway tool with the same effects
-(Bash -> shell_run, Edit -> fs_edit, ...), described and decided exactly as ``gateway check`` would, recorded
-in the ledger (kind "hook"), and answered in Claude Code's vocabulary, which is also the policy's:
+(Bash -> shell_run, Edit -> fs_edit, ...), described and decided by the same stages as a tools/call,
+recorded in the ledger (kind "hook"), and answered in Claude Code's vocabulary:
 
-    allow  the policy allows it (tier 1 or 2)
-    ask    tier 3: Claude Code asks the person at the keyboard
-    deny   the policy denies it; the reason is shown to the model
+    allow  the policy allows it (tier 1, or tier 2 after its checkpoint), or a person approved it
+    deny   the policy denies it, or it needs a person (tier 3): the answer names the pending approval;
+           once a person approves it (gateway approvals approve ID, or /ui/approvals), the same call
+           is allowed once
 
-Fail closed: unreadable input, a tool the hook cannot translate, a bad GATEWAY_TOKEN or an engine error is
-never "allow". A tier-2 "allow" takes its checkpoint before answering, so ``gateway rollback`` undoes what
-Claude Code then does.
+Two ways in: ``POST /hooks/claude-code`` on a running gateway (gateway/hooks_http.py: a few milliseconds,
+the credential is the Bearer token) and ``gateway hook claude-code`` (a process per call, for setups
+without a server). Both fail closed: unreadable input, an unknown tool, a bad credential or an engine
+error is never "allow". PostToolUse events are recorded (kind "hook_result": the size and digest of what
+the tool returned, never its content).
 
     echo '{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"cwd":"/repo"}' \\
         | gateway --config /repo/gateway.yaml hook claude-code --role worker
@@ -23,22 +26,44 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anyio
-
-from gateway.config import GatewayConfig
-from gateway.errors import GatewayError, InvalidRequest
+from gateway.errors import GatewayError, InvalidRequest, UnknownTool
 from gateway.types import JSONObject, Principal
 
-# Claude Code's vocabulary is the policy's own; anything else is answered "deny".
-ANSWERS = frozenset({"allow", "ask", "deny"})
+if TYPE_CHECKING:  # the command hook imports the runtime only once it has input to judge
+    from gateway.config import GatewayConfig
+    from gateway.pipeline import Call
+    from gateway.runtime import Gateway
+
+EVENTS = frozenset({"PreToolUse", "PostToolUse"})
+MAX_TOOL_NAME = 200
+# Claude Code tools the gateway knows but cannot describe (and every MCP tool): tier 3, a person decides
+UNANALYSED = frozenset({"WebFetch", "WebSearch", "Task", "Agent"})
 
 
 class Untranslatable(InvalidRequest):
     """A tool the hook cannot describe (WebFetch, another MCP server's tool): tier 3, so a person decides."""
 
     code = "hook_untranslatable"
+
+
+def parse_event(raw: str | bytes) -> JSONObject:
+    """Claude Code's hook input, checked for what the judge needs; anything else is an InvalidRequest."""
+    try:
+        event = json.loads(raw)
+    except ValueError as exc:
+        raise InvalidRequest(f"hook input is not JSON: {exc}") from None
+    if not isinstance(event, dict):
+        raise InvalidRequest("hook input is not a JSON object")
+    if event.get("hook_event_name") not in EVENTS:
+        raise InvalidRequest(f"'hook_event_name' must be one of {sorted(EVENTS)}")
+    name = event.get("tool_name")
+    if not isinstance(name, str) or not 0 < len(name) <= MAX_TOOL_NAME:
+        raise InvalidRequest(f"'tool_name' is missing, not a string or longer than {MAX_TOOL_NAME} characters")
+    if not isinstance(event.get("tool_input"), dict):
+        raise InvalidRequest("'tool_input' is missing or not an object")
+    return event
 
 
 def workspace_path(value: Any, workspace: Path, cwd: Path, what: str) -> str:
@@ -94,7 +119,9 @@ def translate(tool_name: str, tool_input: JSONObject, workspace: Path, cwd: Path
         pattern = tool_input.get("pattern")
         pattern = pattern if isinstance(pattern, str) and pattern else "."
         return "fs_search", {"pattern": pattern, "path": path("path", str(cwd))}
-    raise Untranslatable(f"the gateway cannot analyse Claude Code's {tool_name!r} tool: a person decides (tier 3)")
+    if tool_name in UNANALYSED or tool_name.startswith("mcp__"):
+        raise Untranslatable(f"the gateway cannot analyse Claude Code's {tool_name!r} tool: a person decides (tier 3)")
+    raise UnknownTool(f"Claude Code has no tool named {tool_name!r} that the gateway knows")
 
 
 def answer(decision: str, reason: str) -> JSONObject:
@@ -107,11 +134,11 @@ def answer(decision: str, reason: str) -> JSONObject:
     }
 
 
-def principal_for(gateway: Any, role: str, agent: str) -> Principal:
+def principal_for(gateway: Gateway, role: str, agent: str) -> Principal:
     """The token in GATEWAY_TOKEN when there is one (verified: a bad one is refused), else the --role given."""
     token = os.environ.get("GATEWAY_TOKEN")
     if token:
-        return gateway.tokens.verify(token)  # type: ignore[no-any-return]
+        return gateway.tokens.verify(token)
     return Principal(agent=agent, role=role)
 
 
@@ -124,54 +151,116 @@ def hook_trace(task: JSONObject | None, session_id: Any) -> str | None:
     return session_trace(f"claude-code:{session_id}") if isinstance(session_id, str) and session_id else None
 
 
-def working_root(gateway: Any, task: JSONObject | None) -> Path:
+def working_root(gateway: Gateway, task: JSONObject | None) -> Path:
     workspace = gateway.board.workspace(task) if task else None
     return Path(workspace.root) if workspace else Path(gateway.config.workspace)
 
 
-def decide(config: GatewayConfig, raw: str, role: str, agent: str) -> JSONObject:
-    """Answer one PreToolUse hook input (the JSON Claude Code writes to the hook's stdin).
-
-    The call is judged by the gateway's own stages (the same as a tools/call and ``gateway check``) and
-    recorded by them: a ledger row of kind "hook" and a decision log entry. A tier-2 "allow" takes its
-    checkpoint before answering, since Claude Code runs the tool right after."""
+def hook_call(transport: str) -> Call:
+    """An empty hook call (kind "hook"), filled in by ``judge``."""
     from gateway.pipeline import Call
-    from gateway.runtime import Gateway, decision_report
-    from gateway.types import Decision, Origin
+    from gateway.types import Origin
 
-    gateway = Gateway(config, isolated=False)  # one decision: in this process
-    call = Call(tool="?", arguments={}, origin=Origin(transport="inprocess", protocol_version="hook"), kind="hook")
+    call = Call(tool="?", arguments={}, origin=Origin(transport=transport, protocol_version="hook"), kind="hook")
     call.detail = {"client": "claude-code"}
+    return call
+
+
+async def judge(gateway: Gateway, call: Call, raw: str | bytes, principal: Callable[[], Principal]) -> Call:
+    """Judge one hook input (the JSON Claude Code sends) as ``principal()``, and record it.
+
+    A PreToolUse event goes through the gateway's own stages (the same as a tools/call and ``gateway
+    check``): a ledger row of kind "hook" and a decision log entry; see HookVerdict for tier 2 and 3.
+    A PostToolUse event is recorded (kind "hook_result") and answers nothing. Input the judge cannot read
+    leaves ``call.error`` set (an InvalidRequest, or Unauthenticated from ``principal``), recorded too."""
+    from gateway.pipeline import ledger_fields
+    from gateway.types import Decision
+
     try:
-        event = json.loads(raw)
-        if not isinstance(event, dict) or not isinstance(event.get("tool_input"), dict):
-            raise InvalidRequest("hook input is not a PreToolUse event with a tool_input object")
-        call.tool = call.detail["claude_tool"] = str(event.get("tool_name"))
-        call.principal = principal_for(gateway, role, agent)
+        event = parse_event(raw)
+        call.tool = call.detail["claude_tool"] = event["tool_name"]
+        if isinstance(event.get("tool_use_id"), str):
+            call.detail["tool_use_id"] = event["tool_use_id"][:200]
+        call.principal = principal()
         task = gateway.board.task_for(call.principal)
         call.trace_id = hook_trace(task, event.get("session_id")) or call.trace_id
         # Paths are judged where the gateway would act: a worker's task worktree, else the workspace. Claude
         # Code working anywhere else (the main checkout, say) is then outside, and refused.
         root = working_root(gateway, task)
         cwd = Path(event["cwd"]) if isinstance(event.get("cwd"), str) else root
-        call.tool, call.arguments = translate(call.tool, event["tool_input"], root, cwd)
-    except (GatewayError, ValueError) as exc:
-        error = exc if isinstance(exc, GatewayError) else InvalidRequest(f"hook input is not JSON: {exc}")
+        try:
+            call.tool, call.arguments = translate(call.tool, event["tool_input"], root, cwd)
+        except Untranslatable as exc:
+            if event["hook_event_name"] == "PreToolUse":  # a person decides: held for approval by HookVerdict
+                call.arguments = event["tool_input"]
+                call.detail["untranslatable"] = exc.message
+                rule = f"gateway.{exc.code}"
+                call.decision = Decision(action="ask", tier=3, reasons=[exc.message], rules=[rule])
+                await gateway.hook_verdict(call)
+                await gateway.hook_judge.finish(call)
+                return call
+        if event["hook_event_name"] == "PostToolUse":
+            gateway.ledger.append({**ledger_fields(call, "ok"), "kind": "hook_result", **result_of(event)})
+            call.outcome = "ok"
+            return call
+    except GatewayError as error:
         call.stop(error)
-        if isinstance(exc, Untranslatable):  # cannot be analysed: a person decides, in Claude Code
-            call.decision = Decision(action="ask", tier=3, reasons=[error.message], rules=[f"gateway.{error.code}"])
-            call.outcome = "asked"
-        anyio.run(gateway.hook_judge.finish, call)
-    else:
-        anyio.run(gateway.hook_judge.run, call)
+        await gateway.hook_judge.finish(call)
+        return call
+    return await gateway.hook_judge.run(call)
+
+
+def result_of(event: JSONObject) -> JSONObject:
+    """What a PostToolUse event says the tool returned: its size and digest, never its content."""
+    from gateway.ledger.chain import digest
+
+    response = event.get("tool_response")
+    size = len(json.dumps(response, default=str).encode())
+    return {
+        "detail": {
+            "client": "claude-code",
+            "claude_tool": event["tool_name"],
+            "tool_use_id": str(event.get("tool_use_id", ""))[:200],
+            "response_bytes": size,
+            "response_digest": digest(response),
+        }
+    }
+
+
+def answer_for(call: Call) -> JSONObject:
+    """Claude Code's hook output for a judged call: allow only what the judge allowed."""
+    from gateway.runtime import decision_report
+
     checked = decision_report(call)
-    decision = str(checked.get("action"))
-    decision = decision if decision in ANSWERS else "deny"
-    reason = "; ".join(checked.get("reasons") or []) or f"policy: {decision}"
+    reason = "; ".join(checked.get("reasons") or []) or "no reason given"
     rules = ", ".join(checked.get("rules") or [])
-    checkpoint = (call.safeguard or {}).get("id")
-    saved = f" (checkpoint {checkpoint}: gateway rollback undoes it)" if checkpoint else ""
-    return answer(decision, f"gateway policy (tier {checked.get('tier')}, {rules}): {reason}{saved}")
+    said = f"gateway policy (tier {checked.get('tier')}, {rules}): {reason}"
+    approval = call.detail.get("approval") or {}
+    if call.outcome == "allowed":
+        checkpoint = (call.safeguard or {}).get("id")
+        saved = f" (checkpoint {checkpoint}: gateway rollback undoes it)" if checkpoint else ""
+        approved = f" (approved by a person: {approval['id']})" if approval.get("answer") == "approved" else ""
+        return answer("allow", f"{said}{approved}{saved}")
+    if call.outcome == "asked":
+        ident = approval.get("id")
+        return answer(
+            "deny",
+            f"{said}. NOT RUN: it needs a person's approval ({ident}, pending). Next step: a person runs "
+            f"'gateway approvals approve {ident}' (or uses /ui/approvals); then retry exactly the same call.",
+        )
+    return answer("deny", said)
+
+
+def decide(config: GatewayConfig, raw: str, role: str, agent: str) -> JSONObject:
+    """The command hook: answer one hook input (the JSON Claude Code writes to the hook's stdin), judged in
+    this process as GATEWAY_TOKEN's principal, or as ``role`` and ``agent`` without one."""
+    import anyio
+
+    from gateway.runtime import Gateway
+
+    gateway = Gateway(config, isolated=False)  # one decision: in this process
+    call = anyio.run(judge, gateway, hook_call("inprocess"), raw, lambda: principal_for(gateway, role, agent))
+    return answer_for(call)
 
 
 def decide_or_deny(load: Callable[[], GatewayConfig], raw: str, role: str, agent: str) -> JSONObject:

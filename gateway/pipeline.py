@@ -351,7 +351,7 @@ class Decide:
 
 
 class Judged:
-    """The last stage of a decision without a run (``gateway check``, the hook, verification commands):
+    """The last stage of a decision without a run (``gateway check``, verification commands):
     the call is recorded as allowed or asked about; a denial stopped it at Decide."""
 
     async def __call__(self, call: Call) -> None:
@@ -359,17 +359,34 @@ class Judged:
         call.outcome = "allowed" if call.decision.action == "allow" else "asked"
 
 
-class Safeguard:
-    """Tier 2's safeguard for an allowed call that the gateway does not run itself (the Claude Code hook:
-    Claude Code runs the tool after the answer): the checkpoint is taken before answering."""
+class HookVerdict:
+    """The last stage of the Claude Code hook's judge. Claude Code runs the tool itself after the answer,
+    so what ActOnTier does before a run happens here, before answering.
 
-    def __init__(self, checkpoints: Checkpoints) -> None:
+    A call the policy asks about is held for a person as a pending gateway approval (the hook answers
+    "deny" naming it): Claude Code's own "ask" would let whoever holds its keyboard, or a permissive
+    permission mode, run the call unrecorded. Once a person approves, the same call (same agent, role,
+    tool, arguments) is allowed once. An allowed tier-2 call gets its checkpoint first."""
+
+    def __init__(self, approvals: Approvals, checkpoints: Checkpoints) -> None:
+        self.approvals = approvals
         self.checkpoints = checkpoints
 
     async def __call__(self, call: Call) -> None:
-        assert call.decision is not None
-        if call.decision.action == "allow" and call.decision.tier >= 2:
+        assert call.decision is not None and call.principal is not None
+        if call.decision.action == "ask":
+            key = call_key(call.principal, call.tool, call.arguments)
+            settled = self.approvals.consume(key, call.call_id)
+            if settled is None:
+                hold_for_approval(self.approvals, call, key)
+                return
+            answer, approval_id = settled
+            call.detail["approval"] = {"id": approval_id, "answer": answer}
+            if answer == "denied":
+                raise Denied(f"a person denied this call (approval {approval_id})", approval_id=approval_id)
+        if call.effects is not None and call.decision.tier >= 2:
             call.safeguard = await take_safeguard(self.checkpoints, call)
+        call.outcome = "allowed"
 
 
 def policy_input(call: Call) -> JSONObject:
@@ -459,21 +476,8 @@ class ActOnTier:
                 raise Denied(f"the user declined this call (approval {approval_id})", approval_id=approval_id)
             return
         # no elicitation, a headless client, or a cancelled one: wait for a person out of band
-        pending = self.approvals.request(
-            key,
-            call.principal,
-            call.tool,
-            call.arguments,
-            {
-                "call_id": call.call_id,
-                "trace_id": call.trace_id,
-                "decision": call.decision.model_dump(),
-                "effects": call.effects.model_dump() if call.effects else None,
-            },
-        )
-        call.detail["approval"] = {"id": pending["id"], "answer": "pending"}
+        pending = hold_for_approval(self.approvals, call, key)
         call.result = pending_result(call, pending)
-        call.outcome = "asked"
 
     def _interactive(self, call: Call) -> bool:
         """Whether the caller's client is a person (gateway.yaml says so): else its answers approve nothing."""
@@ -507,6 +511,26 @@ class ActOnTier:
                 answer = await call.origin.elicit(approval_message(call), APPROVAL_SCHEMA)
             tg.cancel_scope.cancel()
         return answer
+
+
+def hold_for_approval(approvals: Approvals, call: Call, key: str) -> JSONObject:
+    """A pending approval for the call (an open one for the same key is reused); the call is "asked"."""
+    assert call.principal is not None and call.decision is not None
+    pending = approvals.request(
+        key,
+        call.principal,
+        call.tool,
+        call.arguments,
+        {
+            "call_id": call.call_id,
+            "trace_id": call.trace_id,
+            "decision": call.decision.model_dump(),
+            "effects": call.effects.model_dump() if call.effects else None,
+        },
+    )
+    call.detail["approval"] = {"id": pending["id"], "answer": "pending", "expires": pending["expires"]}
+    call.outcome = "asked"
+    return pending
 
 
 async def take_safeguard(checkpoints: Checkpoints, call: Call) -> JSONObject:

@@ -43,12 +43,12 @@ from gateway.pipeline import (
     Decide,
     Describe,
     Execute,
+    HookVerdict,
     Judged,
     Pipeline,
     Record,
     RecordIntent,
     Resolve,
-    Safeguard,
     Stage,
     Validate,
 )
@@ -175,7 +175,8 @@ class Gateway:
         ]
         deciding: list[Stage] = [*self.describing, Decide(self.engine)]
         self.judge = Pipeline([*deciding, Judged()], finish=recording)
-        self.hook_judge = Pipeline([*deciding, Safeguard(self.checkpoints), Judged()], finish=recording)
+        self.hook_verdict = HookVerdict(self.approvals, self.checkpoints)
+        self.hook_judge = Pipeline([*deciding, self.hook_verdict], finish=recording)
         self.pipeline = Pipeline(
             [
                 Authenticate(self.tokens),

@@ -42,6 +42,7 @@ from starlette.types import Receive, Scope, Send
 
 from gateway import __version__
 from gateway.errors import Unauthenticated
+from gateway.hooks_http import ClaudeCodeHook
 from gateway.identity.resource import ProtectedResource
 from gateway.identity.tokens import Tokens
 from gateway.pipeline import Call
@@ -248,7 +249,7 @@ class RequireCredential:
             {
                 "kind": "auth",
                 "outcome": "denied",
-                "detail": {"where": "mcp", "error": {"code": "unauthenticated", "message": reason}},
+                "detail": {"where": scope.get("path"), "error": {"code": "unauthenticated", "message": reason}},
             }
         )
         conn = HTTPConnection(scope)
@@ -302,6 +303,9 @@ def http_app(gateway: Gateway, host: str = "127.0.0.1", allowed_hosts: list[str]
             Route("/mcp", endpoint=RequireCredential(StreamableHTTPASGIApp(manager), gateway, resource)),
             Route("/healthz", endpoint=health),
             *resource.routes(),  # RFC 9728 metadata (both forms) and /auth: no credential needed
+            Route(
+                "/hooks/claude-code", RequireCredential(ClaudeCodeHook(gateway), gateway, resource), methods=["POST"]
+            ),
             *ui_routes(gateway),  # the review pages (gateway/web): approvers only
         ],
         middleware=[
