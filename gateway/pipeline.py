@@ -231,7 +231,10 @@ class Resolve:
                 raise UpstreamUnavailable(f"upstream {upstream.prefix!r} is down: {upstream.error or 'not connected'}")
             call.detail["tool_exists"] = spec is not None
             what = {"resources/read": "resource", "prompts/get": "prompt"}.get(call.method, "tool")
-            message = f"no {what} named {call.tool!r} is available to role {call.principal.role!r}"
+            asked = (
+                call.arguments.get("uri") if call.method == "resources/read" else call.tool
+            )  # as the caller named it
+            message = f"no {what} named {asked!r} is available to role {call.principal.role!r}"
             raise ToolNotGranted(message) if spec is not None else UnknownTool(message)
         call.spec = spec
 

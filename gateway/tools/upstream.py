@@ -353,6 +353,8 @@ class UpstreamPool:
         listed = [spec for spec, resource in self.resources() if resource.uri == uri]
         if listed:
             return listed[0]
+        if _escapes(uri):
+            return None
         matching = [
             spec for spec, _ in self.templates() if re.fullmatch(spec.input_schema["properties"]["uri"]["pattern"], uri)
         ]
@@ -395,6 +397,13 @@ class Readables:
             spec = replace(spec, name=f"{spec.name[:55]}_{hashlib.sha256(uri.encode()).hexdigest()[:8]}")
         self._names.add(spec.name)
         return spec
+
+
+def _escapes(uri: str) -> bool:
+    """A URI that would climb out of where a template puts it: a '.' or '..' segment, an encoded dot,
+    slash or backslash, or a backslash. Never matched against a template, so never read."""
+    path = uri.split("://", 1)[-1]
+    return any(seg in (".", "..") for seg in re.split(r"[/?#]", path)) or bool(re.search(r"%2e|%2f|%5c|\\", uri, re.I))
 
 
 def template_regex(template: str) -> str:
