@@ -13,6 +13,8 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/pip install -q -e '.[test]'
 	touch $@
 
+# the test peers from npm: an upstream, the Inspector CLI, and the conformance suite with a Node 22 (an npm
+# package: the system node may be older) that tests/test_conformance.py runs it on
 $(NPM)/.installed: tests/npm/package.json tests/npm/package-lock.json
 	mkdir -p $(NPM)
 	cp tests/npm/package.json tests/npm/package-lock.json $(NPM)/

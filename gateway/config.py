@@ -79,6 +79,9 @@ class UpstreamConfig(Strict):
     read_only: list[str] = Field(default_factory=list)
     # tool names (globs) that only the committer may run, through intent_commit
     commit_class: list[str] = Field(default_factory=list)
+    # false: its tools and prompts keep their own names (no ``prefix__``), for clients that call fixed
+    # names (the conformance suite); a name a gateway tool already has is not exposed
+    prefixed: bool = True
     sandbox: UpstreamSandbox = Field(default_factory=UpstreamSandbox)
 
     @model_validator(mode="after")

@@ -79,6 +79,10 @@ class ToolFailed(GatewayError):
     code = "tool_failed"
 
 
+class ResultTooLarge(ToolFailed):
+    code = "result_too_large"
+
+
 class UpstreamUnavailable(ToolFailed):
     code = "upstream_unavailable"
 

@@ -1,4 +1,4 @@
-"""The enforcement pipeline: every tools/call passes these stages, in this order.
+"""The enforcement pipeline: every tools/call (and resources/read, prompts/get) passes these stages, in order.
 
     authenticate -> resolve -> validate -> describe -> decide -> act on tier -> record intent
         -> execute -> check, and always: record
@@ -50,9 +50,10 @@ from gateway.errors import (
 from gateway.identity.roles import RoleSet
 from gateway.ledger.chain import Ledger, digest
 from gateway.policy.engine import PolicyEngine
-from gateway.policy.input import input_document, tool_facts
+from gateway.policy.input import INPUT_KINDS, input_document, tool_facts
 from gateway.tools.catalog import Catalog
 from gateway.types import (
+    CallResult,
     Decision,
     Effects,
     JSONObject,
@@ -87,6 +88,9 @@ class Call:
     # what the ledger records it as: "call" (a tools/call), or a decision without a run: "check" (gateway
     # check), "hook" (Claude Code's own tools), "verify" (a verification command the gateway runs itself)
     kind: str = "call"
+    # the MCP request: a tool call, or a read of an upstream's resource (``tool`` is then its URI until
+    # Resolve names it) or prompt; the last two are judged as reads of that upstream
+    method: str = "tools/call"
     call_id: str = field(default_factory=new_id)
     trace_id: str = field(default_factory=new_id)
     span_id: str = field(default_factory=lambda: new_id(8))
@@ -100,7 +104,7 @@ class Call:
     effects: Effects | None = None
     decision: Decision | None = None
     safeguard: JSONObject | None = None
-    result: mt.CallToolResult | mt.InputRequiredResult | None = None
+    result: CallResult | None = None
     error: GatewayError | None = None
     outcome: Outcome | None = None
     detail: JSONObject = field(default_factory=dict)
@@ -110,7 +114,7 @@ class Call:
     def stop(self, error: GatewayError) -> None:
         self.error, self.outcome = error, error.outcome
 
-    def response(self) -> mt.CallToolResult | mt.InputRequiredResult:
+    def response(self) -> CallResult:
         if self.error is not None:
             return error_result(self.error, self.decision, self.call_id, self.denials_as_errors)
         assert self.result is not None
@@ -148,7 +152,7 @@ class Pipeline:
         self.stages = list(stages)
         self.finish = finish
 
-    async def __call__(self, call: Call) -> mt.CallToolResult | mt.InputRequiredResult:
+    async def __call__(self, call: Call) -> CallResult:
         return (await self.run(call)).response()
 
     async def run(self, call: Call) -> Call:
@@ -217,14 +221,20 @@ class Resolve:
         assert call.principal is not None
         call.denials_as_errors = self.grants.denials_as_errors(call.principal)
         # the gateway's own calls (a verification command) bring the spec that describes them
-        spec = call.spec or self.catalog.get(call.tool)
+        spec = call.spec or self.catalog.find(call.method, call.tool)
+        if spec is not None and call.method == "resources/read":
+            call.tool = spec.name  # what roles grant and the ledger records; the URI is the argument
         granted = self.grants.grants(call.principal, call.tool)
         if spec is None or not granted:
             upstream = self.catalog.pool.owner(call.tool)
             if granted and upstream is not None and upstream.state != "up":
                 raise UpstreamUnavailable(f"upstream {upstream.prefix!r} is down: {upstream.error or 'not connected'}")
             call.detail["tool_exists"] = spec is not None
-            message = f"no tool named {call.tool!r} is available to role {call.principal.role!r}"
+            what = {"resources/read": "resource", "prompts/get": "prompt"}.get(call.method, "tool")
+            asked = (
+                call.arguments.get("uri") if call.method == "resources/read" else call.tool
+            )  # as the caller named it
+            message = f"no {what} named {asked!r} is available to role {call.principal.role!r}"
             raise ToolNotGranted(message) if spec is not None else UnknownTool(message)
         call.spec = spec
 
@@ -392,6 +402,7 @@ class HookVerdict:
 def policy_input(call: Call) -> JSONObject:
     assert call.principal is not None and call.effects is not None and call.workspace is not None
     return input_document(
+        kind=INPUT_KINDS[call.method],
         principal=call.principal,
         tool=tool_facts(call.spec, call.tool),
         arguments=call.arguments,
@@ -663,6 +674,8 @@ def ledger_fields(call: Call, outcome: Outcome) -> JSONObject:
     if call.confinement is not None:
         c = call.confinement
         detail["sandbox"] = {"mode": c.mode, "writable": [str(p) for p in c.writable]}
+    if call.method != "tools/call":
+        detail["method"] = call.method
     if outcome == "started":
         detail["process"] = PROCESS  # whose call it is, if the process dies before the call ends
     else:

@@ -146,7 +146,9 @@ class Gateway:
         self.egress = Egress(self.ledger)  # the way out for a command whose decision allowed egress
         self.approvals = Approvals(self.db, self.ledger, ttl_s=config.approvals.ttl_s)
         self.checkpoints = Checkpoints(self.db, config.checkpoints_dir)
-        self.pool = UpstreamPool(config.upstreams, self.sandbox, self.upstream_confinement)
+        self.pool = UpstreamPool(
+            config.upstreams, self.sandbox, self.upstream_confinement, max_read_bytes=config.limits.max_read_bytes
+        )
         # the verification commands the gateway runs itself are judged by self.judge (built below) when run
         self.verification = Verification(self.judge_call, self.sandbox, config)
         self.board = TaskBoard(self.db, self.ledger, self.engine, config, self.verification)
@@ -241,7 +243,7 @@ class Gateway:
         An upstream tool runs inside its server's sandbox; tools that run no command have none."""
         assert call.spec is not None and call.principal is not None and call.workspace is not None
         if call.spec.provider.startswith("upstream:"):
-            upstream = self.pool.owner(call.tool)
+            upstream = self.pool.upstream_of(call.spec)
             return upstream.confinement if upstream is not None else None
         if "command" not in call.spec.argument_roles.values():
             return None

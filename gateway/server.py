@@ -1,7 +1,10 @@
 """MCP wiring: the low-level SDK Server over stdio and streamable HTTP, in both protocol eras.
 
 The handlers only translate between MCP and the pipeline: tools/list shows the caller's role its
-tools, tools/call builds an ``Origin`` and a ``Call`` and runs the pipeline. Over HTTP every request
+tools, tools/call builds an ``Origin`` and a ``Call`` and runs the pipeline. Upstreams' resources,
+templates and prompts are listed the same way (by the names the role's globs grant), and resources/read
+and prompts/get run the same pipeline, judged as reads of their upstream; completion/complete is
+forwarded to the upstream that owns the prompt or template. Over HTTP every request
 carries a Bearer token, checked by the auth middleware before MCP sees it (401 with the reason);
 over stdio the connection's token comes from GATEWAY_TOKEN and is checked at start and on each call.
 
@@ -41,13 +44,14 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from gateway import __version__
-from gateway.errors import Unauthenticated
+from gateway.errors import Denied, GatewayError, InvalidRequest, Unauthenticated, UnknownTool
 from gateway.hooks_http import ClaudeCodeHook
 from gateway.identity.resource import ProtectedResource
 from gateway.identity.tokens import Tokens
 from gateway.pipeline import Call
 from gateway.runtime import Gateway
-from gateway.types import JSONObject, Origin, Principal
+from gateway.tools.upstream import EMPTY_COMPLETION
+from gateway.types import CallResult, JSONObject, Origin, Principal, ToolSpec
 from gateway.web import ui_routes
 
 log = structlog.get_logger("gateway.server")
@@ -71,14 +75,20 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
             return access.token if access is not None else None
         return token
 
-    async def list_tools(
-        ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
-    ) -> mt.ListToolsResult:
+    def lister(ctx: ServerRequestContext[Any]) -> Principal:
         try:
-            principal = gateway.tokens.verify(credential(ctx))
+            return gateway.tokens.verify(credential(ctx))
         except Unauthenticated as exc:
             gateway.ledger.append({"kind": "list", "outcome": "denied", "detail": {"error": exc.as_dict()}})
             raise MCPError(code=mt.INVALID_REQUEST, message=f"unauthenticated: {exc.message}") from None
+
+    def granted(principal: Principal, spec: ToolSpec) -> bool:
+        return gateway.roles.grants(principal, spec.name)
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListToolsResult:
+        principal = lister(ctx)
         return mt.ListToolsResult(tools=[spec.as_mcp_tool() for spec in gateway.visible_tools(principal)])
 
     async def call_tool(
@@ -86,6 +96,90 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
     ) -> mt.CallToolResult | mt.InputRequiredResult:
         origin = origin_for(ctx, params, credential(ctx), connection)
         return await gateway.pipeline(Call(tool=params.name, arguments=dict(params.arguments or {}), origin=origin))
+
+    # resources and prompts: listed under the names role files grant; each keeps its upstream name as title
+
+    async def list_resources(
+        ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListResourcesResult:
+        principal = lister(ctx)
+        return mt.ListResourcesResult(
+            resources=[
+                r.model_copy(update={"name": spec.name, "title": r.title or r.name})
+                for spec, r in gateway.pool.resources()
+                if granted(principal, spec)
+            ]
+        )
+
+    async def list_templates(
+        ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListResourceTemplatesResult:
+        principal = lister(ctx)
+        return mt.ListResourceTemplatesResult(
+            resource_templates=[
+                t.model_copy(update={"name": spec.name, "title": t.title or t.name})
+                for spec, t in gateway.pool.templates()
+                if granted(principal, spec)
+            ]
+        )
+
+    async def list_prompts(
+        ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListPromptsResult:
+        principal = lister(ctx)
+        return mt.ListPromptsResult(
+            prompts=[
+                p.model_copy(update={"name": spec.name, "title": p.title or p.name})
+                for spec, p in gateway.pool.prompts()
+                if granted(principal, spec)
+            ]
+        )
+
+    async def read_resource(
+        ctx: ServerRequestContext[Any], params: mt.ReadResourceRequestParams
+    ) -> mt.ReadResourceResult | mt.InputRequiredResult:
+        origin = origin_for(ctx, params, credential(ctx), connection)
+        call = Call(tool=params.uri, arguments={"uri": params.uri}, origin=origin, method="resources/read")
+        return answered(await gateway.pipeline.run(call), mt.ReadResourceResult)
+
+    async def get_prompt(
+        ctx: ServerRequestContext[Any], params: mt.GetPromptRequestParams
+    ) -> mt.GetPromptResult | mt.InputRequiredResult:
+        origin = origin_for(ctx, params, credential(ctx), connection)
+        call = Call(tool=params.name, arguments=dict(params.arguments or {}), origin=origin, method="prompts/get")
+        return answered(await gateway.pipeline.run(call), mt.GetPromptResult)
+
+    async def complete(ctx: ServerRequestContext[Any], params: mt.CompleteRequestParams) -> mt.CompleteResult:
+        """Suggestions from the upstream that owns the prompt or template, if the role may read it and the
+        upstream offers completions; otherwise none (a completion runs nothing, so it is not recorded)."""
+        principal = lister(ctx)
+        ref = params.ref
+        if isinstance(ref, mt.PromptReference):
+            spec = gateway.pool.prompt(ref.name)
+        else:
+            spec = next((s for s, t in gateway.pool.templates() if t.uri_template == ref.uri), None)
+        upstream = gateway.pool.upstream_of(spec) if spec is not None else None
+        if spec is None or upstream is None or not granted(principal, spec):
+            return EMPTY_COMPLETION
+        assert spec.upstream_name is not None
+        named = {"name": spec.upstream_name} if isinstance(ref, mt.PromptReference) else {}
+        upstream_ref = ref.model_copy(update=named)
+        context = params.context.arguments if params.context and params.context.arguments else {}
+        argument = {"name": params.argument.name, "value": params.argument.value}
+        return await upstream.complete(upstream_ref, argument, context)
+
+    async def subscribe(ctx: ServerRequestContext[Any], params: mt.SubscribeRequestParams) -> mt.EmptyResult:
+        """Accepted for a resource the role may read (the upstream is told when it supports subscriptions);
+        update notifications are not relayed (docs/conformance.md says why), so clients re-read."""
+        principal = lister(ctx)
+        spec = gateway.pool.resource(params.uri)
+        if spec is None or not granted(principal, spec):
+            raise MCPError(RESOURCE_NOT_FOUND, f"no resource {params.uri!r} is available to role {principal.role!r}")
+        return mt.EmptyResult()
+
+    async def unsubscribe(ctx: ServerRequestContext[Any], params: mt.UnsubscribeRequestParams) -> mt.EmptyResult:
+        lister(ctx)
+        return mt.EmptyResult()
 
     async def set_logging_level(ctx: ServerRequestContext[Any], params: mt.SetLevelRequestParams) -> mt.EmptyResult:
         # Answered for handshake-era clients (and the conformance suite); the gateway's own log is structlog's.
@@ -127,14 +221,49 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
             instructions=INSTRUCTIONS,
             on_list_tools=list_tools,
             on_call_tool=call_tool,
+            on_list_resources=list_resources,
+            on_list_resource_templates=list_templates,
+            on_read_resource=read_resource,
+            on_subscribe_resource=subscribe,
+            on_unsubscribe_resource=unsubscribe,
+            on_list_prompts=list_prompts,
+            on_get_prompt=get_prompt,
+            on_completion=complete,
             on_set_logging_level=set_logging_level,
         )
     server.middleware.append(record_malformed)
     return server
 
 
+RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for resources/read of an unknown URI
+
+
+def answered(call: Call, expected: type[CallResult]) -> Any:
+    """A resources/read or prompts/get answer: its result, or a JSON-RPC error saying why not (a refusal,
+    a pending approval, an upstream failure), with the gateway's error as data."""
+    result = call.result
+    if call.error is None and isinstance(result, expected | mt.InputRequiredResult):
+        return result
+    error: GatewayError = call.error or Denied("this read waits for a human's approval")
+    if isinstance(result, mt.CallToolResult) and result.structured_content:  # "approval pending": say how
+        text = "\n".join(b.text for b in result.content if isinstance(b, mt.TextContent))
+        raise MCPError(mt.INVALID_REQUEST, text, data={**result.structured_content, "call_id": call.call_id})
+    if isinstance(error, UnknownTool) and call.method == "resources/read":
+        code = RESOURCE_NOT_FOUND
+    elif isinstance(error, InvalidRequest):
+        code = mt.INVALID_PARAMS
+    elif isinstance(error, Denied):
+        code = mt.INVALID_REQUEST
+    else:
+        code = mt.INTERNAL_ERROR
+    raise MCPError(code, f"{error.code}: {error.message}", data={"error": error.as_dict(), "call_id": call.call_id})
+
+
 def origin_for(
-    ctx: ServerRequestContext[Any], params: mt.CallToolRequestParams, token: str | None, connection: str
+    ctx: ServerRequestContext[Any],
+    params: mt.CallToolRequestParams | mt.ReadResourceRequestParams | mt.GetPromptRequestParams,
+    token: str | None,
+    connection: str,
 ) -> Origin:
     session = ctx.session
     modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS

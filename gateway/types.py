@@ -131,12 +131,15 @@ class Decision(Frozen):
     rules: list[str] = Field(default_factory=list)
 
 
-ToolHandler = Callable[["ToolInvocation"], Awaitable[mt.CallToolResult | mt.InputRequiredResult]]
+# what a call answers: a tool's result (or a question for the client), a resource's contents, a prompt
+CallResult = mt.CallToolResult | mt.InputRequiredResult | mt.ReadResourceResult | mt.GetPromptResult
+ToolHandler = Callable[["ToolInvocation"], Awaitable[CallResult]]
 
 
 @dataclass(frozen=True)
 class ToolSpec:
     """A tool the gateway exposes: where it comes from, its schema, and how its arguments map to effects.
+    An upstream's resources and prompts are judged as calls too, each with a read-only ToolSpec of its own.
 
     ``argument_roles`` maps an argument name to what it means for effects: ``read``, ``write``,
     ``delete`` (paths), ``command`` (a shell string) or ``url``. Built-in tools declare theirs; for upstream

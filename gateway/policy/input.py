@@ -14,6 +14,9 @@ from datetime import UTC, datetime
 from gateway.types import Effects, JSONObject, Principal, ToolSpec
 
 INPUT_VERSION = 2
+# input.kind: what the call asks for. A resource read or a prompt get is judged as a read of its upstream
+# (tool.read_only is true, tool.name is the resource's or prompt's exposed name)
+INPUT_KINDS = {"tools/call": "tool_call", "resources/read": "resource_read", "prompts/get": "prompt_get"}
 
 
 def tool_facts(spec: ToolSpec | None, name: str) -> JSONObject:
@@ -38,9 +41,11 @@ def input_document(
     task: JSONObject | None = None,
     intent: JSONObject | None = None,
     sandbox: JSONObject | None = None,
+    kind: str = "tool_call",
 ) -> JSONObject:
     return {
         "version": INPUT_VERSION,
+        "kind": kind,
         "principal": principal.model_dump(),
         "tool": tool,
         "arguments": arguments,

@@ -6,6 +6,7 @@ so a restarted upstream's tools appear as soon as it is back.
     catalog = Catalog(builtins, pool)
     catalog.get("fs_read")       # ToolSpec | None
     catalog.all()                # every ToolSpec, built-ins first
+    catalog.find("resources/read", "test://static-text")   # what a resources/read or prompts/get names
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ class Catalog:
             self.local[spec.name] = spec
 
     def all(self) -> list[ToolSpec]:
-        return [*self.local.values(), *self.pool.specs()]
+        # an unprefixed upstream tool never shadows a gateway tool of the same name
+        return [*self.local.values(), *(spec for spec in self.pool.specs() if spec.name not in self.local)]
 
     def get(self, name: str) -> ToolSpec | None:
         spec = self.local.get(name)
@@ -34,3 +36,12 @@ class Catalog:
             return spec
         upstream = self.pool.owner(name)
         return upstream.by_name.get(name) if upstream is not None else None
+
+    def find(self, method: str, name: str) -> ToolSpec | None:
+        """The spec a request names: a tool (tools/call), a resource by URI (resources/read) or a prompt
+        (prompts/get); each kind only by its own requests, so a resource is never called as a tool."""
+        if method == "resources/read":
+            return self.pool.resource(name)
+        if method == "prompts/get":
+            return self.pool.prompt(name)
+        return self.get(name)

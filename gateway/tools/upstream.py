@@ -1,4 +1,10 @@
-"""Upstream MCP servers: connected concurrently, their tools exposed as ``prefix__name``, calls forwarded.
+"""Upstream MCP servers: connected concurrently, their tools, resources and prompts exposed as
+``prefix__name``, calls, reads and completions forwarded.
+
+Resources keep the upstream's URI (clients and embedded resources refer to it): the pool routes a read
+by the URIs and URI templates each upstream listed when it connected, and a URI that no upstream listed
+(or that two list) is not read. A resource or template is *named* ``prefix__name`` like a tool, and that
+name is what role files grant and what the ledger records; its URI is the read's argument.
 
 Each upstream lives in its own supervisor task, which holds the client session open. When a call finds
 the connection closed (the server died), the supervisor reconnects with backoff and the call answers a
@@ -15,9 +21,11 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import re
-from collections.abc import Callable
-from contextlib import AsyncExitStack
-from typing import Any, Literal
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import replace
+from typing import Any, Literal, TypeVar
 
 import anyio
 import mcp_types as mt
@@ -29,7 +37,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from gateway.config import UpstreamConfig
-from gateway.errors import ToolFailed, UpstreamUnavailable
+from gateway.errors import ResultTooLarge, ToolFailed, UpstreamUnavailable
 from gateway.sandbox import Confinement, Sandbox
 from gateway.types import ToolInvocation, ToolSpec
 
@@ -41,9 +49,10 @@ START_TIMEOUT_S = 60.0
 BACKOFF_MAX_S = 30.0
 
 
-def exposed_name(prefix: str, name: str) -> str:
-    """``prefix__name``, sanitised to ^[A-Za-z0-9_-]{1,64}$; long names keep a hash suffix to stay unique."""
-    full = f"{prefix}{SEPARATOR}{name}"
+def exposed_name(prefix: str | None, name: str) -> str:
+    """``prefix__name``, sanitised to ^[A-Za-z0-9_-]{1,64}$; long names keep a hash suffix to stay unique.
+    Without a prefix (an upstream with ``prefixed: false``) the name is only sanitised."""
+    full = f"{prefix}{SEPARATOR}{name}" if prefix else name
     safe = re.sub(r"[^A-Za-z0-9_-]", "_", full)
     if len(safe) > MAX_NAME:
         safe = safe[: MAX_NAME - 9] + "_" + hashlib.sha256(full.encode()).hexdigest()[:8]
@@ -57,15 +66,24 @@ class Upstream:
     """One upstream server and the supervisor that keeps it connected; a stdio server runs in the sandbox."""
 
     def __init__(
-        self, prefix: str, config: UpstreamConfig, sandbox: Sandbox | None = None, confine: Confine | None = None
+        self,
+        prefix: str,
+        config: UpstreamConfig,
+        sandbox: Sandbox | None = None,
+        confine: Confine | None = None,
+        max_read_bytes: int = 1_048_576,
     ) -> None:
         self.prefix = prefix
+        self.names_prefix = prefix if config.prefixed else None
         self.config = config
         self.sandbox = sandbox
         self.confinement = confine(config) if confine is not None else None
         self.client: Client | None = None
         self.tools: list[mt.Tool] = []
         self.by_name: dict[str, ToolSpec] = {}  # kept while down, so calls get "down", not "unknown tool"
+        self.catalog = Readables()  # its resources, templates and prompts, as listed when it connected
+        self.completions = False  # whether it offers completion/complete
+        self.max_read_bytes = max_read_bytes
         self.state: Literal["starting", "up", "down"] = "starting"
         self.error: str | None = None
         self.restarts = 0
@@ -86,6 +104,8 @@ class Upstream:
                     client = await stack.enter_async_context(Client(await self._target(stack), mode="auto"))
                     self.tools = await _list_all(client)
                     self.by_name = {spec.name: spec for spec in map(self._spec, self.tools)}
+                    self.catalog = await self._list_readables(client)
+                    self.completions = client.server_capabilities.completions is not None
                     self.client, self.state, self.error = client, "up", None
                     self.first_attempt.set()
                     log.info("upstream up", upstream=self.prefix, tools=len(self.tools))
@@ -117,20 +137,74 @@ class Upstream:
             cwd=self.config.cwd,
         )
 
-    async def call(self, name: str, inv: ToolInvocation) -> mt.CallToolResult:
-        client = self.client
-        if client is None:
+    def connected(self) -> Client:
+        if self.client is None:
             raise UpstreamUnavailable(
                 f"upstream {self.prefix!r} is down: {self.error or 'not connected'}; the gateway keeps retrying",
                 upstream=self.prefix,
             )
-        try:
+        return self.client
+
+    async def call(self, name: str, inv: ToolInvocation) -> mt.CallToolResult:
+        client = self.connected()
+        async with self._forwarding():
             result = await client.session.call_tool(
                 name,
                 inv.arguments,
                 read_timeout_seconds=self.config.timeout_s,
                 progress_callback=inv.progress,
             )
+        return _unstamped(result)
+
+    async def read(self, uri: str) -> mt.ReadResourceResult:
+        """resources/read, its contents refused whole when over ``limits.max_read_bytes``."""
+        client = self.connected()
+        async with self._forwarding():
+            with anyio.fail_after(self.config.timeout_s):
+                result = await client.session.read_resource(uri)
+        size = sum(
+            len(c.text.encode()) if isinstance(c, mt.TextResourceContents) else len(c.blob) for c in result.contents
+        )
+        if size > self.max_read_bytes:
+            raise ResultTooLarge(
+                f"resource {uri!r} from upstream {self.prefix!r} is {size} bytes; limits.max_read_bytes is "
+                f"{self.max_read_bytes}, so none of it is returned",
+                size=size,
+            )
+        return _unstamped(result)
+
+    async def prompt(self, name: str, arguments: dict[str, str]) -> mt.GetPromptResult:
+        client = self.connected()
+        async with self._forwarding():
+            with anyio.fail_after(self.config.timeout_s):
+                result = await client.session.get_prompt(name, arguments)
+        size = len(result.model_dump_json(by_alias=True).encode())
+        if size > self.max_read_bytes:
+            raise ResultTooLarge(
+                f"prompt {name!r} from upstream {self.prefix!r} is {size} bytes; limits.max_read_bytes is "
+                f"{self.max_read_bytes}, so none of it is returned",
+                size=size,
+            )
+        return _unstamped(result)
+
+    async def complete(
+        self, ref: mt.PromptReference | mt.ResourceTemplateReference, argument: dict[str, str], context: dict[str, str]
+    ) -> mt.CompleteResult:
+        """completion/complete where the upstream offers it; otherwise (or down, or failing) no suggestions."""
+        if not self.completions or self.client is None:
+            return EMPTY_COMPLETION
+        try:
+            with anyio.fail_after(self.config.timeout_s):
+                return _unstamped(await self.client.complete(ref, argument, context or None))
+        except (MCPError, TimeoutError) as exc:
+            log.info("upstream completion failed", upstream=self.prefix, error=_describe(exc))
+            return EMPTY_COMPLETION
+
+    @asynccontextmanager
+    async def _forwarding(self) -> AsyncIterator[None]:
+        """Upstream errors as the gateway's: a closed connection restarts the upstream, others are tool errors."""
+        try:
+            yield
         except MCPError as exc:
             if exc.error.code == mt.CONNECTION_CLOSED:
                 self._lost.set()
@@ -140,10 +214,65 @@ class Upstream:
                     upstream=self.prefix,
                 ) from None
             raise ToolFailed(f"upstream {self.prefix!r} error {exc.error.code}: {exc.error.message}") from None
-        if result.meta and mt.SERVER_INFO_META_KEY in result.meta:
-            # the upstream's identity stamp must not leak downstream as the gateway's
-            result.meta = {k: v for k, v in result.meta.items() if k != mt.SERVER_INFO_META_KEY} or None
-        return result
+        except TimeoutError:
+            raise ToolFailed(f"upstream {self.prefix!r} did not answer within {self.config.timeout_s:g} s") from None
+
+    async def _list_readables(self, client: Client) -> Readables:
+        capabilities = client.server_capabilities
+        readables = Readables()
+        if capabilities.resources is not None:
+            for resource in await _list_pages(client.session.list_resources, "resources"):
+                readables.add_resource(self._resource_spec(resource.name, resource.uri), resource)
+            for template in await _list_pages(client.session.list_resource_templates, "resource_templates"):
+                readables.add_template(self._resource_spec(template.name, None, template.uri_template), template)
+        if capabilities.prompts is not None:
+            for prompt in await _list_pages(client.session.list_prompts, "prompts"):
+                readables.add_prompt(self._prompt_spec(prompt), prompt)
+        return readables
+
+    def _resource_spec(self, name: str, uri: str | None, template: str | None = None) -> ToolSpec:
+        """A resource (``uri``) or a template's resources as something the pipeline can judge: read-only by
+        definition, its one argument the URI (the resource's own, or one the template matches)."""
+        pattern = {"const": uri} if uri is not None else {"type": "string", "pattern": template_regex(template or "")}
+
+        async def handler(inv: ToolInvocation) -> mt.ReadResourceResult:
+            return await self.read(inv.arguments["uri"])
+
+        return ToolSpec(
+            name=exposed_name(self.names_prefix, name),
+            provider=f"upstream:{self.prefix}",
+            description=f"resource {uri or template} from upstream {self.prefix}",
+            input_schema={
+                "type": "object",
+                "properties": {"uri": pattern},
+                "required": ["uri"],
+                "additionalProperties": False,
+            },
+            handler=handler,
+            read_only=True,
+            upstream_name=uri or template,
+        )
+
+    def _prompt_spec(self, prompt: mt.Prompt) -> ToolSpec:
+        arguments = prompt.arguments or []
+
+        async def handler(inv: ToolInvocation) -> mt.GetPromptResult:
+            return await self.prompt(prompt.name, inv.arguments)
+
+        return ToolSpec(
+            name=exposed_name(self.names_prefix, prompt.name),
+            provider=f"upstream:{self.prefix}",
+            description=prompt.description or f"prompt {prompt.name} from upstream {self.prefix}",
+            input_schema={
+                "type": "object",
+                "properties": {a.name: {"type": "string"} for a in arguments},
+                "required": [a.name for a in arguments if a.required],
+                "additionalProperties": False,
+            },
+            handler=handler,
+            read_only=True,
+            upstream_name=prompt.name,
+        )
 
     def specs(self) -> list[ToolSpec]:
         return list(self.by_name.values())
@@ -160,7 +289,7 @@ class Upstream:
             return await self.call(tool.name, inv)
 
         return ToolSpec(
-            name=exposed_name(self.prefix, tool.name),
+            name=exposed_name(self.names_prefix, tool.name),
             provider=f"upstream:{self.prefix}",
             description=tool.description or f"{tool.name} (from upstream {self.prefix}; it gave no description)",
             input_schema=dict(tool.input_schema),
@@ -175,9 +304,15 @@ class Upstream:
 
 class UpstreamPool:
     def __init__(
-        self, configs: dict[str, UpstreamConfig], sandbox: Sandbox | None = None, confine: Confine | None = None
+        self,
+        configs: dict[str, UpstreamConfig],
+        sandbox: Sandbox | None = None,
+        confine: Confine | None = None,
+        max_read_bytes: int = 1_048_576,
     ) -> None:
-        self.upstreams = {prefix: Upstream(prefix, config, sandbox, confine) for prefix, config in configs.items()}
+        self.upstreams = {
+            prefix: Upstream(prefix, config, sandbox, confine, max_read_bytes) for prefix, config in configs.items()
+        }
 
     async def start(self, tg: TaskGroup, timeout: float = START_TIMEOUT_S) -> None:
         """Start every upstream at once; return when each has connected or failed once (or on timeout)."""
@@ -193,15 +328,111 @@ class UpstreamPool:
         return [spec for upstream in self.upstreams.values() for spec in upstream.specs()]
 
     def owner(self, exposed: str) -> Upstream | None:
-        """The upstream whose prefix an exposed name carries, up or not."""
+        """The upstream whose prefix an exposed name carries (or, unprefixed, that lists it), up or not."""
         prefix = exposed.split(SEPARATOR, 1)[0]
-        return self.upstreams.get(prefix) if SEPARATOR in exposed else None
+        upstream = self.upstreams.get(prefix) if SEPARATOR in exposed else None
+        if upstream is not None and upstream.config.prefixed:
+            return upstream
+        return next((u for u in self.upstreams.values() if not u.config.prefixed and exposed in u.by_name), None)
+
+    def resources(self) -> list[tuple[ToolSpec, mt.Resource]]:
+        """Every listed resource with the spec that names it; a URI two upstreams list is left out."""
+        found = [item for u in self.upstreams.values() for item in u.catalog.resources.values()]
+        counts = Counter(resource.uri for _, resource in found)
+        return [(spec, resource) for spec, resource in found if counts[resource.uri] == 1]
+
+    def templates(self) -> list[tuple[ToolSpec, mt.ResourceTemplate]]:
+        return [item for u in self.upstreams.values() for item in u.catalog.templates]
+
+    def prompts(self) -> list[tuple[ToolSpec, mt.Prompt]]:
+        return [item for u in self.upstreams.values() for item in u.catalog.prompts.values()]
+
+    def resource(self, uri: str) -> ToolSpec | None:
+        """The resource or template a URI belongs to: one an upstream listed, else the one template that
+        matches it. None for a URI no upstream claims, or that more than one does (never guessed)."""
+        listed = [spec for spec, resource in self.resources() if resource.uri == uri]
+        if listed:
+            return listed[0]
+        if _escapes(uri):
+            return None
+        matching = [
+            spec for spec, _ in self.templates() if re.fullmatch(spec.input_schema["properties"]["uri"]["pattern"], uri)
+        ]
+        return matching[0] if len(matching) == 1 else None
+
+    def prompt(self, name: str) -> ToolSpec | None:
+        return next((spec for spec, _ in self.prompts() if spec.name == name), None)
+
+    def upstream_of(self, spec: ToolSpec) -> Upstream | None:
+        return self.upstreams.get(spec.provider.removeprefix("upstream:"))
 
     def status(self) -> dict[str, dict[str, Any]]:
         return {
             p: {"state": u.state, "tools": len(u.tools), "error": u.error, "restarts": u.restarts}
             for p, u in self.upstreams.items()
         }
+
+
+class Readables:
+    """One upstream's resources, templates and prompts, each with the spec that names it."""
+
+    def __init__(self) -> None:
+        self.resources: dict[str, tuple[ToolSpec, mt.Resource]] = {}  # by URI
+        self.templates: list[tuple[ToolSpec, mt.ResourceTemplate]] = []
+        self.prompts: dict[str, tuple[ToolSpec, mt.Prompt]] = {}  # by exposed name
+        self._names: set[str] = set()
+
+    def add_resource(self, spec: ToolSpec, resource: mt.Resource) -> None:
+        self.resources[resource.uri] = (self._unique(spec, resource.uri), resource)
+
+    def add_template(self, spec: ToolSpec, template: mt.ResourceTemplate) -> None:
+        self.templates.append((self._unique(spec, template.uri_template), template))
+
+    def add_prompt(self, spec: ToolSpec, prompt: mt.Prompt) -> None:
+        self.prompts[spec.name] = (spec, prompt)
+
+    def _unique(self, spec: ToolSpec, uri: str) -> ToolSpec:
+        # resource names are titles, not keys: two of one upstream may share one; the URI tells them apart
+        if spec.name in self._names:
+            spec = replace(spec, name=f"{spec.name[:55]}_{hashlib.sha256(uri.encode()).hexdigest()[:8]}")
+        self._names.add(spec.name)
+        return spec
+
+
+def _escapes(uri: str) -> bool:
+    """A URI that would climb out of where a template puts it: a '.' or '..' segment, an encoded dot,
+    slash or backslash, or a backslash. Never matched against a template, so never read."""
+    path = uri.split("://", 1)[-1]
+    return any(seg in (".", "..") for seg in re.split(r"[/?#]", path)) or bool(re.search(r"%2e|%2f|%5c|\\", uri, re.I))
+
+
+def template_regex(template: str) -> str:
+    """An RFC 6570 level-1 URI template as a regular expression: each ``{var}`` one path segment."""
+    parts = re.split(r"\{[^}]*\}", template)
+    return "[^/?#]+".join(re.escape(part) for part in parts)
+
+
+EMPTY_COMPLETION = mt.CompleteResult(completion=mt.Completion(values=[], total=0, has_more=False))
+
+_Result = TypeVar("_Result", mt.CallToolResult, mt.ReadResourceResult, mt.GetPromptResult, mt.CompleteResult)
+
+
+def _unstamped(result: _Result) -> _Result:
+    if result.meta and mt.SERVER_INFO_META_KEY in result.meta:
+        # the upstream's identity stamp must not leak downstream as the gateway's
+        result.meta = {k: v for k, v in result.meta.items() if k != mt.SERVER_INFO_META_KEY} or None
+    return result
+
+
+async def _list_pages(method: Callable[..., Awaitable[Any]], field: str) -> list[Any]:
+    found: list[Any] = []
+    cursor: str | None = None
+    while True:
+        page = await method(params=mt.PaginatedRequestParams(cursor=cursor))
+        found.extend(getattr(page, field))
+        cursor = page.next_cursor
+        if not cursor:
+            return found
 
 
 async def _list_all(client: Client) -> list[mt.Tool]:
