@@ -1,10 +1,17 @@
 """The /ui review pages on a real `gateway serve --http` subprocess: a headless Chromium signs in with an admin
-token, reads a denied call, follows it to its trace and approves a pending approval that an agent's retry then
-uses; plain HTTP checks 401/403, the cookie's flags, CSRF and same-origin refusals, and HTML escaping."""
+token, reads a denied call, follows it to its trace, watches a new approval appear without a reload, confirms an
+approval that an agent's retry then uses, and reads a blocked task's blocker report; plain HTTP checks 401/403,
+the cookie's flags, CSRF and same-origin refusals, HTML escaping, and triage of 500 calls recorded through the
+real pipeline (pages, filters, junk queries, exports in JSON lines and CSV, the export limit) with one masking
+everywhere. Screenshots go to /tmp/ui-shots/."""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import re
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,10 +26,13 @@ from conftest import (
     inproc_client,
     ledger_rows,
     make_repo,
+    reconfigure,
     token,
     workspace_for_tests,
 )
+from test_merge_queue import call, started, submit, work
 
+from gateway.decision_log import mask_text, redact
 from gateway.runtime import Gateway
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -37,6 +47,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 HOSTILE = "docs/<script>alert(1)</script>.md"
+SHOTS = Path("/tmp/ui-shots")
 
 
 async def denied_call(config: Any) -> dict[str, Any]:
@@ -59,11 +70,23 @@ async def ask(url: str, bearer: str, command: str) -> dict[str, Any]:
     return dict(result.structured_content or {})
 
 
+async def blocked_task(config: Any) -> None:
+    """T9 is blocked at once: its check passes on the base without the work (no red phase), so the gateway
+    writes its blocker report."""
+    async with started(config) as gateway:
+        await submit(gateway, "T9", ["src/**"], ["test -f src/app.py"])
+        await work(gateway, "T9", {"src/app.py": "def answer():\n    return 42\n"})
+        verified = await call(gateway, token(config, "verifier", agent="v"), "verify_run", {"task_id": "T9"})
+        assert not verified.structured_content["passed"]
+    assert Gateway(config).board.get("T9")["state"] == "blocked"
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     config = workspace_for_tests(make_repo(tmp_path_factory.mktemp("web") / "repo"))
     add_role(config, "headless", ["fs_*", "shell_run"], max_tier=2, approvals="pending")
     denied = anyio.run(denied_call, config)
+    anyio.run(blocked_task, config)
     with http_gateway(config.source) as url:
         yield {
             "config": config,
@@ -127,20 +150,40 @@ def test_sign_in_sets_a_strict_httponly_cookie(site: dict[str, Any]) -> None:
         assert redirected.headers["location"] == "/ui", "no open redirect"
 
 
-def test_settling_needs_the_csrf_token_and_the_same_origin(site: dict[str, Any]) -> None:
+def binding_of(page: str) -> str:
+    found = re.search(r'name="binding" value="(sha256:[0-9a-f]{64})"', page)
+    assert found, "the confirmation carries the binding digest it shows"
+    return found.group(1)
+
+
+def test_settling_needs_confirmation_the_csrf_token_and_the_same_origin(site: dict[str, Any]) -> None:
     pending = anyio.run(ask, site["url"], token(site["config"], "headless", agent="csrf-bot"), "cat /etc/hostname")
     assert "approval_id" in pending, pending
     approval_id = pending["approval_id"]
     gateway = Gateway(site["config"])
+    stored = gateway.approvals.get(approval_id)
     with client(site) as http:
         http.post("/ui/login", data={"token": site["admin"]})
         page = http.get("/ui/approvals")
         assert page.status_code == 200 and approval_id in page.text
-        csrf = csrf_of(page.text)
-        form = {"id": approval_id, "answer": "approve"}
-        assert http.post("/ui/approvals", data=form).status_code == 403, "no CSRF token"
+        assert f"/ui/approvals/{approval_id}?answer=approve" in page.text, "Approve leads to a confirmation first"
+        confirm = http.get(f"/ui/approvals/{approval_id}", params={"answer": "approve"})
+        assert confirm.status_code == 200 and "Approve this call?" in confirm.text
+        assert stored["call_key"] in confirm.text and stored["arguments_digest"] in confirm.text
+        assert "cat /etc/hostname" in confirm.text and "shell_run" in confirm.text
+        assert http.get(f"/ui/approvals/{approval_id}", params={"answer": "maybe"}).status_code == 400
+        assert http.get("/ui/approvals/ap-nosuch", params={"answer": "deny"}).status_code == 404
+        csrf, binding = csrf_of(confirm.text), binding_of(confirm.text)
+        form = {"id": approval_id, "answer": "approve", "binding": binding, "comment": "checked: reads a hostname"}
+        assert http.post("/ui/approvals", data={k: v for k, v in form.items() if k != "csrf"}).status_code == 403
         assert http.post("/ui/approvals", data={**form, "csrf": "0" * 64}).status_code == 403, "a wrong one"
         assert http.post("/ui/approvals", data={**form, "csrf": "\u00e9" * 64}).status_code == 403, "non-ASCII"
+        unconfirmed = http.post("/ui/approvals", data={**form, "binding": "", "csrf": csrf})
+        assert unconfirmed.status_code == 400 and "confirm" in unconfirmed.text, "one click without the binding"
+        other_call = http.post("/ui/approvals", data={**form, "binding": "sha256:" + "0" * 64, "csrf": csrf})
+        assert other_call.status_code == 400
+        long = http.post("/ui/approvals", data={**form, "comment": "x" * 2001, "csrf": csrf})
+        assert long.status_code == 409 and "at most 2000" in long.text
         other = token(site["config"], "admin", agent="mallory")
         with client(site, other) as elsewhere:  # a token derived from another credential does not fit this one
             assert elsewhere.post("/ui/approvals", data={**form, "csrf": csrf}).status_code == 403
@@ -153,12 +196,20 @@ def test_settling_needs_the_csrf_token_and_the_same_origin(site: dict[str, Any])
         assert settled.status_code == 303 and "answer=approved" in settled.headers["location"]
         again = http.post("/ui/approvals", data={**form, "csrf": csrf})
         assert again.status_code == 409 and "already approved" in again.text
+        assert http.get(f"/ui/approvals/{approval_id}", params={"answer": "deny"}).status_code == 409
+        trace = http.get(f"/ui/trace/{stored['request']['trace_id']}")
+        assert trace.status_code == 200 and "approved by alice: &quot;checked: reads a hostname&quot;" in trace.text
         logout = http.post("/ui/logout", data={"csrf": csrf})
         assert logout.status_code == 303 and 'gateway_ui=""' in logout.headers["set-cookie"]
     approval = gateway.approvals.get(approval_id)
     assert approval["state"] == "approved" and approval["settled_by"] == "alice"
     row = [r for r in ledger_rows(gateway, kind="approval") if r.detail.get("approval_id") == approval_id][-1]
-    assert row.detail == {"action": "approved", "approval_id": approval_id, "by": "alice"}, "as the CLI records it"
+    assert row.detail == {
+        "action": "approved",
+        "approval_id": approval_id,
+        "by": "alice",
+        "comment": "checked: reads a hostname",
+    }, "as the CLI records it, with the comment"
 
 
 def test_agent_strings_are_escaped(site: dict[str, Any]) -> None:
