@@ -756,7 +756,11 @@ def step_summary(step: Step) -> str:
             "committed": lambda: f"merged into the base branch: merge commit {clean(d.get('merge_commit'))}",
             "block": lambda: f"BLOCKED after {d.get('failures')} failed attempts" + _why(d),
             "attempt_failed": lambda: f"attempt failed ({d.get('failures')} so far)" + _why(d),
-            "blocker_report": lambda: f"blocker reported by {clean(d.get('by'))}: {clean(d.get('blocker'), 300)}",
+            "blocker_report": lambda: (
+                f"BLOCKER REPORT written by {clean(d.get('by'))}: {clean(d['blocker'].get('why'), 300)}"
+                if isinstance(d.get("blocker"), dict)
+                else f"blocker reported by {clean(d.get('by'))}: {clean(d.get('blocker'), 300)}"
+            ),
             "merge_failed": lambda: "NOT MERGED (nothing published)" + _why(d),
             "dependency_failed": lambda: (
                 f"its dependency {clean(d.get('dependency'))} did not merge and is {clean(d.get('state'))}" + _why(d)

@@ -53,7 +53,7 @@ article.asked,article.pending{border-left-color:#e0a100}
 article.ok{border-left-color:#2e7d32}
 article.error{border-left-color:#ef6c00}
 article header{display:flex;flex-wrap:wrap;gap:.5em;align-items:baseline}
-dl{display:grid;grid-template-columns:8em 1fr;gap:.2em .8em;margin:.5em 0 0}
+dl{display:grid;grid-template-columns:10em 1fr;gap:.2em .8em;margin:.5em 0 0}
 dt{font-weight:600;color:#555}
 dd{margin:0}
 dd ul{margin:0;padding-left:1.1em}
@@ -102,6 +102,7 @@ form.settle textarea{width:100%;font:inherit;margin:.3em 0}
 form.settle label{font-weight:600;color:#555}
 code.digest{word-break:break-all}
 pre.arguments{max-height:30em;overflow:auto}
+table.attempts td:nth-child(-n+4){white-space:nowrap}
 table.attempts pre{max-height:12em;overflow:auto;max-width:40em}
 h3{font-size:1em;margin:1em 0 .4em}
 """
@@ -316,8 +317,8 @@ def filters_form(query: CallQuery, roles: list[str]) -> str:
     )
     return (
         "<form class='filters' method='get' action='/ui'>"
-        + text("from", hint="2026-11-23T09:00")
-        + text("to", hint="2026-11-23")
+        + text("from", size=16, hint="2026-11-23T09:00")
+        + text("to", size=16, hint="2026-11-23")
         + text("tz", "zone", 10, "UTC")
         + text("agent")
         + select("role", roles)
@@ -739,7 +740,7 @@ def blocker_section(report: JSONObject) -> str:
     return (
         "<section id='blocker' class='blocker'><h2>Blocker report</h2>"
         f"<article class='denied'>{_dl(rows)}</article>"
-        f"<h3>Attempts in the report</h3>{_attempts_table(report.get('attempts') or [])}</section>"
+        f"<h3>Every attempt</h3>{_attempts_table(report.get('attempts') or [])}</section>"
     )
 
 
@@ -766,8 +767,7 @@ def task_body(task: JSONObject, steps: list[Step]) -> str:
     return (
         f"<h1>Task <code>{esc(task['id'])}</code></h1>"
         f"<article class='{'denied' if task['state'] == 'blocked' else 'ok'}'>{_dl(rows)}</article>"
-        + blocker
-        + f"<h2>Attempt history</h2>{_attempts_table(task.get('history') or [])}"
+        + (blocker or f"<h2>Attempt history</h2>{_attempts_table(task.get('history') or [])}")
         + (f"<h2>Steps</h2>{history}" if history else "")
         + "<p><a href='/ui/tasks'>all tasks</a></p>"
     )
