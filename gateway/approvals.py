@@ -44,6 +44,7 @@ APPROVAL_SCHEMA: JSONObject = {
 }
 
 Settled = Literal["approved", "denied"]
+MAX_COMMENT = 2000  # characters of a reviewer's comment on an approval
 
 
 def call_key(principal: Principal, tool: str, arguments: JSONObject) -> str:
@@ -126,8 +127,11 @@ class Approvals:
             )
             return _row(tx.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)).fetchone())
 
-    def settle(self, approval_id: str, approve: bool, by: str) -> JSONObject:
-        """A human's answer to a pending approval; refused for one already settled, used or expired."""
+    def settle(self, approval_id: str, approve: bool, by: str, comment: str = "") -> JSONObject:
+        """A human's answer to a pending approval; refused for one already settled, used or expired. A comment
+        (why, at most MAX_COMMENT characters) is kept in the settlement's ledger row and shown in the trace."""
+        if len(comment) > MAX_COMMENT:
+            raise ConfigError(f"the comment is {len(comment)} characters long; at most {MAX_COMMENT}")
         with self.db.transaction() as tx:
             row = tx.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)).fetchone()
             if row is None:
@@ -144,7 +148,7 @@ class Approvals:
                 "UPDATE approvals SET state = ?, settled_by = ?, settled_at = ? WHERE id = ?",
                 (state, by, utc_now(), approval_id),
             )
-            self._record(tx, row, state, by)
+            self._record(tx, row, state, by, comment.strip())
             return _row(tx.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)).fetchone())
 
     def consume(self, key: str, call_id: str) -> tuple[Settled, str] | None:
@@ -204,7 +208,10 @@ class Approvals:
             raise ConfigError(f"no approval {approval_id!r}")
         return _row(rows[0])
 
-    def _record(self, tx: sqlite3.Connection, row: sqlite3.Row, state: str, by: str) -> None:
+    def _record(self, tx: sqlite3.Connection, row: sqlite3.Row, state: str, by: str, comment: str = "") -> None:
+        detail: JSONObject = {"action": state, "approval_id": row["id"], "by": by}
+        if comment:
+            detail["comment"] = comment
         self.ledger.append_in(
             tx,
             {
@@ -213,7 +220,7 @@ class Approvals:
                 "tool": row["tool"],
                 "arguments_digest": row["arguments_digest"],
                 "outcome": "ok",
-                "detail": {"action": state, "approval_id": row["id"], "by": by},
+                "detail": detail,
             },
         )
 

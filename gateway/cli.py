@@ -21,7 +21,7 @@ from typing import Any
 
 from gateway.config import CONFIG_FILE, GatewayConfig, parse_listen
 from gateway.errors import GatewayError, InvalidRequest
-from gateway.types import CALL_OUTCOMES
+from gateway.types import FILTER_OUTCOMES
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -259,7 +259,9 @@ def cmd_trace(args: argparse.Namespace) -> int:
         trace = traces.get(args.id)
         emit(trace.as_dict()) if args.json else render_trace(trace)
         return 0
-    filters = Filters(args.role, args.agent, args.task, args.tier, args.rule, args.outcome, denied=args.denied)
+    filters = Filters(
+        args.role, args.agent, args.task, args.tier, args.rule, args.outcome, denied=args.denied, tool=args.tool
+    )
     found = traces.list(filters, limit=args.limit)
     emit({"traces": [s.as_dict() for s in found]}) if args.json else render_trace_list(found)
     return 0
@@ -540,7 +542,10 @@ def build_parser() -> argparse.ArgumentParser:
     trace_list.add_argument("--task")
     trace_list.add_argument("--tier", type=int, choices=[1, 2, 3])
     trace_list.add_argument("--rule", help="a rule, or a rule prefix such as 'paths'")
-    trace_list.add_argument("--outcome", choices=CALL_OUTCOMES)
+    trace_list.add_argument("--tool", help="only traces with a call of this tool")
+    trace_list.add_argument(
+        "--outcome", choices=FILTER_OUTCOMES, help="allowed and approved: what was decided; the rest: how calls ended"
+    )
     trace_list.add_argument("--limit", type=int, help="at most this many traces")
     trace_list.add_argument("--json", action="store_true", help="print the traces as JSON")
     trace_list.set_defaults(handler=cmd_trace)

@@ -98,6 +98,7 @@ class LimitsConfig(Strict):
     shell_output_bytes: Annotated[int, Field(gt=0)] = 262_144
     search_results: Annotated[int, Field(gt=0)] = 200
     list_entries: Annotated[int, Field(gt=0)] = 2000
+    export_rows: Annotated[int, Field(gt=0, le=1_000_000)] = 10_000  # calls one /ui export may hold
 
 
 class PolicyConfig(Strict):

@@ -17,6 +17,7 @@ private key blocks) become ``"***"``, and ``masked`` lists where (JSON pointers,
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -46,10 +47,15 @@ _SECRET_NAME = (
     r"|(?:API|ACCESS|PRIVATE|PRIV|AUTH|SERVICE|ACCOUNT|CLIENT|DB|DATABASE|SIGNING|ENCRYPTION|MASTER)[_-]?KEY"
     r"|[A-Z0-9]_(?:KEY|KEYS|SALT|AUTH)\b)[\w-]{0,64}+"
 )
+# Prose that lists what kinds of thing it names ("touches secrets or credentials: .env", a policy's reason) is
+# not a NAME: value pair: a plural kind word before ": " introduces a list, not a value.
+_PROSE_LIST = r"(?!(?:secrets|credentials|tokens|passwords|keys)\s{0,8}:\s)"
 # each pattern: the whole match is replaced by <keep>***<tail>
 _SECRET_VALUES = [
     # NAME=value, NAME: value, "name": "value", --password=value, X-Api-Key: value, export AWS_SECRET_KEY=...
-    re.compile(rf"""(?i)(?P<keep>{_SECRET_NAME}["']?\s{{0,8}}[=:]\s{{0,8}})(?:"[^"]*+"|'[^']*+'|[^\s"',;&|)]++)"""),
+    re.compile(
+        rf"""(?i){_PROSE_LIST}(?P<keep>{_SECRET_NAME}["']?\s{{0,8}}[=:]\s{{0,8}})(?:"[^"]*+"|'[^']*+'|[^\s"',;&|)]++)"""
+    ),
     re.compile(
         r"""(?i)(?P<keep>\bauthorization["']?\s{0,8}[=:]\s{0,8}["']?(?:(?:bearer|basic|token)\s{1,8})?)[^\s"',;]++"""
     ),
@@ -103,8 +109,16 @@ def _replace(match: re.Match[str]) -> str:
     return f"{groups.get('keep') or ''}{MASK}{groups.get('tail') or ''}"
 
 
+@functools.lru_cache(maxsize=4096)
+def secret_field(key: str) -> bool:
+    """Whether a key's value is masked whatever it holds: a secret-looking key (``secret_key``), or a name whose
+    ``NAME=value`` ``mask_text`` would mask (``DB_PASS`` in an ``env`` map is masked as ``DB_PASS=...`` is in a
+    command line): one rule for a secret's name, in text and in documents."""
+    return secret_key(key) or _SECRET_VALUES[0].search(f"{key}=value") is not None
+
+
 def redact(document: Any) -> tuple[Any, list[str]]:
-    """A masked copy of a document (``secret_key`` for keys, ``mask_text`` for values) and the JSON pointers
+    """A masked copy of a document (``secret_field`` for keys, ``mask_text`` for values) and the JSON pointers
     of what was masked."""
     masked: list[str] = []
     return _mask(document, "", masked), masked
@@ -116,7 +130,7 @@ def _mask(value: Any, pointer: str, masked: list[str]) -> Any:
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
-            if isinstance(k, str) and secret_key(k):
+            if isinstance(k, str) and secret_field(k):
                 if v != MASK:
                     masked.append(f"{pointer}/{_escape(k)}")
                 out[k] = MASK

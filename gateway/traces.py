@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import asdict, dataclass, field
+from collections import Counter
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +37,7 @@ from gateway.decision_log import mask_text, redact
 from gateway.errors import GatewayError
 from gateway.ledger.chain import digest
 from gateway.ledger.store import Database
-from gateway.types import JSONObject
+from gateway.types import FILTER_OUTCOMES, JSONObject
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -83,15 +85,21 @@ def clean(value: Any, limit: int | None = None) -> str:
 
 @dataclass
 class Filters:
-    """Which calls to show. A trace matches when any of its calls does."""
+    """Which calls to show. A trace matches when any of its calls does.
+
+    Filters(agent="w1", outcome="denied", since=datetime(2026, 11, 23, tzinfo=UTC)).matches(call)
+    """
 
     role: str | None = None
     agent: str | None = None
     task: str | None = None
     tier: int | None = None
     rule: str | None = None  # exact, or a prefix ending at a dot: "paths" matches "paths.out_of_scope"
-    outcome: str | None = None
+    outcome: str | None = None  # one of FILTER_OUTCOMES
     denied: bool = False  # only refused calls (outcome denied or invalid)
+    tool: str | None = None
+    since: datetime | None = None  # calls started at or after (aware)
+    until: datetime | None = None  # calls started before (aware)
 
     def active(self) -> bool:
         return any(v not in (None, "", False) for v in asdict(self).values())
@@ -105,11 +113,27 @@ class Filters:
             return False
         if self.task and call.task != self.task:
             return False
+        if self.tool and call.tool != self.tool:
+            return False
         if self.tier is not None and call.tier != self.tier:
             return False
-        if self.outcome and call.outcome != self.outcome:
+        if self.outcome and not outcome_is(call, self.outcome):
+            return False
+        if self.since is not None and call.started < self.since:
+            return False
+        if self.until is not None and call.started >= self.until:
             return False
         return not self.rule or any(r == self.rule or r.startswith(self.rule.rstrip(".") + ".") for r in call.rules)
+
+
+def outcome_is(call: CallView, outcome: str) -> bool:
+    """Whether a call counts as ``outcome`` (FILTER_OUTCOMES): "allowed" and "approved" say what was decided,
+    the others how the call ended."""
+    if outcome == "allowed":
+        return call.action == "allow"
+    if outcome == "approved":
+        return (call.approval or {}).get("answer") == "approved"
+    return call.outcome == outcome
 
 
 @dataclass
@@ -179,6 +203,10 @@ class CallView:
         return (self.principal or {}).get("role")
 
     @property
+    def started(self) -> datetime:
+        return datetime.fromisoformat(self.time)
+
+    @property
     def agent(self) -> str | None:
         return (self.principal or {}).get("agent")
 
@@ -226,11 +254,25 @@ class TraceSummary:
     errors: int
     agents: list[str]
     roles: list[str]
+    tools: list[str]  # the tools its calls named, most used first
     side_effects: list[str]  # merge commits, tags, pushes, reverts, quarantines, rollbacks
     checkpoints: int
 
     def as_dict(self) -> JSONObject:
         return asdict(self)
+
+
+@dataclass
+class CallPage:
+    """One page of calls (``Traces.page``): the calls shown, how many match in all, where the page starts, and
+    how many of the calls matching every other filter ended each way (FILTER_OUTCOMES), for the outcome tabs."""
+
+    calls: list[CallView]
+    total: int
+    offset: int
+    size: int
+    at: int  # the newest ledger row counted
+    outcomes: dict[str, int]
 
 
 @dataclass
@@ -295,6 +337,31 @@ class Traces:
         found.sort(key=lambda c: c.seq, reverse=True)
         found.sort(key=lambda c: (not c.refused, c.outcome != "asked"))
         _Proofs(self.db, self.decision_log).attach(found, index)
+        return found
+
+    def page(self, filters: Filters | None = None, offset: int = 0, size: int = 50, at: int | None = None) -> CallPage:
+        """Matching calls newest first (ledger order, which is time order), ``size`` from ``offset``, counting only
+        calls that began at or before ledger row ``at`` (default: the newest), so the pages hold still while new
+        calls arrive. Arguments are read back for the page's calls only."""
+        index = _Index.load(self.db)
+        filters = filters or Filters()
+        at = max((c.seq for c in index.calls.values()), default=0) if at is None else at
+        any_outcome = replace(filters, outcome=None)
+        base = [c for c in index.calls.values() if c.seq <= at and any_outcome.matches(c)]
+        outcomes = {o: n for o in FILTER_OUTCOMES if (n := sum(1 for c in base if outcome_is(c, o)))}
+        found = [c for c in base if filters.matches(c)]
+        found.sort(key=lambda c: c.seq, reverse=True)
+        shown = found[offset : offset + size]
+        _Proofs(self.db, self.decision_log).attach(shown, index)
+        return CallPage(shown, len(found), offset, size, at, outcomes)
+
+    def call(self, call_id: str) -> CallView:
+        """One call by its id, arguments attached; UnknownTrace if there is none."""
+        index = _Index.load(self.db)
+        found = index.calls.get(call_id)
+        if found is None:
+            raise UnknownTrace(f"no call {clean(call_id, 80)!r}")
+        _Proofs(self.db, self.decision_log).attach([found], index)
         return found
 
     def refused_credentials(self, limit: int = 50) -> list[JSONObject]:
@@ -422,6 +489,7 @@ class _Index:
             errors=sum(1 for c in calls if c.outcome == "error"),
             agents=sorted({c.agent for c in calls if c.agent}),
             roles=sorted({c.role for c in calls if c.role}),
+            tools=[tool for tool, _ in Counter(c.tool for c in calls if c.tool).most_common()],
             side_effects=[effect for s in steps if (effect := _side_effect(s))],
             checkpoints=sum(1 for c in calls if c.safeguard),
         )
@@ -688,7 +756,11 @@ def step_summary(step: Step) -> str:
             "committed": lambda: f"merged into the base branch: merge commit {clean(d.get('merge_commit'))}",
             "block": lambda: f"BLOCKED after {d.get('failures')} failed attempts" + _why(d),
             "attempt_failed": lambda: f"attempt failed ({d.get('failures')} so far)" + _why(d),
-            "blocker_report": lambda: f"blocker reported by {clean(d.get('by'))}: {clean(d.get('blocker'), 300)}",
+            "blocker_report": lambda: (
+                f"BLOCKER REPORT written by {clean(d.get('by'))}: {clean(d['blocker'].get('why'), 300)}"
+                if isinstance(d.get("blocker"), dict)
+                else f"blocker reported by {clean(d.get('by'))}: {clean(d.get('blocker'), 300)}"
+            ),
             "merge_failed": lambda: "NOT MERGED (nothing published)" + _why(d),
             "dependency_failed": lambda: (
                 f"its dependency {clean(d.get('dependency'))} did not merge and is {clean(d.get('state'))}" + _why(d)
@@ -728,7 +800,8 @@ def step_summary(step: Step) -> str:
         ident = clean(d.get("approval_id"))
         if action == "request":
             return f"approval {ident} requested: waits for a person"
-        return f"approval {ident} {clean(action)} by {clean(d.get('by'))}"
+        comment = f': "{clean(d["comment"], 500)}"' if d.get("comment") else ""
+        return f"approval {ident} {clean(action)} by {clean(d.get('by'))}{comment}"
     if step.kind == "egress":
         allowed = _listed(d.get("allowed") or [])
         if step.outcome == "ok":
@@ -941,8 +1014,21 @@ def show_trace(gateway: Gateway, ref: str, console: Console | None = None) -> Tr
     return trace
 
 
+def listed_names(names: list[str], width: int) -> str:
+    """Names in a column ``width`` wide: as many as fit, then "+N" for the rest ("w1,w2+3")."""
+    shown: list[str] = []
+    for i, name in enumerate(names):
+        more = f"+{len(names) - i - 1}" if i < len(names) - 1 else ""
+        candidate = ",".join([*shown, clean(name, width)])
+        if len(candidate) + len(more) > width and shown:
+            return ",".join(shown) + f"+{len(names) - i}"
+        shown.append(clean(name, width))
+    return ",".join(shown)[:width] or "-"
+
+
 def render_trace_list(summaries: list[TraceSummary], console: Console | None = None) -> None:
-    """One line per trace: id, task or session, first and last time, calls, denied, asked, side effects."""
+    """One line per trace: id, task or session, its agents, roles and tools, first and last time, calls,
+    denied, asked, side effects."""
     from rich.text import Text
 
     console = console or terminal()
@@ -950,12 +1036,18 @@ def render_trace_list(summaries: list[TraceSummary], console: Console | None = N
         console.print("no traces match", style="dim")
         return
     console.print(
-        Text(f"{'TRACE':32}  {'TASK/SESSION':16}  {'FIRST':19}  {'LAST':19}  CALLS DENIED ASKED  SIDE EFFECTS"),
+        Text(
+            f"{'TRACE':32}  {'TASK/SESSION':14}  {'AGENT':16}  {'ROLE':12}  {'TOOL':24}  {'FIRST (UTC)':19}  "
+            f"{'LAST (UTC)':19}  CALLS DENIED ASKED  SIDE EFFECTS"
+        ),
         style="bold",
     )
     for s in summaries:
-        what = clean(s.task_id, 16) if s.task_id else "session"
-        line = Text(f"{s.trace_id:32}  {what:16}  {day_time(s.first):19}  {day_time(s.last):19}  {s.calls:5} ")
+        what = clean(s.task_id, 14) if s.task_id else "session"
+        line = Text(f"{s.trace_id:32}  {what:14}  ")
+        line.append(f"{listed_names(s.agents, 16):16}  ", style="cyan")
+        line.append(f"{listed_names(s.roles, 12):12}  {listed_names(s.tools, 24):24}  ")
+        line.append(f"{day_time(s.first):19}  {day_time(s.last):19}  {s.calls:5} ")
         line.append(f"{s.denied:6}", style="bold red" if s.denied else "")
         line.append(f" {s.asked:5}", style="bold yellow" if s.asked else "")
         line.append(f"  {', '.join(s.side_effects) or '-'}")

@@ -36,6 +36,9 @@ Tier = Literal[1, 2, 3]
 #   interrupted  started, then the gateway process died before the call ended (closed on the next start)
 Outcome = Literal["started", "ok", "error", "denied", "invalid", "asked", "allowed", "interrupted"]
 CALL_OUTCOMES = ("ok", "error", "denied", "invalid", "asked", "started", "interrupted")  # what a call ends as
+# What calls are filtered by (gateway trace list, /ui): how they ended, or what was decided of them
+# (allowed: the policy allowed it; approved: a person approved it).
+FILTER_OUTCOMES = ("allowed", "denied", "asked", "approved", "error", "invalid", "ok", "started", "interrupted")
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 """``async (progress, total, message)``: reports progress to the caller; a no-op without a progress token."""

@@ -16,7 +16,7 @@ from rich.console import Console
 from gateway.process import gateway_cli as cli
 from gateway.repo import Repo
 from gateway.runtime import Gateway
-from gateway.traces import Filters, Traces, render_trace, show_trace
+from gateway.traces import Filters, Traces, listed_names, render_trace, show_trace
 
 HOSTILE = "docs/<script>alert(1)</script>.md"
 TIER3 = {"command": "cat /etc/hostname"}
@@ -82,11 +82,19 @@ def test_list_shows_one_line_per_trace_refused_first(workspace: tuple[Any, dict[
     result = cli(config, "trace", "list")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].split()[:2] == ["TRACE", "TASK/SESSION"]
+    assert lines[0].split()[:5] == ["TRACE", "TASK/SESSION", "AGENT", "ROLE", "TOOL"]
     task_line = lines[1]  # the task's trace has the refused calls: it comes first
     columns = task_line.split()
     assert columns[1] == "T1"
-    calls, denied, asked = (int(c) for c in columns[6:9])
+    summary = Traces.for_config(config).list()[0]
+    assert "worker" in summary.agents and "planner" in summary.roles and "fs_write" in summary.tools
+    # as many names as fit the column, then +N
+    assert columns[2:5] == [
+        listed_names(summary.agents, 16),
+        listed_names(summary.roles, 12),
+        listed_names(summary.tools, 24),
+    ]
+    calls, denied, asked = (int(c) for c in columns[9:12])
     assert calls >= 10 and denied == 2 and asked == 1
     assert f"merge {facts['merge'][:12]}" in task_line
     assert Repo(config.workspace).run("log", "-1", "--merges", "--format=%H", "main").strip() == facts["merge"]

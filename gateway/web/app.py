@@ -10,14 +10,21 @@ the same ``Approvals.settle`` call, the same ledger row, settled by the reviewer
 
     routes = ui_routes(gateway)      # mounted into the HTTP app by gateway.server.http_app
 
-GET  /ui                  calls: refused first, then asked, then the rest; ?role=&agent=&task=&tier=&rule=&outcome=
-GET  /ui/traces           one row per trace
+GET  /ui                  calls, one table row each, newest first, paginated; the filters of gateway/web/query.py
+GET  /ui/call/{id}        one call: decision, rule, reasons, arguments (masked), effects, approval, trace
+GET  /ui/export.jsonl     what /ui shows with the same query, as decision-log-shaped JSON lines (gateway/web/export.py)
+GET  /ui/export.csv       the same as CSV; over limits.export_rows calls: 413, narrow the range
+GET  /ui/traces           one row per trace: task or session, agents, roles, tools
 GET  /ui/trace/{id}       one trace: calls with their decisions, task / intent / approval steps
-GET  /ui/approvals        pending tier-3 approvals with Approve / Deny
+GET  /ui/approvals        pending tier-3 approvals; the list updates itself from /ui/approvals.json
+GET  /ui/approvals/{id}   ?answer=approve|deny: the confirmation step, the exact bound call and a comment field
+GET  /ui/tasks            the task board; /ui/tasks/{id}: a task, its attempts and its blocker report
 GET  /ui/deadletters      handoffs refused as malformed, kept whole (gateway/tasks/deadletters.py)
 GET  /ui/deadletters/{id} one dead letter: who, why, its trace, and its payload (secrets masked)
-POST /ui/approvals        id, answer=approve|deny, csrf
+POST /ui/approvals        id, answer=approve|deny, binding (the call key shown on confirmation), comment, csrf
 POST /ui/login            token (and next); POST /ui/logout (csrf)
+
+Bad query strings, refused exports and exports are recorded in the ledger (kind "review").
 """
 
 from __future__ import annotations
@@ -34,15 +41,18 @@ from urllib.parse import urlsplit
 import anyio
 from starlette.datastructures import FormData
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from gateway import __version__
 from gateway.errors import ConfigError, Unauthenticated
 from gateway.runtime import Gateway
 from gateway.tasks.deadletters import DeadLetterRefused
-from gateway.traces import Filters, Traces, UnknownTrace
-from gateway.types import Principal
+from gateway.traces import Step, Traces, UnknownTrace, clean
+from gateway.types import JSONObject, Principal
 from gateway.web import render
+from gateway.web.export import as_csv, as_jsonl, decision_entry
+from gateway.web.query import BadQuery, CallQuery
 
 COOKIE = "gateway_ui"
 SAFE_NEXT = re.compile(r"^/ui(/[A-Za-z0-9_.\-/]*)?(\?[A-Za-z0-9_.\-=&%+]*)?$")
@@ -90,6 +100,17 @@ class Reviewers:
     def may_review(self, principal: Principal) -> bool:
         return self.gateway.roles[principal.role].approver
 
+    def record(self, principal: Principal, action: str, outcome: str, **detail: object) -> None:
+        """A reviewer's act worth keeping: an export, or a request refused as bad."""
+        self.gateway.ledger.append(
+            {
+                "kind": "review",
+                "outcome": outcome,
+                "principal": principal.model_dump(),
+                "detail": {"where": "ui", "action": action, **detail},
+            }
+        )
+
     def refused(self, reason: str, code: str, principal: Principal | None = None) -> None:
         self.gateway.ledger.append(
             {
@@ -101,10 +122,13 @@ class Reviewers:
         )
 
 
-def secured(response: Response, nonce: str) -> Response:
-    """Headers that keep the pages inert even if escaping ever failed: no script runs, no framing."""
+def secured(response: Response, nonce: str, script: bool = False) -> Response:
+    """Headers that keep the pages inert even if escaping ever failed: no framing, and no script runs but the
+    page's own (``script``: the one nonce-tagged script, which may fetch from this origin only)."""
+    scripts = f"script-src 'nonce-{nonce}'; connect-src 'self'; " if script else ""
     response.headers["content-security-policy"] = (
-        f"default-src 'none'; style-src 'nonce-{nonce}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        f"default-src 'none'; style-src 'nonce-{nonce}'; {scripts}form-action 'self'; frame-ancestors 'none'; "
+        "base-uri 'none'"
     )
     response.headers["x-content-type-options"] = "nosniff"
     response.headers["x-frame-options"] = "DENY"
@@ -113,10 +137,20 @@ def secured(response: Response, nonce: str) -> Response:
     return response
 
 
-def html_page(title: str, body: str, status: int = 200, principal: Principal | None = None, csrf: str = "") -> Response:
+def html_page(
+    title: str,
+    body: str | Callable[[str], str],
+    status: int = 200,
+    principal: Principal | None = None,
+    csrf: str = "",
+    wide: bool = False,
+) -> Response:
+    """A page; ``body`` is HTML, or a function of the page's nonce that returns it (a page with a script)."""
     nonce = secrets.token_urlsafe(16)
     who = f"{principal.agent} ({principal.role})" if principal else None
-    return secured(HTMLResponse(render.page(title, body, nonce, who=who, csrf=csrf), status_code=status), nonce)
+    html = body(nonce) if callable(body) else body
+    page = render.page(title, html, nonce, who=who, csrf=csrf, wide=wide)
+    return secured(HTMLResponse(page, status_code=status), nonce, script=callable(body))
 
 
 def same_origin(request: Request) -> bool:
@@ -172,21 +206,73 @@ def ui_routes(gateway: Gateway) -> list[Route]:
 
         return endpoint
 
+    roles = sorted(gateway.roles.roles)
+    export_rows = gateway.config.limits.export_rows
+    labels = {"app": "mcp-gateway", "version": __version__, "source": "/ui export"}
+
+    def bad_query(request: Request, principal: Principal, exc: BadQuery) -> Response:
+        reviewers.record(principal, "query", "invalid", path=request.url.path, error=exc.as_dict())
+        body = render.message_body("Bad request", exc.message)
+        return html_page("Bad request", body, 400, principal, reviewers.csrf(principal))
+
     async def calls_page(request: Request, principal: Principal) -> Response:
-        q = request.query_params
-        tier = q.get("tier")
-        filters = Filters(
-            role=q.get("role") or None,
-            agent=q.get("agent") or None,
-            task=q.get("task") or None,
-            tier=int(tier) if tier in ("1", "2", "3") else None,
-            rule=q.get("rule") or None,
-            outcome=q.get("outcome") or None,
-        )
-        calls = await anyio.to_thread.run_sync(traces.calls, filters)
+        try:
+            query = CallQuery.parse(request.query_params, roles)
+            page = await anyio.to_thread.run_sync(
+                lambda: traces.page(query.filters, query.offset, query.size, query.at)
+            )
+            query.at = page.at
+            query.check_page(page.total)
+        except BadQuery as exc:
+            return bad_query(request, principal, exc)
         refused = await anyio.to_thread.run_sync(lambda: traces.refused_credentials(20))
-        body = render.calls_body(calls, filters, sorted(gateway.roles.roles), refused)
-        return html_page("Calls", body, principal=principal, csrf=reviewers.csrf(principal))
+        body = render.calls_body(page, query, roles, refused)
+        return html_page("Calls", body, principal=principal, csrf=reviewers.csrf(principal), wide=True)
+
+    async def call_page(request: Request, principal: Principal) -> Response:
+        try:
+            call = await anyio.to_thread.run_sync(traces.call, request.path_params["call_id"])
+        except UnknownTrace as exc:
+            body = render.message_body("Unknown call", exc.message)
+            return html_page("Unknown call", body, 404, principal, reviewers.csrf(principal))
+        return html_page(f"Call {call.call_id[:12]}", render.call_body(call), 200, principal, reviewers.csrf(principal))
+
+    def exporter(kind: str) -> Handler:
+        async def export(request: Request, principal: Principal) -> Response:
+            try:
+                query = CallQuery.parse(request.query_params, roles)
+            except BadQuery as exc:
+                return bad_query(request, principal, exc)
+            page = await anyio.to_thread.run_sync(lambda: traces.page(query.filters, 0, export_rows, query.at))
+            if page.total > export_rows:
+                message = (
+                    f"{page.total} calls match and an export holds at most {export_rows} (limits.export_rows): "
+                    "narrow the time range (from, to) or add a filter"
+                )
+                reviewers.record(
+                    principal,
+                    "export",
+                    "denied",
+                    format=kind,
+                    rows=page.total,
+                    query=query.raw,
+                    error={"code": "too_many_rows", "message": message},
+                )
+                body = render.message_body("Too many calls to export", message)
+                return html_page("Too many calls", body, 413, principal, reviewers.csrf(principal))
+            entries = [decision_entry(call, labels) for call in page.calls]
+            reviewers.record(principal, "export", "ok", format=kind, rows=len(entries), at=page.at, query=query.raw)
+            text, media = (
+                (as_jsonl(entries), "application/x-ndjson") if kind == "jsonl" else (as_csv(entries), "text/csv")
+            )
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+            response = Response(text, media_type=f"{media}; charset=utf-8")
+            response.headers["content-disposition"] = f'attachment; filename="gateway-calls-{stamp}.{kind}"'
+            response.headers["x-content-type-options"] = "nosniff"
+            response.headers["cache-control"] = "no-store"
+            return response
+
+        return export
 
     async def traces_page(request: Request, principal: Principal) -> Response:
         found = await anyio.to_thread.run_sync(traces.list)
@@ -201,19 +287,51 @@ def ui_routes(gateway: Gateway) -> list[Route]:
         body = render.trace_body(trace)
         return html_page(f"Trace {trace.trace_id[:12]}", body, principal=principal, csrf=reviewers.csrf(principal))
 
+    def pending_now() -> tuple[list[JSONObject], str]:
+        return gateway.approvals.list(state="pending"), datetime.now(UTC).isoformat()
+
     async def approvals_page(
         request: Request, principal: Principal, flash: str | None = None, bad: bool = False, status: int = 200
     ) -> Response:
-        pending = await anyio.to_thread.run_sync(lambda: gateway.approvals.list(state="pending"))
+        pending, now = await anyio.to_thread.run_sync(pending_now)
         settled, answer = request.query_params.get("settled"), request.query_params.get("answer")
         if flash is None and settled and answer in ("approved", "denied"):
             flash = f"{settled} {answer}" + (
                 ": the agent's retry of exactly the same call runs once" if answer == "approved" else ""
             )
-        now = datetime.now(UTC).isoformat()
         csrf = reviewers.csrf(principal)
-        body = render.approvals_body(pending, csrf, now, flash, bad)
-        return html_page("Approvals", body, status, principal, csrf)
+        return html_page(
+            "Approvals",
+            lambda nonce: render.approvals_body(pending, now, flash, bad, nonce),
+            status,
+            principal,
+            csrf,
+        )
+
+    async def approvals_json(request: Request, principal: Principal) -> Response:
+        pending, now = await anyio.to_thread.run_sync(pending_now)
+        answer = {"ids": [a["id"] for a in pending], "html": render.pending_list(pending, now), "now": now[11:19]}
+        return secured(JSONResponse(answer), secrets.token_urlsafe(16))
+
+    async def confirm_page(request: Request, principal: Principal) -> Response:
+        answer = request.query_params.get("answer")
+        csrf = reviewers.csrf(principal)
+        if answer not in ("approve", "deny"):
+            body = render.message_body("Bad request", "answer must be approve or deny", back="/ui/approvals")
+            return html_page("Bad request", body, 400, principal, csrf)
+        try:
+            approval = await anyio.to_thread.run_sync(gateway.approvals.get, request.path_params["approval_id"])
+        except ConfigError as exc:
+            body = render.message_body("Unknown approval", exc.message, back="/ui/approvals")
+            return html_page("Unknown approval", body, 404, principal, csrf)
+        if approval["state"] != "pending":
+            message = f"approval {approval['id']} is already {approval['state']}"
+            return html_page(
+                "Settled", render.message_body("Settled", message, back="/ui/approvals"), 409, principal, csrf
+            )
+        now = datetime.now(UTC).isoformat()
+        body = render.confirm_body(approval, answer, csrf, now)
+        return html_page(f"{answer.title()} {approval['id']}", body, principal=principal, csrf=csrf)
 
     async def deadletters_page(request: Request, principal: Principal) -> Response:
         letters = await anyio.to_thread.run_sync(gateway.deadletters.list)
@@ -232,16 +350,45 @@ def ui_routes(gateway: Gateway) -> list[Route]:
     async def settle(request: Request, principal: Principal) -> Response:
         form = await request.form()
         approval_id, answer = str(form.get("id") or ""), str(form.get("answer") or "")
+        binding, comment = str(form.get("binding") or ""), str(form.get("comment") or "")
         if answer not in ("approve", "deny") or not approval_id:
             return await approvals_page(request, principal, "answer must be approve or deny", True, 400)
         try:
+            approval = await anyio.to_thread.run_sync(gateway.approvals.get, approval_id)
+            # the answer binds to the call the reviewer confirmed: its key must be the one on the confirmation page
+            if not hmac.compare_digest(binding.encode(), str(approval["call_key"]).encode()):
+                message = f"confirm {approval_id} first: the form must carry the binding digest the confirmation shows"
+                return await approvals_page(request, principal, message, True, 400)
             settled = await anyio.to_thread.run_sync(
-                lambda: gateway.approvals.settle(approval_id, approve=answer == "approve", by=principal.agent)
+                lambda: gateway.approvals.settle(
+                    approval_id, approve=answer == "approve", by=principal.agent, comment=comment
+                )
             )
         except ConfigError as exc:
             return await approvals_page(request, principal, exc.message, True, 409)
         target = "/ui/approvals?" + render.query_string(settled=settled["id"], answer=settled["state"])
         return RedirectResponse(target, status_code=303)
+
+    async def tasks_page(request: Request, principal: Principal) -> Response:
+        tasks = await anyio.to_thread.run_sync(gateway.board.list)
+        return html_page(
+            "Tasks", render.tasks_body(tasks), principal=principal, csrf=reviewers.csrf(principal), wide=True
+        )
+
+    async def task_page(request: Request, principal: Principal) -> Response:
+        task = await anyio.to_thread.run_sync(gateway.board.find, request.path_params["task_id"])
+        csrf = reviewers.csrf(principal)
+        if task is None:
+            message = f"no task {clean(request.path_params['task_id'], 80)!r}"
+            return html_page(
+                "Unknown task", render.message_body("Unknown task", message, back="/ui/tasks"), 404, principal, csrf
+            )
+        try:
+            trace = await anyio.to_thread.run_sync(traces.get, task["trace_id"])
+            steps = [s for e in trace.entries for s in ([e] if isinstance(e, Step) else e.steps) if s.kind == "task"]
+        except UnknownTrace:
+            steps = []
+        return html_page(f"Task {task['id']}", render.task_body(task, steps), principal=principal, csrf=csrf)
 
     async def login(request: Request) -> Response:
         if not same_origin(request):
@@ -280,10 +427,17 @@ def ui_routes(gateway: Gateway) -> list[Route]:
 
     return [
         Route("/ui", guarded(calls_page), methods=["GET"]),
+        Route("/ui/call/{call_id}", guarded(call_page), methods=["GET"]),
+        Route("/ui/export.jsonl", guarded(exporter("jsonl")), methods=["GET"]),
+        Route("/ui/export.csv", guarded(exporter("csv")), methods=["GET"]),
         Route("/ui/traces", guarded(traces_page), methods=["GET"]),
         Route("/ui/trace/{trace_id}", guarded(trace_page), methods=["GET"]),
         Route("/ui/approvals", guarded(approvals_page), methods=["GET"]),
+        Route("/ui/approvals.json", guarded(approvals_json), methods=["GET"]),
+        Route("/ui/approvals/{approval_id}", guarded(confirm_page), methods=["GET"]),
         Route("/ui/approvals", guarded(settle, post=True), methods=["POST"]),
+        Route("/ui/tasks", guarded(tasks_page), methods=["GET"]),
+        Route("/ui/tasks/{task_id}", guarded(task_page), methods=["GET"]),
         Route("/ui/deadletters", guarded(deadletters_page), methods=["GET"]),
         Route("/ui/deadletters/{deadletter_id}", guarded(deadletter_page), methods=["GET"]),
         Route("/ui/login", login, methods=["POST"]),

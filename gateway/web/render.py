@@ -16,21 +16,24 @@ from string import Template
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from gateway.approvals import MAX_COMMENT
 from gateway.decision_log import redact
 from gateway.traces import (
     BAD_STEPS,
-    REFUSED,
+    CallPage,
     CallView,
-    Filters,
     Step,
     Trace,
     TraceSummary,
     clean,
     day_time,
     effects_summary,
+    listed_names,
+    outcome_is,
     short_time,
 )
-from gateway.types import CALL_OUTCOMES, JSONObject
+from gateway.types import CALL_OUTCOMES, FILTER_OUTCOMES, JSONObject
+from gateway.web.query import PAGE_SIZES, CallQuery
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1b1f24;background:#f6f7f9}
@@ -50,7 +53,7 @@ article.asked,article.pending{border-left-color:#e0a100}
 article.ok{border-left-color:#2e7d32}
 article.error{border-left-color:#ef6c00}
 article header{display:flex;flex-wrap:wrap;gap:.5em;align-items:baseline}
-dl{display:grid;grid-template-columns:8em 1fr;gap:.2em .8em;margin:.5em 0 0}
+dl{display:grid;grid-template-columns:10em 1fr;gap:.2em .8em;margin:.5em 0 0}
 dt{font-weight:600;color:#555}
 dd{margin:0}
 dd ul{margin:0;padding-left:1.1em}
@@ -70,12 +73,38 @@ form.filters label{display:flex;flex-direction:column;font-size:.85em;color:#555
 table{border-collapse:collapse;background:#fff;width:100%}
 td,th{border-bottom:1px solid #e3e6ea;padding:.3em .5em;text-align:left;vertical-align:top}
 button{font:inherit;padding:.25em .9em;border-radius:4px;border:1px solid #888;background:#fff;cursor:pointer}
-button.approve{background:#2e7d32;color:#fff;border-color:#2e7d32}
-button.deny{background:#c62828;color:#fff;border-color:#c62828}
 .flash{padding:.5em .8em;border-radius:5px;background:#e8f5e9;border:1px solid #a5d6a7}
 .flash.bad{background:#ffebee;border-color:#ef9a9a}
 .login{max-width:36em;margin:3em auto;background:#fff;padding:1.2em 1.5em;border-radius:8px;border:1px solid #d8dce1}
 .login textarea{width:100%;font:12px ui-monospace,monospace}
+main.wide{max-width:none}
+table.calls{table-layout:auto;font-size:13px}
+table.calls td,table.calls th{padding:2px 6px;line-height:20px;white-space:nowrap;overflow:hidden;
+text-overflow:ellipsis;max-width:16em;vertical-align:middle}
+table.calls td.reason{max-width:34em}
+table.calls th{position:sticky;top:0;background:#eef0f3;z-index:1}
+table.calls tr:hover td{background:#f3f6fb}
+table.calls tr.denied td:first-child,table.calls tr.invalid td:first-child{box-shadow:inset 4px 0 #c62828}
+table.calls tr.asked td:first-child{box-shadow:inset 4px 0 #e0a100}
+table.calls tr.error td:first-child{box-shadow:inset 4px 0 #ef6c00}
+table.calls a.tool{text-decoration:none}
+td.when{font-variant-numeric:tabular-nums;color:#444}
+nav.tabs{display:flex;flex-wrap:wrap;gap:.3em;margin:.6em 0 .3em}
+nav.tabs a{padding:.1em .6em;border:1px solid #d8dce1;border-radius:12px;background:#fff;text-decoration:none;
+color:#1b1f24}
+nav.tabs a.here{background:#1b1f24;color:#fff}
+.pager{display:flex;gap:1em;align-items:center;margin:.4em 0;font-size:13px}
+.pager .exports{margin-left:auto}
+a.button{display:inline-block;padding:.25em .9em;border-radius:4px;text-decoration:none;font-weight:600}
+a.button.approve,button.approve{background:#2e7d32;color:#fff;border-color:#2e7d32}
+a.button.deny,button.deny{background:#c62828;color:#fff;border-color:#c62828}
+form.settle textarea{width:100%;font:inherit;margin:.3em 0}
+form.settle label{font-weight:600;color:#555}
+code.digest{word-break:break-all}
+pre.arguments{max-height:30em;overflow:auto}
+table.attempts td:nth-child(-n+4){white-space:nowrap}
+table.attempts pre{max-height:12em;overflow:auto;max-width:40em}
+h3{font-size:1em;margin:1em 0 .4em}
 """
 
 LAYOUT = Template(
@@ -89,7 +118,7 @@ LAYOUT = Template(
 </head>
 <body>
 $header
-<main>
+<main class="$main">
 $body
 </main>
 </body>
@@ -102,6 +131,7 @@ HEADER = Template(
 <a href="/ui">Calls</a>
 <a href="/ui/traces">Traces</a>
 <a href="/ui/approvals">Approvals</a>
+<a href="/ui/tasks">Tasks</a>
 <a href="/ui/deadletters">Dead letters</a>
 <span class="who">signed in as $who</span>
 <form method="post" action="/ui/logout"><input type="hidden" name="csrf" value="$csrf"><button>Sign out</button></form>
@@ -123,14 +153,37 @@ $message
 </div>"""
 )
 
-APPROVAL_FORM = Template(
+CONFIRM_FORM = Template(
     """<form method="post" action="/ui/approvals" class="settle">
 <input type="hidden" name="csrf" value="$csrf">
 <input type="hidden" name="id" value="$id">
-<button class="approve" name="answer" value="approve">Approve</button>
-<button class="deny" name="answer" value="deny">Deny</button>
+<input type="hidden" name="answer" value="$answer">
+<input type="hidden" name="binding" value="$binding">
+<label for="comment">Comment (kept in the ledger and shown in the trace)</label>
+<textarea id="comment" name="comment" rows="3" maxlength="$max"></textarea>
+<p><button class="$cls" type="submit">Confirm: $verb</button> <a href="/ui/approvals">cancel</a></p>
 </form>"""
 )
+
+# The approvals list asks /ui/approvals.json every few seconds and swaps the list when its ids change (the
+# JSON's html is the same escaped markup the page renders; no value is ever inserted as markup here).
+POLL_SCRIPT = """
+(function () {
+  var list = document.getElementById("pending"), polled = document.getElementById("polled");
+  function poll() {
+    fetch("/ui/approvals.json", {cache: "no-store", credentials: "same-origin"}).then(function (r) {
+      if (!r.ok) { polled.textContent = "not updating: " + r.status + ", reload to sign in"; return null; }
+      return r.json();
+    }).then(function (d) {
+      if (!d) return;
+      if (d.ids.join(" ") !== list.dataset.ids) { list.innerHTML = d.html; list.dataset.ids = d.ids.join(" "); }
+      polled.textContent = "updated " + d.now + " UTC";
+      setTimeout(poll, 3000);
+    }).catch(function () { polled.textContent = "not updating: the gateway did not answer"; setTimeout(poll, 10000); });
+  }
+  setTimeout(poll, 3000);
+})();
+"""
 
 
 def esc(value: Any, limit: int | None = None) -> str:
@@ -144,9 +197,15 @@ def trace_href(trace_id: str) -> str:
     return "/ui/trace/" + quote(trace_id, safe="")
 
 
-def page(title: str, body: str, nonce: str, who: str | None = None, csrf: str = "") -> str:
+def call_href(call_id: str) -> str:
+    return "/ui/call/" + quote(call_id, safe="")
+
+
+def page(title: str, body: str, nonce: str, who: str | None = None, csrf: str = "", wide: bool = False) -> str:
+    """The layout around a page body; ``wide``: the full window width (the tables)."""
     header = HEADER.substitute(who=esc(who), csrf=esc(csrf)) if who else ""
-    return LAYOUT.substitute(title=esc(title), nonce=esc(nonce), css=CSS, header=header, body=body)
+    main = "wide" if wide else ""
+    return LAYOUT.substitute(title=esc(title), nonce=esc(nonce), css=CSS, header=header, body=body, main=main)
 
 
 def login_body(message: str | None = None, next_path: str = "/ui") -> str:
@@ -221,7 +280,7 @@ def call_card(call: CallView, with_trace_link: bool = True) -> str:
     return (
         f'<article class="call {esc(call.outcome)}" id="call-{esc(call.call_id)}" data-call-id="{esc(call.call_id)}">'
         f"<header>{_badge(call.outcome)} <code class='tool'>{esc(call.tool or '?')}</code> by {who} · {decision} · "
-        f"<time datetime='{esc(call.time)}'>{esc(day_time(call.time))}</time> {link}</header>"
+        f"<time datetime='{esc(call.time)}'>{esc(day_time(call.time))} UTC</time> {link}</header>"
         "<dl>" + "".join(f"<dt>{label}</dt><dd>{value}</dd>" for label, value in rows) + "</dl>" + steps + "</article>"
     )
 
@@ -236,57 +295,130 @@ def step_item(step: Step) -> str:
     )
 
 
-def filters_form(filters: Filters, roles: list[str]) -> str:
-    def select(name: str, options: list[str], current: Any) -> str:
+def filters_form(query: CallQuery, roles: list[str]) -> str:
+    raw = query.raw
+
+    def select(name: str, options: list[str], label: str = "") -> str:
+        current = raw.get(name, "")
         opts = "<option value=''>any</option>" + "".join(
-            f"<option value='{esc(o)}'{' selected' if str(current) == o else ''}>{esc(o)}</option>" for o in options
+            f"<option value='{esc(o)}'{' selected' if current == o else ''}>{esc(o)}</option>" for o in options
         )
-        return f"<label>{name}<select name='{name}'>{opts}</select></label>"
+        return f"<label>{label or name}<select name='{name}'>{opts}</select></label>"
 
-    def text(name: str, current: Any) -> str:
-        return f"<label>{name}<input name='{name}' value='{esc(current or '')}' size='14'></label>"
+    def text(name: str, label: str = "", size: int = 12, hint: str = "") -> str:
+        placeholder = f" placeholder='{esc(hint)}'" if hint else ""
+        return (
+            f"<label>{label or name}<input name='{name}' value='{esc(raw.get(name, ''))}' size='{size}'"
+            f"{placeholder}></label>"
+        )
 
+    sizes = "".join(
+        f"<option{' selected' if query.size == n else ''}>{n}</option>" for n in sorted({*PAGE_SIZES, query.size})
+    )
     return (
         "<form class='filters' method='get' action='/ui'>"
-        + select("role", roles, filters.role)
-        + text("agent", filters.agent)
-        + text("task", filters.task)
-        + select("tier", ["1", "2", "3"], filters.tier)
-        + text("rule", filters.rule)
-        + select("outcome", list(CALL_OUTCOMES), filters.outcome)
+        + text("from", size=16, hint="2026-11-23T09:00")
+        + text("to", size=16, hint="2026-11-23")
+        + text("tz", "zone", 10, "UTC")
+        + text("agent")
+        + select("role", roles)
+        + text("tool")
+        + text("task", size=8)
+        + select("tier", ["1", "2", "3"])
+        + text("rule")
+        + select("outcome", list(FILTER_OUTCOMES))
+        + f"<label>rows<select name='size'>{sizes}</select></label>"
         + "<button type='submit'>Filter</button> <a href='/ui'>clear</a></form>"
     )
 
 
-def calls_body(calls: list[CallView], filters: Filters, roles: list[str], refused_auth: list[JSONObject]) -> str:
-    refused = [c for c in calls if c.outcome in REFUSED]
-    asked = [c for c in calls if c.outcome == "asked"]
-    others = [c for c in calls if c.outcome not in REFUSED and c.outcome != "asked"]
-    limit = 200
-    parts = ["<h1>Calls</h1>", filters_form(filters, roles)]
-    for title, group, ident in (
-        ("Refused (denied or invalid)", refused, "refused"),
-        ("Asked a person (tier 3)", asked, "asked"),
-        ("Other calls", others, "others"),
-    ):
-        parts.append(f"<section id='{ident}'><h2>{esc(title)} ({len(group)})</h2>")
-        parts.extend(call_card(c) for c in group[:limit])
-        if len(group) > limit:
-            parts.append(f"<p class='muted'>{len(group) - limit} older calls not shown: filter to narrow.</p>")
-        if not group:
-            parts.append("<p class='muted'>none</p>")
-        parts.append("</section>")
-    if refused_auth and not filters.active():
+def call_row(call: CallView, query: CallQuery) -> str:
+    rule = call.rules[0] if call.rules else ""
+    more = f" +{len(call.rules) - 1}" if len(call.rules) > 1 else ""
+    reason = call.reasons[0] if call.reasons else ""
+    trace = (
+        f"<a href='{esc(trace_href(call.trace_id))}' title='trace {esc(call.trace_id)}'>trace</a>"
+        if call.trace_id
+        else ""
+    )
+    approval = " <span class='muted'>approved</span>" if outcome_is(call, "approved") else ""
+    return (
+        f"<tr class='call {esc(call.outcome)}' data-call-id='{esc(call.call_id)}'>"
+        f"<td class='when'><time datetime='{esc(call.time)}'>{esc(query.shown(call.time))}</time></td>"
+        f"<td>{_badge(call.outcome)}{approval}</td>"
+        f"<td><a class='tool' href='{esc(call_href(call.call_id))}'><code>{esc(call.tool or '?', 64)}</code></a></td>"
+        f"<td title='{esc(call.agent)}'>{esc(call.agent or '?', 40)}</td><td>{esc(call.role or '?', 24)}</td>"
+        f"<td>{esc(call.task or '', 24)}</td><td>{esc(call.tier if call.tier is not None else '')}</td>"
+        f"<td><code class='rule' title='{esc(' '.join(call.rules))}'>{esc(rule, 60)}</code>{more}</td>"
+        f"<td class='reason' title='{esc(reason, 600)}'>{esc(reason, 160)}</td><td>{trace}</td></tr>"
+    )
+
+
+def outcome_tabs(page: CallPage, query: CallQuery) -> str:
+    current = query.raw.get("outcome")
+    tabs = [("any", None, sum(n for o, n in page.outcomes.items() if o in CALL_OUTCOMES))]
+    tabs += [(o, o, page.outcomes.get(o, 0)) for o in FILTER_OUTCOMES if page.outcomes.get(o) or o == current]
+    links = []
+    for label, value, count in tabs:
+        here = " class='here'" if value == current else ""
+        href = query.link(outcome=value, page=None)
+        links.append(f"<a{here} href='{esc(href)}'>{esc(label)} <b>{count}</b></a>")
+    return "<nav class='tabs'>" + "".join(links) + "</nav>"
+
+
+def pager(page: CallPage, query: CallQuery) -> str:
+    last = max(1, -(-page.total // page.size))
+    first_row = page.offset + 1 if page.total else 0
+    newer = (
+        f"<a rel='prev' href='{esc(query.link(page=query.page - 1))}'>← newer</a>"
+        if query.page > 1
+        else "<span class='muted'>← newer</span>"
+    )
+    older = (
+        f"<a rel='next' href='{esc(query.link(page=query.page + 1))}'>older →</a>"
+        if query.page < last
+        else "<span class='muted'>older →</span>"
+    )
+    exports = (
+        f"<a class='export' href='{esc(query.link('/ui/export.jsonl', page=None))}'>export JSON lines</a> "
+        f"<a class='export' href='{esc(query.link('/ui/export.csv', page=None))}'>export CSV</a>"
+    )
+    shown = f"calls <b>{first_row}-{page.offset + len(page.calls)}</b> of <b>{page.total}</b>, newest first"
+    return (
+        f"<div class='pager'><span>{shown} · page {query.page} of {last}</span> {newer} {older} "
+        f"<span class='exports'>{exports}</span></div>"
+    )
+
+
+def calls_body(page: CallPage, query: CallQuery, roles: list[str], refused_auth: list[JSONObject]) -> str:
+    head = (
+        f"<tr><th>time ({esc(query.zone_name)})</th><th>outcome</th><th>tool</th><th>agent</th><th>role</th>"
+        "<th>task</th><th>tier</th><th>rule</th><th>reason</th><th></th></tr>"
+    )
+    rows = "".join(call_row(c, query) for c in page.calls) or "<tr><td colspan='10' class='muted'>no calls</td></tr>"
+    parts = [
+        "<h1>Calls</h1>",
+        filters_form(query, roles),
+        outcome_tabs(page, query),
+        pager(page, query),
+        f"<table class='calls'><thead>{head}</thead><tbody>{rows}</tbody></table>",
+        pager(page, query) if len(page.calls) > 30 else "",
+    ]
+    if refused_auth and not query.filters.active() and query.page == 1:
         rows = "".join(
-            f"<tr><td>{esc(day_time(r.get('time', '')))}</td>"
+            f"<tr><td class='when'>{esc(query.shown(r.get('time', '')))}</td>"
             f"<td>{esc(((r.get('detail') or {}).get('error') or {}).get('message'), 300)}</td></tr>"
             for r in refused_auth
         )
         parts.append(
             "<section id='credentials'><h2>Refused credentials (latest)</h2>"
-            f"<table><tr><th>time</th><th>reason</th></tr>{rows}</table></section>"
+            f"<table><tr><th>time ({esc(query.zone_name)})</th><th>reason</th></tr>{rows}</table></section>"
         )
     return "\n".join(parts)
+
+
+def call_body(call: CallView) -> str:
+    return f"<h1>Call <code>{esc(call.call_id)}</code></h1>{call_card(call)}<p><a href='/ui'>all calls</a></p>"
 
 
 def trace_summary_line(s: TraceSummary) -> str:
@@ -294,17 +426,19 @@ def trace_summary_line(s: TraceSummary) -> str:
     effects = esc(", ".join(s.side_effects)) if s.side_effects else "<span class='muted'>-</span>"
     return (
         f"<tr class='trace-row'><td><a href='{esc(trace_href(s.trace_id))}'><code>{esc(s.trace_id)}</code></a></td>"
-        f"<td>{what}</td><td>{esc(day_time(s.first))}</td><td>{esc(day_time(s.last))}</td><td>{s.calls}</td>"
+        f"<td>{what}</td><td>{esc(listed_names(s.agents, 40))}</td><td>{esc(listed_names(s.roles, 30))}</td>"
+        f"<td>{esc(listed_names(s.tools, 48))}</td>"
+        f"<td>{esc(day_time(s.first))}</td><td>{esc(day_time(s.last))}</td><td>{s.calls}</td>"
         f"<td>{s.denied}</td><td>{s.asked}</td><td>{effects}</td></tr>"
     )
 
 
 def traces_body(summaries: list[TraceSummary]) -> str:
     head = (
-        "<tr><th>trace</th><th>task / session</th><th>first</th><th>last</th><th>calls</th><th>denied</th>"
-        "<th>asked</th><th>side effects</th></tr>"
+        "<tr><th>trace</th><th>task / session</th><th>agent</th><th>role</th><th>tool</th><th>first (UTC)</th>"
+        "<th>last (UTC)</th><th>calls</th><th>denied</th><th>asked</th><th>side effects</th></tr>"
     )
-    rows = "".join(trace_summary_line(s) for s in summaries) or "<tr><td colspan='8'>no traces yet</td></tr>"
+    rows = "".join(trace_summary_line(s) for s in summaries) or "<tr><td colspan='11'>no traces yet</td></tr>"
     return f"<h1>Traces</h1><table>{head}{rows}</table>"
 
 
@@ -314,7 +448,7 @@ def trace_body(trace: Trace) -> str:
     effects = f" · side effects: {esc(', '.join(s.side_effects))}" if s.side_effects else ""
     head = (
         f"<h1>Trace <code>{esc(s.trace_id)}</code></h1>"
-        f"<p>{what} · {esc(day_time(s.first))} → {esc(day_time(s.last))} · {s.calls} calls · {s.denied} denied · "
+        f"<p>{what} · {esc(day_time(s.first))} → {esc(day_time(s.last))} UTC · {s.calls} calls · {s.denied} denied · "
         f"{s.asked} asked · {s.errors} errors{effects}</p>"
     )
     parts = [head, "<div class='trace'>"]
@@ -327,50 +461,140 @@ def trace_body(trace: Trace) -> str:
     return "\n".join(parts)
 
 
-def approvals_body(pending: list[JSONObject], csrf: str, now: str, flash: str | None, flash_bad: bool) -> str:
-    parts = ["<h1>Pending approvals</h1>"]
-    if flash:
-        parts.append(f"<p class='flash{' bad' if flash_bad else ''}'>{esc(flash)}</p>")
+def pretty_json(value: Any) -> str:
+    """A document as indented JSON, masked (``redact``) and escaped one line at a time: the only raw newlines
+    are the indentation's."""
+    masked = redact(value)[0]
+    return "\n".join(esc(line) for line in json.dumps(masked, indent=2, ensure_ascii=False).splitlines())
+
+
+def approval_href(approval_id: str, answer: str) -> str:
+    return "/ui/approvals/" + quote(approval_id, safe="") + "?" + urlencode({"answer": answer})
+
+
+def _approval_rows(approval: JSONObject, now: str) -> list[tuple[str, str]]:
+    request = approval.get("request") or {}
+    decision = request.get("decision") or {}
+    arguments = request.get("arguments")
+    rows = [
+        ("Rule", " ".join(f"<code class='rule'>{esc(r)}</code>" for r in decision.get("rules") or []) or "-"),
+        ("Reasons", _items(decision.get("reasons")) if decision.get("reasons") else "-"),
+        (
+            "Arguments",
+            f"<pre>{esc(redact(arguments)[0], 4000)}</pre><small class='muted'>secrets masked</small>"
+            if isinstance(arguments, dict)
+            else "<span class='muted'>not stored</span>",
+        ),
+        ("Effects", _items(effects_summary({k: v for k, v in (request.get("effects") or {}).items() if v}))),
+        (
+            "Expires",
+            esc(day_time(approval["expires"])) + " UTC" + (" <b>(expired)</b>" if approval["expires"] <= now else ""),
+        ),
+    ]
+    if request.get("trace_id"):
+        rows.append(("Trace", f'<a href="{esc(trace_href(request["trace_id"]))}">{esc(request["trace_id"])}</a>'))
+    return rows
+
+
+def _approval_header(approval: JSONObject) -> str:
+    principal = approval.get("principal") or {}
+    decision = (approval.get("request") or {}).get("decision") or {}
+    task = f" on task <b>{esc(principal['task'])}</b>" if principal.get("task") else ""
+    return (
+        f"<header>{_badge('pending')} <code>{esc(approval['id'])}</code> "
+        f"<code class='tool'>{esc(approval.get('tool'))}</code> by <b>{esc(principal.get('agent'))}</b> "
+        f"({esc(principal.get('role'))}){task} · tier {esc(decision.get('tier'))} · asked "
+        f"{esc(day_time(approval.get('created', '')))} UTC</header>"
+    )
+
+
+def _dl(rows: list[tuple[str, str]]) -> str:
+    return "<dl>" + "".join(f"<dt>{label}</dt><dd>{value}</dd>" for label, value in rows) + "</dl>"
+
+
+def pending_list(pending: list[JSONObject], now: str) -> str:
+    """The pending approvals (the part /ui/approvals.json sends again when it changes)."""
     if not pending:
-        parts.append("<p class='muted'>nothing waits for a person</p>")
+        return "<p class='muted'>nothing waits for a person</p>"
+    parts = []
     for approval in pending:
-        request = approval.get("request") or {}
-        decision = request.get("decision") or {}
-        principal = approval.get("principal") or {}
         expired = approval["expires"] <= now
-        arguments = request.get("arguments")
-        rows = [
-            ("Rule", " ".join(f"<code class='rule'>{esc(r)}</code>" for r in decision.get("rules") or []) or "-"),
-            ("Reasons", _items(decision.get("reasons")) if decision.get("reasons") else "-"),
-            (
-                "Arguments",
-                f"<pre>{esc(redact(arguments)[0], 4000)}</pre><small class='muted'>secrets masked</small>"
-                if isinstance(arguments, dict)
-                else "<span class='muted'>not stored</span>",
-            ),
-            ("Effects", _items(effects_summary({k: v for k, v in (request.get("effects") or {}).items() if v}))),
-            ("Expires", esc(day_time(approval["expires"])) + (" <b>(expired)</b>" if expired else "")),
-        ]
-        if request.get("trace_id"):
-            rows.append(("Trace", f'<a href="{esc(trace_href(request["trace_id"]))}">{esc(request["trace_id"])}</a>'))
-        form = (
+        actions = (
             "<p class='muted'>expired: the agent must call again</p>"
             if expired
-            else APPROVAL_FORM.substitute(csrf=esc(csrf), id=esc(approval["id"]))
+            else (
+                "<p class='settle'>"
+                f"<a class='button approve' href='{esc(approval_href(approval['id'], 'approve'))}'>Approve…</a> "
+                f"<a class='button deny' href='{esc(approval_href(approval['id'], 'deny'))}'>Deny…</a></p>"
+            )
         )
         parts.append(
             f"<article class='pending' id='approval-{esc(approval['id'])}' data-approval-id='{esc(approval['id'])}'>"
-            f"<header>{_badge('pending')} <code>{esc(approval['id'])}</code> "
-            f"<code class='tool'>{esc(approval.get('tool'))}</code> by <b>{esc(principal.get('agent'))}</b> "
-            f"({esc(principal.get('role'))}) · tier {esc(decision.get('tier'))} · asked "
-            f"{esc(day_time(approval.get('created', '')))}</header>"
-            "<dl>"
-            + "".join(f"<dt>{label}</dt><dd>{value}</dd>" for label, value in rows)
-            + "</dl>"
-            + form
+            + _approval_header(approval)
+            + _dl(_approval_rows(approval, now))
+            + actions
             + "</article>"
         )
     return "\n".join(parts)
+
+
+def approvals_body(pending: list[JSONObject], now: str, flash: str | None, flash_bad: bool, nonce: str) -> str:
+    parts = ["<h1>Pending approvals</h1>"]
+    if flash:
+        parts.append(f"<p class='flash{' bad' if flash_bad else ''}'>{esc(flash)}</p>")
+    ids = " ".join(a["id"] for a in pending)
+    parts.append(
+        "<p class='muted'>This list updates by itself (<span id='polled'>every few seconds</span>). "
+        "Approve or deny shows the exact call first.</p>"
+        f"<div id='pending' data-ids='{esc(ids)}'>{pending_list(pending, now)}</div>"
+        f"<script nonce='{esc(nonce)}'>{POLL_SCRIPT}</script>"
+    )
+    return "\n".join(parts)
+
+
+def confirm_body(approval: JSONObject, answer: str, csrf: str, now: str) -> str:
+    """The confirmation step: the exact call the answer binds to, its digests, and a comment field."""
+    request = approval.get("request") or {}
+    principal = approval.get("principal") or {}
+    arguments = request.get("arguments")
+    verb = "Approve" if answer == "approve" else "Deny"
+    effect = (
+        "the agent's retry of exactly this call (same agent, role, task, tool and arguments) runs once"
+        if answer == "approve"
+        else "the agent's retry of this call is refused"
+    )
+    shown = (
+        f"<pre class='arguments'>{pretty_json(arguments)}</pre><small class='muted'>as recorded with the request; "
+        "secrets masked</small>"
+        if isinstance(arguments, dict)
+        else "<span class='muted'>not stored with the request</span>"
+    )
+    bound = [
+        ("Tool", f"<code class='tool'>{esc(approval.get('tool'))}</code>"),
+        ("Agent", f"<b>{esc(principal.get('agent'))}</b> ({esc(principal.get('role'))})"),
+        ("Task", esc(principal.get("task") or "-")),
+        ("Arguments", shown),
+        ("Arguments digest", f"<code class='digest'>{esc(approval.get('arguments_digest'))}</code>"),
+        ("Binding digest", f"<code class='digest binding'>{esc(approval.get('call_key'))}</code>"),
+    ]
+    form = CONFIRM_FORM.substitute(
+        csrf=esc(csrf),
+        id=esc(approval["id"]),
+        answer=esc(answer),
+        binding=esc(approval.get("call_key")),
+        verb=verb,
+        cls=esc(answer),
+        max=MAX_COMMENT,
+    )
+    return (
+        f"<h1>{verb} this call?</h1>"
+        f"<p class='flash{'' if answer == 'approve' else ' bad'}'>{verb} binds to the call below: {esc(effect)}.</p>"
+        f"<article class='pending confirm' data-approval-id='{esc(approval['id'])}'>"
+        + _approval_header(approval)
+        + _dl(bound + [row for row in _approval_rows(approval, now) if row[0] != "Arguments"])
+        + form
+        + "</article>"
+    )
 
 
 def deadletter_href(deadletter_id: str) -> str:
@@ -410,9 +634,7 @@ def deadletters_body(letters: list[JSONObject]) -> str:
 
 
 def deadletter_body(letter: JSONObject) -> str:
-    # pretty JSON, one escaped line at a time: the only raw newlines are the indentation's
-    masked = redact(letter["payload"])[0]
-    payload = "\n".join(esc(line) for line in json.dumps(masked, indent=2).splitlines())
+    payload = pretty_json(letter["payload"])
     trace = letter.get("trace_id")
     rows = [
         ("Kind", esc(letter["kind"])),
@@ -436,6 +658,118 @@ def deadletter_body(letter: JSONObject) -> str:
         f"<header>{_state_badge(letter['state'])} <code class='tool'>{esc(letter['tool'])}</code></header><dl>"
         + "".join(f"<dt>{label}</dt><dd>{value}</dd>" for label, value in rows)
         + "</dl></article><p><a href='/ui/deadletters'>all dead letters</a></p>"
+    )
+
+
+def task_href(task_id: str) -> str:
+    return "/ui/tasks/" + quote(task_id, safe="")
+
+
+def _state_of_task(state: str) -> str:
+    kind = {"blocked": "denied", "quarantined": "denied", "abandoned": "invalid", "committed": "ok"}.get(state, state)
+    return f'<span class="badge {esc(kind)}">{esc(state)}</span>'
+
+
+def tasks_body(tasks: list[JSONObject]) -> str:
+    head = (
+        "<tr><th>task</th><th>state</th><th>attempt</th><th>failures</th><th>owner</th><th>waiting for</th>"
+        "<th>objective</th><th>note</th></tr>"
+    )
+    rows = "".join(
+        f"<tr class='task {esc(t['state'])}' data-task-id='{esc(t['task_id'])}'>"
+        f"<td><a href='{esc(task_href(t['task_id']))}'><code>{esc(t['task_id'], 64)}</code></a></td>"
+        f"<td>{_state_of_task(t['state'])}</td><td>{esc(t['attempt'])}</td>"
+        f"<td>{esc(t['failures'])} / {esc(t['max_attempts'])}</td><td>{esc(t.get('owner') or '-', 40)}</td>"
+        f"<td>{esc(', '.join(f'{d} ({s})' for d, s in (t.get('waiting_for') or {}).items()) or '-', 200)}</td>"
+        f"<td class='reason'>{esc(t['objective'], 160)}</td><td class='reason'>{esc(t.get('note') or '', 200)}</td>"
+        "</tr>"
+        for t in tasks
+    )
+    rows = rows or "<tr><td colspan='8' class='muted'>no tasks</td></tr>"
+    return (
+        "<h1>Tasks</h1><p class='muted'>The task board: a blocked task has a blocker report the gateway wrote; "
+        "unblock it with <code>gateway task requeue|amend|abandon ID</code>.</p>"
+        f"<table class='calls'><thead>{head}</thead><tbody>{rows}</tbody></table>"
+    )
+
+
+def _attempts_table(attempts: list[JSONObject]) -> str:
+    head = (
+        "<tr><th>attempt</th><th>strategy</th><th>owner</th><th>outcome</th><th>why</th><th>verification</th>"
+        "<th>diff</th><th>violations</th></tr>"
+    )
+    rows = []
+    for a in attempts:
+        verification = a.get("verification") or {}
+        checked = (
+            f"{'passed' if verification.get('passed') else 'failed'} (exit codes "
+            f"{esc(verification.get('exit_codes'))})"
+            + (f"<pre>{esc(verification.get('output'), 2000)}</pre>" if verification.get("output") else "")
+            if verification
+            else "-"
+        )
+        diff = a.get("diff") or {}
+        changed = esc(", ".join(map(str, diff.get("paths") or [])), 300) if diff else "-"
+        violations = ", ".join(str(v.get("detail") or v) for v in a.get("violations") or []) or "-"
+        rows.append(
+            f"<tr class='attempt'><td>{esc(a.get('attempt'))}</td><td>{esc(a.get('strategy'), 80)}</td>"
+            f"<td>{esc(a.get('owner'), 40)}</td><td>{esc(a.get('outcome', 'running'))}</td>"
+            f"<td class='reason'>{esc(a.get('why') or '-', 300)}</td><td>{checked}</td><td>{changed}</td>"
+            f"<td>{esc(violations, 300)}</td></tr>"
+        )
+    body = "".join(rows) or "<tr><td colspan='8' class='muted'>no attempts yet</td></tr>"
+    return f"<table class='attempts'><thead>{head}</thead><tbody>{body}</tbody></table>"
+
+
+def blocker_section(report: JSONObject) -> str:
+    worker = report.get("worker") or {}
+    rows = [
+        ("Why", f"<b>{esc(report.get('why'), 1000)}</b>"),
+        ("Written by", f"{esc(report.get('written_by'))} at {esc(day_time(report.get('time') or ''))} UTC"),
+        ("Strategies tried", esc(", ".join(map(str, report.get("strategies_tried") or []))) or "-"),
+        ("Failures", esc(report.get("failures"))),
+        ("Time spent", f"{esc(report.get('time_spent_s'))} s"),
+    ]
+    if worker:
+        rows += [
+            ("Worker", esc(worker.get("by"))),
+            ("Suspected cause", esc(worker.get("suspected_cause") or "-", 1000)),
+            ("Asks a person to", esc(worker.get("human_action") or "-", 1000)),
+        ]
+    rows.append(("Unblock with", f"<code>{esc(report.get('unblock_with'))}</code>"))
+    return (
+        "<section id='blocker' class='blocker'><h2>Blocker report</h2>"
+        f"<article class='denied'>{_dl(rows)}</article>"
+        f"<h3>Every attempt</h3>{_attempts_table(report.get('attempts') or [])}</section>"
+    )
+
+
+def task_body(task: JSONObject, steps: list[Step]) -> str:
+    manifest = task["manifest"]
+    rows = [
+        ("State", _state_of_task(task["state"]) + (f" <span class='muted'>{esc(task.get('note'), 300)}</span>")),
+        ("Objective", esc(manifest.get("objective"), 2000)),
+        ("Allowed paths", esc(", ".join(manifest.get("allowed_paths") or []), 1000)),
+        ("Acceptance", esc(", ".join(manifest.get("acceptance") or []), 1000) or "-"),
+        ("Verification", _items(manifest.get("verification") or []) or "-"),
+        ("Depends on", esc(", ".join(manifest.get("depends_on") or [])) or "-"),
+        (
+            "Attempts",
+            f"{esc(task['attempt'])} (failures {esc(task['failures'])} of {esc(manifest.get('max_attempts'))}); "
+            f"strategy {esc(task.get('strategy') or 'initial')}",
+        ),
+        ("Owner", esc(task.get("owner") or "-")),
+        ("Submitted", f"by {esc(task.get('submitted_by'))} at {esc(day_time(task.get('created') or ''))} UTC"),
+        ("Trace", f"<a href='{esc(trace_href(task['trace_id']))}'>{esc(task['trace_id'])}</a>"),
+    ]
+    blocker = blocker_section(task["blocker"]) if task.get("blocker") else ""
+    history = "<ul class='steps'>" + "".join(step_item(s) for s in steps) + "</ul>" if steps else ""
+    return (
+        f"<h1>Task <code>{esc(task['id'])}</code></h1>"
+        f"<article class='{'denied' if task['state'] == 'blocked' else 'ok'}'>{_dl(rows)}</article>"
+        + (blocker or f"<h2>Attempt history</h2>{_attempts_table(task.get('history') or [])}")
+        + (f"<h2>Steps</h2>{history}" if history else "")
+        + "<p><a href='/ui/tasks'>all tasks</a></p>"
     )
 
 
