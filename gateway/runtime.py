@@ -13,6 +13,7 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import structlog
@@ -63,8 +64,10 @@ from gateway.tools.catalog import Catalog
 from gateway.tools.files import file_tools
 from gateway.tools.git import git_tools
 from gateway.tools.shell import shell_tools
-from gateway.tools.upstream import UpstreamPool
 from gateway.types import Decision, JSONObject, Origin, Principal, ToolSpec
+
+if TYPE_CHECKING:
+    from gateway.tools.upstream import UpstreamPool
 
 log = structlog.get_logger("gateway.runtime")
 
@@ -130,7 +133,6 @@ class Gateway:
         self.egress = Egress(self.ledger)  # the way out for a command whose decision allowed egress
         self.approvals = Approvals(self.db, self.ledger, ttl_s=config.approvals.ttl_s)
         self.checkpoints = Checkpoints(self.db, config.checkpoints_dir)
-        self.pool = UpstreamPool(config.upstreams, self.sandbox, self.upstream_confinement)
         # the verification commands the gateway runs itself are judged by self.judge (built below) when run
         self.verification = Verification(self.judge_call, self.sandbox, config)
         self.board = TaskBoard(self.db, self.ledger, self.engine, config, self.verification)
@@ -140,7 +142,7 @@ class Gateway:
             *git_tools(),
             *task_tools(self.board),
         ]
-        self.catalog = Catalog(local, self.pool)
+        self.catalog = Catalog(local, lambda: self.pool)
         self.intents = Intents(self.db, self.ledger)
         self.queue = MergeQueue(config, self.ledger, Leases(self.db), self.verification)
         self.committer = Committer(self.intents, self.board, self.catalog, config, self.queue)
@@ -175,6 +177,14 @@ class Gateway:
             ],
             finish=KeepDeadLetters(self.deadletters, self.situate, recording),
         )
+
+    @functools.cached_property
+    def pool(self) -> UpstreamPool:
+        """The upstream servers, made on first use: the MCP SDK they bring would cost a command-line check
+        most of its start-up."""
+        from gateway.tools.upstream import UpstreamPool
+
+        return UpstreamPool(self.config.upstreams, self.sandbox, self.upstream_confinement)
 
     async def judge_call(self, call: Call) -> Call:
         """A call decided, not run, and recorded (the verification commands use it before they run)."""

@@ -13,11 +13,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-import mcp_types as mt
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
+    import mcp_types as mt
+
     from gateway.effects.paths import Workspace
     from gateway.sandbox import Confinement
 
@@ -131,7 +131,7 @@ class Decision(Frozen):
     rules: list[str] = Field(default_factory=list)
 
 
-ToolHandler = Callable[["ToolInvocation"], Awaitable[mt.CallToolResult | mt.InputRequiredResult]]
+ToolHandler = Callable[["ToolInvocation"], Awaitable["mt.CallToolResult | mt.InputRequiredResult"]]
 
 
 @dataclass(frozen=True)
@@ -156,6 +156,8 @@ class ToolSpec:
     arguments_model: type[BaseModel] | None = None  # built-ins validate with it; others with input_schema
 
     def as_mcp_tool(self) -> mt.Tool:
+        import mcp_types as mt  # the SDK's types load with the server, not with every command
+
         annotations = mt.ToolAnnotations.model_validate(self.annotations) if self.annotations else None
         return mt.Tool(
             name=self.name, description=self.description, input_schema=self.input_schema, annotations=annotations
@@ -198,4 +200,6 @@ class Origin:
 
     @property
     def modern(self) -> bool:
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
         return self.protocol_version in MODERN_PROTOCOL_VERSIONS

@@ -15,8 +15,6 @@ import secrets
 import time
 from typing import Any
 
-import jwt
-
 from gateway.errors import Unauthenticated
 from gateway.identity.keys import KeyRing
 from gateway.identity.revocations import Revocations
@@ -64,6 +62,8 @@ class Tokens:
         }
         if task is not None:
             claims["task"] = task
+        import jwt  # here: the hook and `gateway check` without a token never load it
+
         kid, key = self.keys.signing_key()
         return jwt.encode(claims, key, algorithm=ALGORITHM, headers={"kid": kid}), claims
 
@@ -95,6 +95,8 @@ class Tokens:
         return principal
 
     def _verify_fully(self, token: str) -> tuple[Principal, str, Any]:
+        import jwt
+
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError:
