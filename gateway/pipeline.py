@@ -99,6 +99,7 @@ class Call:
     confinement: Confinement | None = None  # the sandbox its commands (or its upstream) run in: context.sandbox
     effects: Effects | None = None
     decision: Decision | None = None
+    policy_input: JSONObject | None = None  # the input document the policy judged (gateway check --explain)
     safeguard: JSONObject | None = None
     result: mt.CallToolResult | mt.InputRequiredResult | None = None
     error: GatewayError | None = None
@@ -349,7 +350,8 @@ class Decide:
         self.engine = engine
 
     async def __call__(self, call: Call) -> None:
-        call.decision = await self.engine.decide(policy_input(call))
+        call.policy_input = policy_input(call)
+        call.decision = await self.engine.decide(call.policy_input)
         if call.decision.action == "deny":
             raise Denied("; ".join(call.decision.reasons) or "the policy denied this call", rules=call.decision.rules)
 

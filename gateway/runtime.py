@@ -52,7 +52,7 @@ from gateway.pipeline import (
     Validate,
 )
 from gateway.policy.embedded import EmbeddedEngine
-from gateway.policy.engine import PolicyEngine
+from gateway.policy.engine import PolicyEngine, fired_rules
 from gateway.policy.isolated import IsolatedEngine
 from gateway.sandbox import ANY_HOST, Confinement, Sandbox
 from gateway.tasks.board import TaskBoard, acceptance_files
@@ -190,14 +190,22 @@ class Gateway:
         """A call decided, not run, and recorded (the verification commands use it before they run)."""
         return await self.judge.run(call)
 
-    async def check(self, principal: Principal, tool: str, arguments: JSONObject) -> JSONObject:
-        """The decision for one call, without running it (``gateway check``); recorded like any call."""
+    async def check(self, principal: Principal, tool: str, arguments: JSONObject, explain: bool = False) -> JSONObject:
+        """The decision for one call, without running it (``gateway check``); recorded like any call.
+
+        ``explain`` adds the input document the policy judged (``input``; None when the call was refused
+        before it reached the policy) and every rule it fired (``fired``: denials, then findings)."""
         call = Call(
             tool=tool, arguments=arguments, origin=Origin(transport="inprocess", protocol_version="check"), kind="check"
         )
         call.principal = principal
         call.trace_id = session_trace(f"check:{principal.agent}")
-        return decision_report(await self.judge.run(call))
+        report = decision_report(await self.judge.run(call))
+        if explain:
+            document = call.policy_input
+            report["input"] = document
+            report["fired"] = await fired_rules(self.engine, document) if document is not None else []
+        return report
 
     def situate(self, call: Call) -> None:
         """Where a call happens: a worker's task worktree, the task and intent the policy sees, the trace,
