@@ -32,6 +32,16 @@ EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command kill
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return run(argv)
+    except BrokenPipeError:
+        # the reader went away (`gateway trace show X | head`): stop quietly; point stdout at /dev/null so
+        # the interpreter's own flush at exit does not fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_CLOSED_PIPE
+
+
+def run(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if args.command != "serve":  # serve sets its own level; stdout carries JSON (or MCP), logs go to stderr
         from gateway.telemetry import configure_logging
@@ -46,8 +56,3 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        # the reader went away (`gateway trace show X | head`): stop quietly; point stdout at /dev/null so
-        # the interpreter's own flush at exit does not fail again
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_CLOSED_PIPE
