@@ -14,11 +14,10 @@ deny contains {"rule": "roles.unknown_role", "reason": msg} if {
 # (an unknown tool, a hand-written document) is denied here, by name, not by a type error in another rule.
 deny contains {"rule": "roles.unknown_tool", "reason": msg} if {
 	not known_tool
-	msg := sprintf("the call names no tool the gateway knows (tool.name %s, tool.provider %s): nothing runs", [
-		json.marshal(object.get(input, ["tool", "name"], null)),
-		json.marshal(object.get(input, ["tool", "provider"], null)),
-	])
+	msg := sprintf("the call names no tool the gateway knows (tool %v): nothing runs", [object.get(input, "tool", null)])
 }
+
+default known_tool := false
 
 known_tool if {
 	is_string(input.tool.name)
@@ -26,10 +25,10 @@ known_tool if {
 	is_string(input.tool.provider)
 }
 
-# The tool's name, "" when the input has none: rules below never meet a null.
-tool_name := input.tool.name if is_string(input.tool.name)
+# The tool's name, "" when the input has none: the rules below never meet a null.
+default tool_name := ""
 
-else := ""
+tool_name := input.tool.name if is_string(input.tool.name)
 
 deny contains {"rule": "roles.tool_not_granted", "reason": msg} if {
 	role

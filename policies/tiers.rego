@@ -269,9 +269,9 @@ findings contains {"tier": 2, "rule": "tiers.unknown_command", "reason": msg} if
 
 # The tool's provider, "" when the input has none (null or missing): roles.unknown_tool denies such a call,
 # and no rule here meets a null (a type error would deny it through an engine error instead, unnamed).
-provider := input.tool.provider if is_string(input.tool.provider)
+default provider := ""
 
-else := ""
+provider := input.tool.provider if is_string(input.tool.provider)
 
 # Upstream tools: their annotations are untrusted hints, so only what the operator declared in
 # gateway.yaml counts. Undeclared tools cannot be analysed; declared ones may still write.

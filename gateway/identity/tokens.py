@@ -45,7 +45,8 @@ class Tokens:
     def issue(
         self, role: str, agent: str, task: str | None = None, ttl_s: int = 8 * 3600
     ) -> tuple[str, dict[str, Any]]:
-        self.roles.require(role)
+        if role not in self.roles:
+            raise Unauthenticated(f"unknown role {role!r}; roles: {', '.join(sorted(self.roles.roles))}")
         if not AGENT_NAME.match(agent):
             raise Unauthenticated(f"agent name {agent!r} must match {AGENT_NAME.pattern}")
         now = int(time.time())
