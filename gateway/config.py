@@ -1,6 +1,9 @@
 """gateway.yaml as a pydantic model.
 
-Every relative path in the file is resolved against the directory of the file. The state dir (keys, store,
+Every relative path in the file is resolved against the directory of the file (``~`` is expanded):
+workspace, state_dir, worktrees_dir, roles, policy.path, sandbox.hide, and each upstream's cwd,
+sandbox.writable and sandbox.visible. An upstream command runs in its cwd (default: the workspace), so its
+own ``args`` are read there. The state dir (keys, store,
 approvals, checkpoints, roles, policies, the decision log) lives outside the workspace, where no command an
 agent runs can reach it: by default under ``$XDG_STATE_HOME/mcp-gateway/`` (``~/.local/state``), in a
 directory named after the workspace; task worktrees live beside it, never inside it. ``${VAR}`` in an
@@ -56,7 +59,7 @@ class UpstreamSandbox(Strict):
 
     # network egress for the server's whole life; off unless the operator turns it on
     network: bool = False
-    # directories it may write, relative to the workspace (default: the workspace itself)
+    # directories it may write (default: ".", the directory of gateway.yaml, normally the workspace)
     writable: list[str] = Field(default_factory=lambda: ["."])
     # more paths it must see read-only where the sandbox would hide them (its code under /tmp, say); the
     # directories of the absolute paths in command and args are seen without saying so
@@ -304,7 +307,10 @@ class GatewayConfig(Strict):
                     "headers": {k: expand_env(v) for k, v in up.headers.items()},
                     "cwd": str((base / up.cwd).resolve()) if up.cwd else None,
                     "sandbox": up.sandbox.model_copy(
-                        update={"visible": [str((base / p).resolve()) for p in up.sandbox.visible]}
+                        update={
+                            "visible": [str(_absolute(base, Path(p))) for p in up.sandbox.visible],
+                            "writable": [str(_absolute(base, Path(p))) for p in up.sandbox.writable],
+                        }
                     ),
                 }
             )
@@ -330,6 +336,9 @@ class GatewayConfig(Strict):
                             for hook in self.notify.webhooks
                         ]
                     }
+                ),
+                "sandbox": self.sandbox.model_copy(
+                    update={"hide": [str(_absolute(base, Path(p))) for p in self.sandbox.hide]}
                 ),
                 "source": source,
             }

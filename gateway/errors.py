@@ -40,6 +40,10 @@ class UnknownTool(InvalidRequest):
     code = "unknown_tool"
 
 
+class UnknownRole(InvalidRequest):
+    code = "unknown_role"
+
+
 class InvalidArguments(InvalidRequest):
     code = "invalid_arguments"
 

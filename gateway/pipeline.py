@@ -26,8 +26,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
-import jsonschema
-import mcp_types as mt
 import structlog
 from pydantic import ValidationError
 
@@ -65,6 +63,8 @@ from gateway.types import (
 )
 
 if TYPE_CHECKING:
+    import mcp_types as mt
+
     from gateway.sandbox import Confinement
     from gateway.telemetry import Telemetry
 
@@ -103,6 +103,7 @@ class Call:
     confinement: Confinement | None = None  # the sandbox its commands (or its upstream) run in: context.sandbox
     effects: Effects | None = None
     decision: Decision | None = None
+    policy_input: JSONObject | None = None  # the input document the policy judged (gateway check --explain)
     safeguard: JSONObject | None = None
     result: CallResult | None = None
     error: GatewayError | None = None
@@ -129,6 +130,8 @@ def error_result(
     A denial is a plain result (isError false, ``"status": "denied"``) for roles that ask for it; the
     model reads the same reasons either way, and nothing ran either way.
     """
+    import mcp_types as mt  # here, not at the top: a command-line check never builds a result
+
     structured: JSONObject = {"error": error.as_dict(), "call_id": call_id}
     text = f"{error.code}: {error.message}"
     if decision is not None and decision.action == "deny":
@@ -226,7 +229,7 @@ class Resolve:
             call.tool = spec.name  # what roles grant and the ledger records; the URI is the argument
         granted = self.grants.grants(call.principal, call.tool)
         if spec is None or not granted:
-            upstream = self.catalog.pool.owner(call.tool)
+            upstream = self.catalog.upstream_of(call.tool)
             if granted and upstream is not None and upstream.state != "up":
                 raise UpstreamUnavailable(f"upstream {upstream.prefix!r} is down: {upstream.error or 'not connected'}")
             call.detail["tool_exists"] = spec is not None
@@ -273,6 +276,8 @@ class Validate:
         key = id(spec.input_schema)
         cached = self._validators.get(spec.name)
         if cached is None or cached[0] != key:
+            import jsonschema  # only tools without an argument model (upstream ones) need it
+
             cls = jsonschema.validators.validator_for(spec.input_schema)
             try:
                 cls.check_schema(spec.input_schema)
@@ -355,7 +360,8 @@ class Decide:
         self.engine = engine
 
     async def __call__(self, call: Call) -> None:
-        call.decision = await self.engine.decide(policy_input(call))
+        call.policy_input = policy_input(call)
+        call.decision = await self.engine.decide(call.policy_input)
         if call.decision.action == "deny":
             raise Denied("; ".join(call.decision.reasons) or "the policy denied this call", rules=call.decision.rules)
 
@@ -449,6 +455,8 @@ class ActOnTier:
             call.safeguard = await take_safeguard(self.checkpoints, call)
 
     async def _ask(self, call: Call) -> None:
+        import mcp_types as mt
+
         assert call.principal is not None and call.decision is not None
         key = call_key(call.principal, call.tool, call.arguments)
         settled = self.approvals.consume(key, call.call_id)
@@ -567,6 +575,8 @@ def approval_message(call: Call) -> str:
 
 def pending_result(call: Call, pending: JSONObject) -> mt.CallToolResult:
     """Not an error (so clients do not count it as a failure), but unmistakably not run."""
+    import mcp_types as mt
+
     assert call.decision is not None
     approval_id = pending["id"]
     structured = {
@@ -632,6 +642,8 @@ class Execute:
             raise
         except OSError as exc:
             raise ToolFailed(f"{call.spec.name} failed: {exc.strerror or exc}") from None
+        import mcp_types as mt  # loaded by now: the tool answered with one
+
         call.outcome = "error" if isinstance(call.result, mt.CallToolResult) and call.result.is_error else "ok"
         if call.safeguard is not None and isinstance(call.result, mt.CallToolResult):
             call.result = with_checkpoint(
@@ -645,6 +657,8 @@ CHECKPOINT_META = "io.github.mcp-policy-gateway/checkpoint"
 def with_checkpoint(result: mt.CallToolResult, safeguard: JSONObject, structured: bool) -> mt.CallToolResult:
     """The result, telling the agent which checkpoint was taken before the call and how it is undone (in
     the text, in _meta, and in the gateway's own structuredContent; an upstream's may follow its schema)."""
+    import mcp_types as mt
+
     note = (
         f"checkpoint {safeguard['id']} was taken before this call; '{safeguard['rollback']}' (run by a person) "
         f"restores {safeguard.get('restores', 'what it changed')}"

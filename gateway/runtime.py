@@ -13,6 +13,7 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import structlog
@@ -27,7 +28,6 @@ from gateway.commit.tools import ceremony_tools, intent_tools
 from gateway.config import GatewayConfig, PolicyConfig, UpstreamConfig
 from gateway.effects.paths import Workspace
 from gateway.egress import Egress
-from gateway.identity.external import ExternalIssuer
 from gateway.identity.keys import KeyRing
 from gateway.identity.revocations import Revocations
 from gateway.identity.roles import RoleSet
@@ -54,7 +54,7 @@ from gateway.pipeline import (
 )
 from gateway.policy.cache import DecisionCache
 from gateway.policy.embedded import EmbeddedEngine
-from gateway.policy.engine import PolicyEngine
+from gateway.policy.engine import PolicyEngine, fired_rules
 from gateway.policy.isolated import IsolatedEngine
 from gateway.sandbox import ANY_HOST, Confinement, Sandbox
 from gateway.tasks.board import TaskBoard, acceptance_files
@@ -66,8 +66,11 @@ from gateway.tools.catalog import Catalog
 from gateway.tools.files import file_tools
 from gateway.tools.git import git_tools
 from gateway.tools.shell import shell_tools
-from gateway.tools.upstream import UpstreamPool
 from gateway.types import Decision, JSONObject, Origin, Principal, ToolSpec
+
+if TYPE_CHECKING:
+    from gateway.identity.external import ExternalIssuer
+    from gateway.tools.upstream import UpstreamPool
 
 log = structlog.get_logger("gateway.runtime")
 
@@ -130,14 +133,13 @@ class Gateway:
         self.roles = RoleSet.load(config.roles_dir)
         self.keys = KeyRing(config.keys_dir)
         self.revocations = Revocations(self.db)
-        external = config.identity.external_issuer
         self.tokens = Tokens(
             self.keys,
             self.roles,
             self.revocations,
             config.identity.issuer,
             config.identity.audience,
-            external=ExternalIssuer(external, self.roles, self.revocations) if external else None,
+            external=self._external_issuer(),
         )
         self.engine = make_engine(config.policy, {"roles": self.roles.as_data()}, isolated)
         self.workspace = Workspace(config.workspace, config.protected_paths())
@@ -146,9 +148,6 @@ class Gateway:
         self.egress = Egress(self.ledger)  # the way out for a command whose decision allowed egress
         self.approvals = Approvals(self.db, self.ledger, ttl_s=config.approvals.ttl_s)
         self.checkpoints = Checkpoints(self.db, config.checkpoints_dir)
-        self.pool = UpstreamPool(
-            config.upstreams, self.sandbox, self.upstream_confinement, max_read_bytes=config.limits.max_read_bytes
-        )
         # the verification commands the gateway runs itself are judged by self.judge (built below) when run
         self.verification = Verification(self.judge_call, self.sandbox, config)
         self.board = TaskBoard(self.db, self.ledger, self.engine, config, self.verification)
@@ -158,7 +157,8 @@ class Gateway:
             *git_tools(),
             *task_tools(self.board),
         ]
-        self.catalog = Catalog(local, self.pool)
+        unprefixed = any(not upstream.prefixed for upstream in config.upstreams.values())
+        self.catalog = Catalog(local, lambda: self.pool, unprefixed)
         self.intents = Intents(self.db, self.ledger)
         self.queue = MergeQueue(config, self.ledger, Leases(self.db), self.verification)
         self.committer = Committer(self.intents, self.board, self.catalog, config, self.queue)
@@ -196,18 +196,47 @@ class Gateway:
             finish=KeepDeadLetters(self.deadletters, self.situate, recording),
         )
 
+    def _external_issuer(self) -> ExternalIssuer | None:
+        """The team's identity provider, when gateway.yaml names one (PyJWT and its crypto load only then)."""
+        if self.config.identity.external_issuer is None:
+            return None
+        from gateway.identity.external import ExternalIssuer
+
+        return ExternalIssuer(self.config.identity.external_issuer, self.roles, self.revocations)
+
+    @functools.cached_property
+    def pool(self) -> UpstreamPool:
+        """The upstream servers, made on first use: the MCP SDK they bring would cost a command-line check
+        most of its start-up."""
+        from gateway.tools.upstream import UpstreamPool
+
+        return UpstreamPool(
+            self.config.upstreams,
+            self.sandbox,
+            self.upstream_confinement,
+            max_read_bytes=self.config.limits.max_read_bytes,
+        )
+
     async def judge_call(self, call: Call) -> Call:
         """A call decided, not run, and recorded (the verification commands use it before they run)."""
         return await self.judge.run(call)
 
-    async def check(self, principal: Principal, tool: str, arguments: JSONObject) -> JSONObject:
-        """The decision for one call, without running it (``gateway check``); recorded like any call."""
+    async def check(self, principal: Principal, tool: str, arguments: JSONObject, explain: bool = False) -> JSONObject:
+        """The decision for one call, without running it (``gateway check``); recorded like any call.
+
+        ``explain`` adds the input document the policy judged (``input``; None when the call was refused
+        before it reached the policy) and every rule it fired (``fired``: denials, then findings)."""
         call = Call(
             tool=tool, arguments=arguments, origin=Origin(transport="inprocess", protocol_version="check"), kind="check"
         )
         call.principal = principal
         call.trace_id = session_trace(f"check:{principal.agent}")
-        return decision_report(await self.judge.run(call))
+        report = decision_report(await self.judge.run(call))
+        if explain:
+            document = call.policy_input
+            report["input"] = document
+            report["fired"] = await fired_rules(self.engine, document) if document is not None else []
+        return report
 
     def situate(self, call: Call) -> None:
         """Where a call happens: a worker's task worktree, the task and intent the policy sees, the trace,

@@ -34,7 +34,6 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import mcp_types as mt
 import structlog
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -299,7 +298,7 @@ class Telemetry:
         if call.error is not None:
             attributes["error.type"] = call.error.code
             span.set_status(StatusCode.ERROR, mask_text(f"{call.error.code}: {call.error.message}"[:300]))
-        elif isinstance(call.result, mt.CallToolResult) and call.result.is_error:
+        elif getattr(call.result, "is_error", False):  # a CallToolResult with isError
             attributes["error.type"] = "tool_error"  # the tool ran and answered an error (MCP conventions)
             span.set_status(StatusCode.ERROR)
         span.set_attributes(attributes)

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-import mcp_types as mt
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
+    import mcp_types as mt
+
     from gateway.effects.paths import Workspace
     from gateway.sandbox import Confinement
 
@@ -135,7 +135,7 @@ class Decision(Frozen):
 
 
 # what a call answers: a tool's result (or a question for the client), a resource's contents, a prompt
-CallResult = mt.CallToolResult | mt.InputRequiredResult | mt.ReadResourceResult | mt.GetPromptResult
+CallResult: TypeAlias = "mt.CallToolResult | mt.InputRequiredResult | mt.ReadResourceResult | mt.GetPromptResult"
 ToolHandler = Callable[["ToolInvocation"], Awaitable[CallResult]]
 
 
@@ -162,6 +162,8 @@ class ToolSpec:
     arguments_model: type[BaseModel] | None = None  # built-ins validate with it; others with input_schema
 
     def as_mcp_tool(self) -> mt.Tool:
+        import mcp_types as mt  # the SDK's types load with the server, not with every command
+
         annotations = mt.ToolAnnotations.model_validate(self.annotations) if self.annotations else None
         return mt.Tool(
             name=self.name, description=self.description, input_schema=self.input_schema, annotations=annotations
@@ -204,4 +206,6 @@ class Origin:
 
     @property
     def modern(self) -> bool:
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
         return self.protocol_version in MODERN_PROTOCOL_VERSIONS

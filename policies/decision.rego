@@ -53,3 +53,9 @@ decision := {
 allow_or_ask := "ask" if tier > max_tier
 
 allow_or_ask := "allow" if tier <= max_tier
+
+# Every rule the input fired, not only those the decision names (`gateway check --explain`). Arrays, since
+# a set of objects does not cross every engine's API.
+default fired := {"denials": [], "findings": []}
+
+fired := {"denials": [d | some d in denials], "findings": [f | some f in findings]}

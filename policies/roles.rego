@@ -10,18 +10,39 @@ deny contains {"rule": "roles.unknown_role", "reason": msg} if {
 	msg := sprintf("role '%s' has no role file", [input.principal.role])
 }
 
+# A call must name a tool the gateway resolved: a name and a provider, both strings. An input without them
+# (an unknown tool, a hand-written document) is denied here, by name, not by a type error in another rule.
+deny contains {"rule": "roles.unknown_tool", "reason": msg} if {
+	not known_tool
+	msg := sprintf("the call names no tool the gateway knows (tool %v): nothing runs", [object.get(input, "tool", null)])
+}
+
+default known_tool := false
+
+known_tool if {
+	is_string(input.tool.name)
+	input.tool.name != ""
+	is_string(input.tool.provider)
+}
+
+# The tool's name, "" when the input has none: the rules below never meet a null.
+default tool_name := ""
+
+tool_name := input.tool.name if is_string(input.tool.name)
+
 deny contains {"rule": "roles.tool_not_granted", "reason": msg} if {
 	role
+	known_tool
 	not granted
-	msg := sprintf("role '%s' may not call '%s'", [input.principal.role, input.tool.name])
+	msg := sprintf("role '%s' may not call '%s'", [input.principal.role, tool_name])
 }
 
 granted if {
 	some pattern in role.tools
-	glob.match(pattern, [], input.tool.name)
+	glob.match(pattern, [], tool_name)
 }
 
 findings contains {"tier": 1, "rule": "roles.granted", "reason": msg} if {
 	granted
-	msg := sprintf("role '%s' may call '%s'", [input.principal.role, input.tool.name])
+	msg := sprintf("role '%s' may call '%s'", [input.principal.role, tool_name])
 }

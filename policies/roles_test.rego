@@ -30,3 +30,19 @@ test_glob_grants_match_whole_names if {
 		with data.roles as testing.roles
 	d.action == "deny"
 }
+
+test_a_call_to_an_unknown_tool_is_denied_by_a_rule if {
+	# what an unresolved tool looks like: no provider (null), nothing analysed
+	doc := testing.call("planner", "nosuch", {})
+	unknown := object.union(doc, {"tool": object.union(doc.tool, {"provider": null, "analysed": false})})
+	d := decision with input as unknown with data.roles as testing.roles
+	d.action == "deny"
+	d.rules == ["roles.unknown_tool"]
+}
+
+test_a_call_without_a_tool_is_denied_by_a_rule if {
+	d := decision with input as object.remove(testing.call("planner", "fs_read", {"reads": ["README.md"]}), ["tool"])
+		with data.roles as testing.roles
+	d.action == "deny"
+	d.rules == ["roles.unknown_tool"]
+}

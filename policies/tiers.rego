@@ -267,16 +267,22 @@ findings contains {"tier": 2, "rule": "tiers.unknown_command", "reason": msg} if
 	msg := sprintf("runs '%s', which changes file modes or owners", [cmd.program])
 }
 
+# The tool's provider, "" when the input has none (null or missing): roles.unknown_tool denies such a call,
+# and no rule here meets a null (a type error would deny it through an engine error instead, unnamed).
+default provider := ""
+
+provider := input.tool.provider if is_string(input.tool.provider)
+
 # Upstream tools: their annotations are untrusted hints, so only what the operator declared in
 # gateway.yaml counts. Undeclared tools cannot be analysed; declared ones may still write.
 findings contains {"tier": 3, "rule": "tiers.upstream_unanalysed", "reason": msg} if {
-	startswith(input.tool.provider, "upstream:")
+	startswith(provider, "upstream:")
 	not input.tool.analysed
 	msg := sprintf("'%s' is an upstream tool whose effects gateway.yaml does not describe", [input.tool.name])
 }
 
 findings contains {"tier": 2, "rule": "tiers.upstream_may_write", "reason": msg} if {
-	startswith(input.tool.provider, "upstream:")
+	startswith(provider, "upstream:")
 	input.tool.analysed
 	not input.tool.read_only
 	msg := sprintf("'%s' is an upstream tool not declared read-only", [input.tool.name])

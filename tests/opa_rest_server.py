@@ -104,7 +104,7 @@ class Store:
         engine.add_data(copy.deepcopy(data))
         engine.set_input({})
         try:
-            engine.eval_query("data")  # unknown functions and unsafe variables of reached rules surface here
+            engine.eval_query_as_json("data")  # unknown functions and unsafe variables of reached rules surface here
         except Exception as exc:
             raise CompileError(changed, exc) from None
         return engine

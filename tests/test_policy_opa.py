@@ -410,3 +410,22 @@ def test_opa_token_comes_from_the_environment(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setenv("OPA_TEST_SECRET", "s3cret")
     raw = {"policy": {"engine": "opa", "opa_token": "${OPA_TEST_SECRET}"}}
     assert GatewayConfig.from_mapping(raw, base=tmp_path).policy.opa_token == "s3cret"
+
+
+async def test_an_unknown_tool_is_denied_by_a_named_rule_on_both_engines(
+    server: str, workspace: tuple[GatewayConfig, Path]
+) -> None:
+    """A null tool.provider (an unresolved tool) or no tool at all is a deny by roles.unknown_tool, never a type
+    error that denies through engine.error."""
+    config, home = workspace
+    (_, doc), *_ = await input_documents(config, home, golden_cases()[:1])
+    unknown = {**doc, "tool": {**doc["tool"], "name": "nosuch", "provider": None, "analysed": False}}
+    missing = {key: value for key, value in doc.items() if key != "tool"}
+    embedded = EmbeddedEngine(config.policy.path, roles_data(config))
+    engine = OpaEngine(config.policy.path, roles_data(config), url=server, token=TOKEN)
+    try:
+        for document in (unknown, missing):
+            ours, theirs = await embedded.decide(document), await engine.decide(document)
+            assert ours == theirs and (ours.action, ours.rules) == ("deny", ["roles.unknown_tool"]), ours
+    finally:
+        await engine.aclose()

@@ -5,9 +5,8 @@ specs = intent_tools(intents, committer, board, catalog)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import mcp_types as mt
 from pydantic import Field
 
 from gateway.commit.ceremony import Ceremony
@@ -18,6 +17,9 @@ from gateway.tasks.models import TaskId
 from gateway.tools.base import Arguments, builtin, json_result
 from gateway.tools.catalog import Catalog
 from gateway.types import ToolInvocation, ToolSpec
+
+if TYPE_CHECKING:
+    import mcp_types as mt
 
 
 class ProposeArgs(Arguments):

@@ -17,11 +17,12 @@ import re
 import secrets
 from datetime import UTC, datetime
 from pathlib import Path
-
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from typing import TYPE_CHECKING
 
 from gateway.errors import ConfigError
+
+if TYPE_CHECKING:  # cryptography is imported where a key is made or read: a command that signs nothing skips it
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 KID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -34,6 +35,9 @@ class KeyRing:
     def create(self) -> str:
         self.directory.mkdir(parents=True, exist_ok=True)
         os.chmod(self.directory, 0o700)
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
         kid = datetime.now(UTC).strftime("%Y%m%d%H%M%S") + "-" + secrets.token_hex(4)
         pem = Ed25519PrivateKey.generate().private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
@@ -97,6 +101,9 @@ class KeyRing:
         return path.read_bytes()
 
     def _load_private(self, kid: str) -> Ed25519PrivateKey:
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
         key = serialization.load_pem_private_key((self.directory / f"{kid}.pem").read_bytes(), password=None)
         if not isinstance(key, Ed25519PrivateKey):
             raise ConfigError(f"key {kid} is not an Ed25519 key")

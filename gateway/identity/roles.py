@@ -23,7 +23,7 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gateway.errors import ConfigError
+from gateway.errors import ConfigError, UnknownRole
 from gateway.types import Principal
 
 ROLE_NAME = r"^[a-z][a-z0-9_-]{0,31}$"
@@ -74,6 +74,16 @@ class RoleSet:
         if not roles:
             raise ConfigError(f"no role files (*.yaml) in {directory}")
         return cls(roles)
+
+    def require(self, name: str) -> Role:
+        """The role named, or an error that lists the known ones (a mistyped ``--role`` reads as such).
+
+        >>> roles.require("nosuch")   # UnknownRole: unknown role 'nosuch' (known: admin, developer, ...)
+        """
+        role = self.roles.get(name)
+        if role is None:
+            raise UnknownRole(f"unknown role {name[:32]!r} (known: {', '.join(sorted(self.roles))})")
+        return role
 
     def __getitem__(self, name: str) -> Role:
         return self.roles[name]

@@ -17,8 +17,6 @@ import secrets
 import time
 from typing import TYPE_CHECKING, Any
 
-import jwt
-
 from gateway.errors import Unauthenticated
 from gateway.identity.keys import KeyRing
 from gateway.identity.revocations import Revocations
@@ -78,6 +76,8 @@ class Tokens:
         }
         if task is not None:
             claims["task"] = task
+        import jwt  # here: the hook and `gateway check` without a token never load it
+
         kid, key = self.keys.signing_key()
         return jwt.encode(claims, key, algorithm=ALGORITHM, headers={"kid": kid}), claims
 
@@ -118,6 +118,8 @@ class Tokens:
         return principal
 
     def _verify_fully(self, token: str) -> tuple[Principal, str, Any]:
+        import jwt  # here, not at import: the hook and `gateway check` start without it
+
         header = header_of(token)
         if header.get("alg") != ALGORITHM:
             raise Unauthenticated(f"token algorithm {str(header.get('alg'))[:20]!r} is not accepted; only EdDSA is")
@@ -163,6 +165,8 @@ class Tokens:
 
 
 def header_of(token: str) -> dict[str, Any]:
+    import jwt  # here, not at import: the hook and `gateway check` start without it
+
     try:
         return jwt.get_unverified_header(token)
     except jwt.PyJWTError:
@@ -171,6 +175,8 @@ def header_of(token: str) -> dict[str, Any]:
 
 def issuer_of(token: str) -> str | None:
     """The iss claim as the token states it, before anything is verified: only to choose the verifier."""
+    import jwt
+
     try:
         claims = jwt.decode(token, options={"verify_signature": False})
     except jwt.PyJWTError:

@@ -28,7 +28,6 @@ import secrets
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-import mcp_types as mt
 import structlog
 
 from gateway.errors import ArgumentsTooLarge, GatewayError, InvalidRequest, Unauthenticated
@@ -320,6 +319,8 @@ async def _replay(gateway: Gateway, deadletter_id: str, payload: JSONObject | No
     if letter["trace_id"]:
         call.trace_id = letter["trace_id"]  # a task's call moves to the task's trace anyway
     call = await pipeline.run(call)
+    import mcp_types as mt  # loaded with the tools the replay ran
+
     if call.error is None and call.outcome in ("ok", "error") and isinstance(call.result, mt.CallToolResult):
         result = call.result.structured_content or {"text": [getattr(c, "text", "") for c in call.result.content]}
         deadletters.mark_replayed(

@@ -8,9 +8,8 @@ Results are JSON text plus structuredContent. Artifacts are validated strictly; 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import mcp_types as mt
 from pydantic import Field, ValidationError
 
 from gateway.errors import InvalidArguments
@@ -18,6 +17,9 @@ from gateway.tasks.board import TaskBoard
 from gateway.tasks.models import ExecutionRecord, StrategyShift, TaskId, TaskManifest
 from gateway.tools.base import Arguments, builtin, json_result
 from gateway.types import ToolInvocation, ToolSpec
+
+if TYPE_CHECKING:
+    import mcp_types as mt
 
 
 class SubmitArgs(Arguments):

@@ -20,9 +20,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
-import mcp_types as mt
 
 from gateway.config import GatewayConfig
 from gateway.decision_log import mask_text
@@ -34,6 +34,9 @@ from gateway.repo import Repo
 from gateway.sandbox import Sandbox
 from gateway.tools.shell import run_confined, sandbox_env
 from gateway.types import JSONObject, Origin, Principal, ProgressFn, ToolInvocation, ToolSpec
+
+if TYPE_CHECKING:
+    import mcp_types as mt
 
 Judge = Callable[[Call], Awaitable[Call]]
 SCRATCH_PREFIX = "_scratch-"

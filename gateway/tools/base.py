@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import mcp_types as mt
 from pydantic import BaseModel, ConfigDict
 
 from gateway.types import JSONObject, ToolInvocation, ToolSpec
+
+if TYPE_CHECKING:
+    import mcp_types as mt
 
 ArgsT = TypeVar("ArgsT", bound="Arguments")
 
@@ -59,6 +61,8 @@ def builtin(
 
 
 def text_result(text: str, structured: JSONObject | None = None, is_error: bool = False) -> mt.CallToolResult:
+    import mcp_types as mt  # on first use: `gateway check` and the hook declare tools but never run one
+
     return mt.CallToolResult(
         content=[mt.TextContent(type="text", text=text)], structured_content=structured, is_error=is_error
     )

@@ -14,9 +14,9 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
-import mcp_types as mt
 from pydantic import Field
 
 from gateway.config import LimitsConfig
@@ -24,6 +24,9 @@ from gateway.effects.paths import Workspace
 from gateway.errors import InvalidArguments, ToolFailed
 from gateway.tools.base import Arguments, builtin, json_result, text_result
 from gateway.types import ToolInvocation, ToolSpec
+
+if TYPE_CHECKING:
+    import mcp_types as mt
 
 SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv"}
 MAX_SEARCH_FILE_BYTES = 4 * 1024 * 1024

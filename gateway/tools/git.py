@@ -6,14 +6,17 @@ specs = git_tools()
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-import mcp_types as mt
 from pydantic import Field
 
 from gateway.errors import InvalidArguments
 from gateway.repo import Repo
 from gateway.tools.base import Arguments, builtin, text_result
 from gateway.types import ToolInvocation, ToolSpec
+
+if TYPE_CHECKING:
+    import mcp_types as mt
 
 # A revision as an agent may name it; never an option (a leading '-' would be parsed as one by git).
 REVISION = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./~^@{}:-]{0,199}$")

@@ -18,9 +18,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
-import mcp_types as mt
 from anyio.abc import ByteReceiveStream
 from pydantic import Field
 
@@ -30,6 +30,9 @@ from gateway.errors import ToolFailed
 from gateway.sandbox import Confinement, Sandbox, SandboxUnavailable
 from gateway.tools.base import Arguments, builtin, json_result
 from gateway.types import JSONObject, ProgressFn, ToolInvocation, ToolSpec
+
+if TYPE_CHECKING:
+    import mcp_types as mt
 
 PROGRESS_INTERVAL_S = 1.0
 DRAIN_GRACE_S = 2.0

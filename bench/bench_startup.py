@@ -1,0 +1,118 @@
+"""Cold start of the commands a hook user pays for on every call: each run is a fresh process.
+
+    .venv/bin/python bench/bench_startup.py              # 20 runs of each command
+    .venv/bin/python bench/bench_startup.py --runs 50 --json
+
+It makes a scratch git repository, runs `gateway init` on it, then times, in interleaved rounds:
+`python -c pass` (the baseline), `gateway check` of a tier-1 fs_read, `gateway hook claude-code` answering
+one PreToolUse event (Bash `ls`) on stdin, and `gateway --help`. Wall time from the parent's clock, CPU
+time (user + system) of the child from os.wait4. Bytecode is written on a first untimed run (an installed
+package has its .pyc files; PYTHONDONTWRITEBYTECODE is cleared for the children). Run by hand: no test
+asserts on these numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_once(argv: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, float]:
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    assert proc.stdin is not None and proc.stderr is not None
+    proc.stdin.write(stdin)
+    proc.stdin.close()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    error = proc.stderr.read().decode()
+    if proc.returncode not in (0, 3, 4):
+        raise SystemExit(f"{' '.join(argv[:6])}... failed ({proc.returncode}): {error}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def workspace(base: Path, env: dict[str, str]) -> Path:
+    repo = base / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=bench", "-c", "user.email=bench@example.com"]
+    (repo / "README.md").write_text("# bench\n")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "init"]):
+        subprocess.run([*git, *args], check=True)
+    subprocess.run([sys.executable, "-m", "gateway", "init", str(repo)], check=True, env=env, capture_output=True)
+    return repo
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=20, help="timed runs of each command")
+    parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["XDG_STATE_HOME"] = str(Path(tmp) / "state")
+        env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+        repo = workspace(Path(tmp), env)
+        config = ["--config", str(repo / "gateway.yaml")]
+        gateway = [sys.executable, "-m", "gateway", *config]
+        event = {"session_id": "bench", "hook_event_name": "PreToolUse", "tool_name": "Bash"}
+        event |= {"tool_input": {"command": "ls"}, "cwd": str(repo)}
+        commands = {
+            "python -c pass": ([sys.executable, "-c", "pass"], b""),
+            "gateway check": (
+                [*gateway, "check", "--role", "developer", "--tool", "fs_read", "--args", '{"path": "README.md"}'],
+                b"",
+            ),
+            "gateway hook claude-code": (
+                [*gateway, "hook", "claude-code", "--role", "developer"],
+                json.dumps(event).encode(),
+            ),
+            "gateway --help": ([*gateway, "--help"], b""),
+        }
+        for argv, stdin in commands.values():
+            run_once(argv, stdin, env)  # writes bytecode; not timed
+        times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+        for round_ in range(args.runs):
+            names = list(commands)
+            for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
+                times[name].append(run_once(*commands[name], env))
+                print(".", end="", file=sys.stderr, flush=True)
+        print(file=sys.stderr)
+    base = statistics.median(w for w, _ in times["python -c pass"])
+    figures = {}
+    print(f"{'command':26} {'wall p50':>9} {'wall p90':>9} {'cpu p50':>8} {'cpu p90':>8} {'x python':>9}")
+    for name, samples in times.items():
+        wall, cpu = [w for w, _ in samples], [c for _, c in samples]
+        row = {
+            "wall_p50_ms": statistics.median(wall) * 1000,
+            "wall_p90_ms": percentile(wall, 0.9) * 1000,
+            "cpu_p50_ms": statistics.median(cpu) * 1000,
+            "cpu_p90_ms": percentile(cpu, 0.9) * 1000,
+            "ratio_to_python": statistics.median(wall) / base,
+        }
+        figures[name] = row
+        print(
+            f"{name:26} {row['wall_p50_ms']:8.0f}ms {row['wall_p90_ms']:8.0f}ms {row['cpu_p50_ms']:7.0f}ms "
+            f"{row['cpu_p90_ms']:7.0f}ms {row['ratio_to_python']:8.1f}x"
+        )
+    if args.json:
+        print(json.dumps({"runs": args.runs, "figures": figures}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

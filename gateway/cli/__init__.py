@@ -1,0 +1,58 @@
+"""The ``gateway`` command: argument parsing, exit codes and error handling (commands in ``commands``).
+
+Importing this package loads nothing heavier than argparse: each command imports what it needs when it
+runs, so ``gateway check`` and ``gateway hook claude-code`` start in a fraction of a second
+(bench/bench_startup.py measures it).
+
+    gateway init repo
+    gateway token issue --role worker --agent w1 --task T1 --ttl 8h
+    gateway check --role worker --tool fs_read --args '{"path": "README.md"}'
+
+Exit codes: 0 done (``check``: allowed), 1 done and the answer is "no" (a broken ledger, a failing policy
+test, a ceremony that left a task out, a replay that did not go through), 2 an error (bad usage or input,
+an unknown role, tool or id, a missing or unreadable file or config: one line on stderr), 3 ``check``:
+asks a person (tier 3), 4 ``check``: denied, 130 interrupted, 141 stdout closed early (``| head``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from gateway.cli.parser import build_parser
+
+__all__ = ["EXIT_ASK", "EXIT_DENY", "EXIT_ERROR", "EXIT_FAILED", "build_parser", "main"]
+
+EXIT_FAILED = 1
+EXIT_ERROR = 2
+EXIT_ASK = 3
+EXIT_DENY = 4
+EXIT_INTERRUPTED = 130
+EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command killed by a closed pipe
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        return run(argv)
+    except BrokenPipeError:
+        # the reader went away (`gateway trace show X | head`): stop quietly; point stdout at /dev/null so
+        # the interpreter's own flush at exit does not fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_CLOSED_PIPE
+
+
+def run(argv: list[str] | None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command != "serve":  # serve sets its own level; stdout carries JSON (or MCP), logs go to stderr
+        from gateway.telemetry import configure_logging
+
+        configure_logging("warning")
+    from gateway.errors import GatewayError
+
+    try:
+        return int(args.handler(args))
+    except GatewayError as exc:
+        print(f"gateway: {exc.message}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED

@@ -1,0 +1,54 @@
+"""What the command line prints: JSON for machines, tables and blocks for people.
+
+A command prints for people when stdout is a terminal and JSON otherwise (piped, redirected, captured),
+or always JSON with ``--json``. Everything shown to a person goes through ``clean`` (secrets masked,
+control characters escaped), so nothing an agent wrote can drive the terminal.
+
+    emit(value)                                   # JSON, indented
+    table(rows, [("id", "ID"), ("state", "STATE")])
+    block({"decision": "deny", "tier": 3})
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+Column = tuple[str, str] | tuple[str, str, Callable[[Any], Any]]
+
+
+def wants_json(args: argparse.Namespace) -> bool:
+    """JSON when asked for, or when nobody is looking (stdout is not a terminal)."""
+    return bool(getattr(args, "json", False)) or not sys.stdout.isatty()
+
+
+def emit(value: Any) -> None:
+    print(json.dumps(value, indent=2, default=str))
+
+
+def clean(value: Any, limit: int | None = None) -> str:
+    from gateway.traces import clean as clean_text
+
+    return "-" if value is None or value == "" else clean_text(value, limit)
+
+
+def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], empty: str = "nothing to show") -> None:
+    """Rows as aligned columns under a header; ``columns`` are (key, HEADER[, how to show the value])."""
+    if not rows:
+        print(empty)
+        return
+    cells = [[clean(c[2](row[c[0]]) if len(c) == 3 else row.get(c[0]), 60) for c in columns] for row in rows]
+    headers = [c[1] for c in columns]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    for line in [headers, *cells]:
+        print("  ".join(text.ljust(width) for text, width in zip(line, widths, strict=True)).rstrip())
+
+
+def block(fields: Mapping[str, Any]) -> None:
+    """``label  value`` lines; nested values as one line of JSON."""
+    width = max((len(k) for k in fields), default=0)
+    for key, value in fields.items():
+        print(f"{key:{width}}  {clean(value)}")

@@ -1,0 +1,317 @@
+"""The argument parser: every command and option with its help text, and an example for each command.
+
+argparse rather than Click or Typer: it costs nothing at start-up, and start-up is what the hook pays.
+
+    args = build_parser().parse_args(["check", "--role", "worker", "--tool", "fs_read"])
+    args.handler(args)
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import Any
+
+from gateway.cli import commands
+
+CONFIG_FILE = "gateway.yaml"  # as gateway.config has it; not imported, so `gateway --help` loads no pydantic
+# gateway.types.FILTER_OUTCOMES, not imported so that `gateway --help` loads no pydantic (tests/test_cli.py)
+OUTCOMES = ("allowed", "denied", "asked", "approved", "error", "invalid", "ok", "started", "interrupted")
+
+
+def parse_ttl(text: str) -> int:
+    match = re.fullmatch(r"(\d+)([smhd]?)", text.strip())
+    if not match or int(match.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(f"ttl {text!r} must look like 90s, 30m, 8h or 2d")
+    return int(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
+
+
+class Commands:
+    """A group of subcommands; each gets its help line, a description and its examples."""
+
+    def __init__(self, parent: argparse.ArgumentParser, dest: str) -> None:
+        self.group = parent.add_subparsers(dest=dest, required=True, metavar="COMMAND")
+
+    def add(self, name: str, help: str, examples: list[str], **kwargs: Any) -> argparse.ArgumentParser:
+        epilog = "examples:\n" + "\n".join(f"  {line}" for line in examples)
+        return self.group.add_parser(
+            name, help=help, description=help, epilog=epilog, formatter_class=Formatter, **kwargs
+        )
+
+
+class Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """Examples keep their lines; defaults are shown after each option's help."""
+
+
+def json_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--json", action="store_true", help=f"print {what} as JSON (the default when stdout is not a terminal)"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gateway",
+        description="A policy-enforcing MCP tool gateway. Output is for people on a terminal and JSON otherwise "
+        "(or with --json); errors are one line on stderr.",
+        epilog="exit codes: 0 done (check: allow), 1 done and the answer is no (ledger broken, a policy test "
+        "failed, ...), 2 error (usage, bad input, unknown role/tool/id, unreadable file), 3 check: ask, "
+        "4 check: deny, 141 stdout closed early.\nexample:\n  gateway --config ~/repo/gateway.yaml check "
+        '--role worker --tool fs_read --args \'{"path": "README.md"}\'',
+        formatter_class=Formatter,
+    )
+    parser.add_argument(
+        "--config",
+        default=CONFIG_FILE,
+        help="the gateway.yaml to use; every relative path in it is relative to the file's own directory",
+    )
+    top = Commands(parser, "command")
+
+    init = top.add(
+        "init",
+        "make DIR a gateway workspace: gateway.yaml, and a state dir outside it with a signing key, roles and policies",
+        ["gateway init .", "gateway init ~/src/app --state-dir ~/.local/state/app-gateway"],
+    )
+    init.add_argument("dir", nargs="?", default=".", help="the workspace: the directory agents work in")
+    init.add_argument("--force", action="store_true", help="overwrite an existing gateway.yaml")
+    init.add_argument(
+        "--state-dir",
+        help="where the gateway keeps its keys, store, roles and policies; outside DIR "
+        "(default: $XDG_STATE_HOME/mcp-gateway/<name>-<hash>/state)",
+    )
+    init.set_defaults(handler=commands.cmd_init)
+
+    migrate = top.add(
+        "migrate",
+        "move a state dir that lies inside the workspace (an older layout) out of agents' reach",
+        ["gateway migrate", "gateway migrate --state-dir /var/lib/gateway/app"],
+    )
+    migrate.add_argument("--state-dir", help="where to move it (default: $XDG_STATE_HOME/mcp-gateway/...)")
+    json_option(migrate, "what was moved")
+    migrate.set_defaults(handler=commands.cmd_migrate)
+
+    serve = top.add(
+        "serve",
+        "serve MCP over stdio or streamable HTTP (HTTP also serves /ui and /healthz)",
+        [
+            "gateway serve --http 127.0.0.1:8787",
+            "GATEWAY_TOKEN=$(gateway token issue --role worker --agent w1) gateway serve --stdio",
+        ],
+    )
+    mode = serve.add_mutually_exclusive_group()
+    mode.add_argument("--stdio", action="store_true", help="serve one client on stdin/stdout (token: GATEWAY_TOKEN)")
+    mode.add_argument(
+        "--http", metavar="HOST:PORT", help="serve streamable HTTP at http://HOST:PORT/mcp (default: listen in config)"
+    )
+    serve.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"], help="log level (stderr)"
+    )
+    serve.set_defaults(handler=commands.cmd_serve)
+
+    token = Commands(
+        top.add(
+            "token", "issue and revoke credentials", ["gateway token issue --role worker --agent w1 --task T1 --ttl 8h"]
+        ),
+        "token_command",
+    )
+    issue = token.add(
+        "issue",
+        "print a signed credential (JWT) for one agent in one role",
+        [
+            "gateway token issue --role worker --agent w1 --task T1 --ttl 8h",
+            "gateway token issue --role admin --agent alice --json",
+        ],
+    )
+    issue.add_argument("--role", required=True, help="a role file's name (see the state dir's roles/)")
+    issue.add_argument("--agent", required=True, help="the agent's name, recorded with every call it makes")
+    issue.add_argument("--task", help="bind the credential to one task id")
+    issue.add_argument("--ttl", type=parse_ttl, default="8h", help="lifetime: 90s, 30m, 8h or 2d")
+    json_option(issue, "the token and its claims")
+    issue.set_defaults(handler=commands.cmd_token_issue)
+    revoke = token.add("revoke", "revoke a credential by its jti", ["gateway token revoke 3f2a... --reason lost"])
+    revoke.add_argument("jti", help="the token's jti claim (token issue --json prints it)")
+    revoke.add_argument("--reason", help="why, recorded with the revocation")
+    revoke.set_defaults(handler=commands.cmd_token_revoke)
+
+    keys = top.add(
+        "keys",
+        "signing keys: list them, rotate (a new signing key), remove KID (its tokens stop verifying)",
+        ["gateway keys list", "gateway keys rotate", "gateway keys remove 20261123101500-ab12cd34"],
+    )
+    keys.add_argument("keys_command", choices=["list", "rotate", "remove"], help="what to do")
+    keys.add_argument("kid", nargs="?", help="remove: the key id")
+    json_option(keys, "the key list")
+    keys.set_defaults(handler=commands.cmd_keys)
+
+    ledger = Commands(top.add("ledger", "the hash-chained ledger", ["gateway ledger verify"]), "ledger_command")
+    verify = ledger.add(
+        "verify",
+        "recompute the chain and every row's HMAC; name the first bad record (exit 1 when broken)",
+        ["gateway ledger verify", "gateway ledger verify --json"],
+    )
+    json_option(verify, "the report")
+    verify.set_defaults(handler=commands.cmd_ledger_verify)
+
+    check = top.add(
+        "check",
+        "the decision for one call, without running it (recorded as kind 'check'); exit 0 allow, 3 ask, 4 deny",
+        [
+            'gateway check --role worker --tool fs_read --args \'{"path": "README.md"}\'',
+            'gateway check --role developer --tool shell_run --args \'{"command": "curl -s x.sh | sh"}\' --explain',
+            'gateway check --role worker --tool fs_write --args \'{"path": "a", "content": ""}\' --json',
+        ],
+    )
+    check.add_argument("--role", required=True, help="the role to decide as")
+    check.add_argument("--agent", default="cli", help="the agent name the policy sees")
+    check.add_argument("--task", help="the task the agent works on (a worker's claim)")
+    check.add_argument("--tool", required=True, help="the tool name, e.g. fs_read, shell_run or git__git_status")
+    check.add_argument("--args", default="{}", help="the call's arguments as a JSON object")
+    check.add_argument(
+        "--explain", action="store_true", help="also print the input document the policy judged and every rule it fired"
+    )
+    json_option(check, "the decision (and with --explain, 'input' and 'fired')")
+    check.set_defaults(handler=commands.cmd_check)
+
+    policy = Commands(top.add("policy", "test and evaluate the Rego policy", ["gateway policy test"]), "policy_command")
+    policy_test = policy.add(
+        "test",
+        "run the Rego unit tests (test_* rules); exit 1 if one fails",
+        ["gateway policy test", "gateway policy test ./policies"],
+    )
+    policy_test.add_argument("dir", nargs="?", help="policy directory (default: the configured one)")
+    policy_test.set_defaults(handler=commands.cmd_policy_test)
+    policy_eval = policy.add(
+        "eval", "the raw decision for one input document (JSON)", ["gateway policy eval --input input.json"]
+    )
+    policy_eval.add_argument("--input", required=True, help="a JSON file holding the input document")
+    policy_eval.set_defaults(handler=commands.cmd_policy_eval)
+
+    approvals = top.add(
+        "approvals",
+        "tier-3 approvals: list the pending ones, approve ID, deny ID",
+        ["gateway approvals list", "gateway approvals list --all --json", "gateway approvals approve AP-1a2b3c"],
+    )
+    approvals.add_argument("approvals_command", choices=["list", "approve", "deny"], help="what to do")
+    approvals.add_argument("id", nargs="?", help="approve, deny: the approval id")
+    approvals.add_argument("--all", action="store_true", help="list settled and used approvals too")
+    approvals.add_argument("--by", help="who settles it (default: $USER)")
+    json_option(approvals, "the approvals")
+    approvals.set_defaults(handler=commands.cmd_approvals)
+
+    trace = Commands(top.add("trace", "traces from the ledger", ["gateway trace list --denied"]), "trace_command")
+    trace_list = trace.add(
+        "list",
+        "one line per trace: refused first, then asked, then the rest",
+        ["gateway trace list --denied", "gateway trace list --role worker --rule paths --limit 20"],
+    )
+    trace_list.add_argument("--denied", action="store_true", help="only traces with a refused call")
+    trace_list.add_argument("--role", help="only calls made in this role")
+    trace_list.add_argument("--agent", help="only calls made by this agent")
+    trace_list.add_argument("--task", help="only this task's trace")
+    trace_list.add_argument("--tier", type=int, choices=[1, 2, 3], help="only calls decided at this tier")
+    trace_list.add_argument("--rule", help="a rule, or a rule prefix such as 'paths'")
+    trace_list.add_argument("--tool", help="only traces with a call of this tool")
+    trace_list.add_argument(
+        "--outcome", choices=OUTCOMES, help="allowed and approved: what was decided; the rest: how calls ended"
+    )
+    trace_list.add_argument("--limit", type=int, help="at most this many traces")
+    trace_list.add_argument("--json", action="store_true", help="print the traces as JSON")
+    trace_list.set_defaults(handler=commands.cmd_trace)
+    trace_show = trace.add(
+        "show",
+        "one trace as a tree: calls, decisions, task and intent steps",
+        ["gateway trace show T1", "gateway trace show 3f2a9c | less"],
+    )
+    trace_show.add_argument("id", help="a trace id, a unique prefix of one, or a task id")
+    trace_show.add_argument("--json", action="store_true", help="print the trace as JSON")
+    trace_show.set_defaults(handler=commands.cmd_trace)
+
+    deadletters = Commands(
+        top.add(
+            "deadletters",
+            "handoffs refused as malformed, kept whole: list, show ID, replay ID",
+            ["gateway deadletters list"],
+        ),
+        "deadletters_command",
+    )
+    dl_list = deadletters.add(
+        "list", "one line per dead letter waiting for a replay, newest first", ["gateway deadletters list --all"]
+    )
+    dl_list.add_argument("--all", action="store_true", help="list replayed dead letters too")
+    json_option(dl_list, "the dead letters (without payloads)")
+    dl_list.set_defaults(handler=commands.cmd_deadletters)
+    dl_show = deadletters.add("show", "one dead letter with its whole payload", ["gateway deadletters show DL-1a2b"])
+    dl_show.add_argument("id", help="a dead letter id (DL-...)")
+    json_option(dl_show, "the dead letter")
+    dl_show.set_defaults(handler=commands.cmd_deadletters)
+    dl_replay = deadletters.add(
+        "replay",
+        "run the same tool call again through the gateway's pipeline, as the agent that sent it; exit 1 "
+        "if it does not go through (a payload still malformed is kept as a new dead letter)",
+        ["gateway deadletters replay DL-1a2b", "gateway deadletters replay DL-1a2b --payload fixed.json"],
+    )
+    dl_replay.add_argument("id", help="a dead letter id (DL-...)")
+    dl_replay.add_argument(
+        "--payload",
+        metavar="FILE",
+        help="a JSON file with the corrected arguments of the call (default: the stored payload)",
+    )
+    dl_replay.set_defaults(handler=commands.cmd_deadletters)
+
+    rollback = top.add(
+        "rollback", "restore what a tier-2 call changed, from its checkpoint", ["gateway rollback CP-1a2b3c"]
+    )
+    rollback.add_argument("checkpoint", help="the checkpoint id the call's result (or the hook's answer) named")
+    json_option(rollback, "what was restored")
+    rollback.set_defaults(handler=commands.cmd_rollback)
+
+    hook = top.add(
+        "hook",
+        "answer an agent's own tool hook with the gateway's policy (JSON in on stdin, JSON out; exit 0)",
+        [
+            'echo \'{"tool_name": "Bash", "tool_input": {"command": "ls"}, "cwd": "."}\' | '
+            "gateway hook claude-code --role developer"
+        ],
+    )
+    hook.add_argument("client", choices=["claude-code"], help="whose hook protocol to speak")
+    hook.add_argument("--role", default="worker", help="role to decide as when GATEWAY_TOKEN is not set")
+    hook.add_argument("--agent", default="claude-code", help="agent name to record when GATEWAY_TOKEN is not set")
+    hook.set_defaults(handler=commands.cmd_hook)
+
+    demo = top.add(
+        "demo", "the four-role workflow against a scratch repository, end to end", ["gateway demo --dir /tmp/demo"]
+    )
+    demo.add_argument("--dir", help="where to make the scratch repository (default: a new temporary directory)")
+    demo.set_defaults(handler=commands.cmd_demo)
+
+    task = top.add(
+        "task",
+        "tasks: submit FILE, list, show ID, requeue ID, amend ID FILE, abandon ID",
+        [
+            "gateway task submit task.yaml",
+            "gateway task list",
+            "gateway task show T1",
+            "gateway task abandon T1 --why 'superseded by T4'",
+        ],
+    )
+    task.add_argument(
+        "task_command",
+        choices=["submit", "list", "show", "requeue", "amend", "abandon"],
+        help="submit a manifest; list tasks; show one (its attempts and blocker report); requeue a blocked or "
+        "quarantined task with a fresh budget; amend its manifest (a new version); abandon it (its dependents "
+        "are blocked)",
+    )
+    task.add_argument("target", nargs="?", metavar="FILE|ID", help="the manifest FILE (submit) or the task ID")
+    task.add_argument("file", nargs="?", metavar="FILE", help="amend: the new manifest (YAML or JSON)")
+    task.add_argument("--why", default="", help="requeue, amend, abandon: why (recorded in the task's trace)")
+    json_option(task, "the tasks or the result")
+    task.set_defaults(handler=commands.cmd_task)
+
+    ceremony = top.add(
+        "ceremony",
+        "the merge ceremony: triage every task, merge the verified ones with approved intents in dependency "
+        "order, leave out failures and block their dependents; exit 1 when one was left out",
+        ["gateway ceremony"],
+    )
+    ceremony.set_defaults(handler=commands.cmd_ceremony)
+    return parser

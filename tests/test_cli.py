@@ -1,0 +1,267 @@
+"""The command line for people: help for everything, exit codes, --json and --explain, tables on a terminal,
+no traceback on a closed pipe, clear errors, one base for relative paths, and a cold start that imports only
+what the command needs. Every test runs the real ``gateway`` command in a subprocess."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import make_repo, workspace_for_tests
+
+from gateway.cli import build_parser
+from gateway.cli.parser import OUTCOMES
+from gateway.config import GatewayConfig
+from gateway.types import FILTER_OUTCOMES
+
+
+def gateway(config: GatewayConfig | Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    source = config if isinstance(config, Path) else config.source
+    argv = [sys.executable, "-m", "gateway", "--config", str(source), *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=cwd)
+
+
+def on_a_terminal(config: GatewayConfig, *args: str) -> str:
+    """What a person sees: the command with its stdout on a pseudo-terminal."""
+    main, secondary = pty.openpty()
+    argv = [sys.executable, "-m", "gateway", "--config", str(config.source), *args]
+    with subprocess.Popen(argv, stdout=secondary, stderr=subprocess.PIPE) as proc:
+        os.close(secondary)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(main, 65536)
+            except OSError:  # the terminal closed: the command is done
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        proc.wait(60)
+    os.close(main)
+    return b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory: pytest.TempPathFactory) -> GatewayConfig:
+    return workspace_for_tests(make_repo(tmp_path_factory.mktemp("cli") / "repo"))
+
+
+def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert result.stdout == "" and "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gateway: "), result.stderr
+    return lines[0]
+
+
+# --- help ------------------------------------------------------------------------------------------
+
+
+def parsers(parser: argparse.ArgumentParser, path: str = "gateway") -> list[tuple[str, argparse.ArgumentParser]]:
+    found = [(path, parser)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += parsers(sub, f"{path} {name}")
+    return found
+
+
+def test_every_command_and_option_has_help_and_every_command_an_example() -> None:
+    every = parsers(build_parser())
+    assert len(every) > 25
+    for path, parser in every:
+        for action in parser._actions:
+            if not isinstance(action, argparse._HelpAction | argparse._SubParsersAction):
+                assert action.help, f"{path} {'/'.join(action.option_strings) or action.dest} has no help"
+        if path != "gateway":
+            assert parser.description, f"{path} has no description"
+            assert "examples:\n  " in (parser.epilog or "") and "gateway " in parser.epilog, f"{path} has no example"
+    shown = subprocess.run([sys.executable, "-m", "gateway", "check", "--help"], capture_output=True, text=True)
+    assert shown.returncode == 0 and "--explain" in shown.stdout and "examples:" in shown.stdout
+    assert OUTCOMES == FILTER_OUTCOMES  # the parser's copy, kept so that --help loads no pydantic
+
+
+# --- gateway check -------------------------------------------------------------------------------------
+
+
+def test_check_exit_codes_tell_allow_ask_and_deny_apart(config: GatewayConfig) -> None:
+    read = gateway(config, "check", "--role", "developer", "--tool", "fs_read", "--args", '{"path": "README.md"}')
+    asked = gateway(config, "check", "--role", "developer", "--tool", "shell_run", "--args", '{"command": "sudo id"}')
+    denied = gateway(config, "check", "--role", "developer", "--tool", "fs_read", "--args", '{"path": "/etc/shadow"}')
+    assert [read.returncode, asked.returncode, denied.returncode] == [0, 3, 4], (read.stderr, asked.stderr)
+    assert [json.loads(r.stdout)["action"] for r in (read, asked, denied)] == ["allow", "ask", "deny"]
+    assert set(json.loads(read.stdout)) == {"action", "tier", "reasons", "rules", "effects"}, "today's JSON shape"
+
+
+def test_check_explain_prints_the_input_document_and_the_rules_fired(config: GatewayConfig) -> None:
+    args = ["check", "--role", "developer", "--tool", "shell_run", "--args", '{"command": "rm -rf src"}', "--explain"]
+    report = json.loads(gateway(config, *args, "--json").stdout)
+    assert report["input"]["version"] == 2 and report["input"]["tool"]["name"] == "shell_run"
+    assert report["input"]["effects"]["recursive_deletes"] == ["src"]
+    assert report["fired"][0] == {
+        "effect": "tier 3",
+        "rule": "tiers.mass_delete",
+        "reason": "deletes recursively or by pattern: src",
+    }
+    assert {"effect": "tier 1", "rule": "roles.granted"}.items() <= report["fired"][-1].items()
+    shown = on_a_terminal(config, *args)
+    assert shown.startswith("ASK (a person approves)  tier 3  shell_run as cli (developer)")
+    assert "rules fired:" in shown and "roles.granted" in shown and '"version": 2' in shown
+
+
+def test_check_on_a_terminal_reads_as_text(config: GatewayConfig) -> None:
+    shown = on_a_terminal(
+        config, "check", "--role", "planner", "--tool", "fs_read", "--args", '{"path": "/etc/passwd"}'
+    )
+    assert shown.splitlines()[0] == "DENY  tier 3  fs_read as cli (planner)"
+    assert "rules    gateway.path_outside_workspace" in shown and not shown.lstrip().startswith("{")
+
+
+def test_unknown_role_tool_and_file_are_one_clear_line(config: GatewayConfig, tmp_path: Path) -> None:
+    role = one_error_line(gateway(config, "check", "--role", "nosuch", "--tool", "fs_read"))
+    assert role.startswith("gateway: unknown role 'nosuch' (known: admin, committer, developer, planner")
+    issued = one_error_line(gateway(config, "token", "issue", "--role", "nosuch", "--agent", "a"))
+    assert issued == role
+    tool = one_error_line(gateway(config, "check", "--role", "developer", "--tool", "fs_raed"))
+    assert tool.startswith("gateway: unknown tool 'fs_raed' (did you mean fs_read")
+    task = one_error_line(gateway(config, "task", "show", "T-nope"))
+    assert "no task 'T-nope'" in task
+    missing = one_error_line(gateway(config, "policy", "eval", "--input", str(tmp_path / "none.json")))
+    assert "cannot read the input document" in missing
+    no_config = one_error_line(gateway(tmp_path / "gateway.yaml", "task", "list"))
+    assert "no config at" in no_config
+
+
+# --- tables and blocks ---------------------------------------------------------------------------------
+
+
+def test_lists_are_tables_on_a_terminal_and_json_otherwise(config: GatewayConfig, tmp_path: Path) -> None:
+    manifest = {"task_id": "T1", "objective": "fix it", "allowed_paths": ["src/**"], "verification": ["true"]}
+    (tmp_path / "t1.yaml").write_text(yaml.safe_dump(manifest))
+    assert gateway(config, "task", "submit", str(tmp_path / "t1.yaml")).returncode == 0
+    tasks = on_a_terminal(config, "task", "list").splitlines()
+    assert tasks[0].split() == ["TASK", "STATE", "READY", "ATTEMPT", "OWNER", "WAITING", "FOR", "OBJECTIVE"]
+    assert tasks[1].split()[:3] == ["T1", "open", "yes"] and tasks[1].endswith("fix it")
+    assert json.loads(gateway(config, "task", "list").stdout)["tasks"][0]["task_id"] == "T1"
+    shown = on_a_terminal(config, "task", "show", "T1")
+    assert "objective" in shown and "allowed paths  src/**" in shown
+    assert on_a_terminal(config, "approvals", "list").strip().startswith("no pending approvals")
+    assert json.loads(gateway(config, "approvals", "list").stdout) == []
+    keys = on_a_terminal(config, "keys", "list").splitlines()
+    assert keys[0].split() == ["KID", "USE"] and keys[1].endswith("signs and verifies")
+
+
+# --- a closed pipe -------------------------------------------------------------------------------------
+
+
+def test_a_closed_pipe_ends_quietly(config: GatewayConfig) -> None:
+    big = json.dumps({"path": "src/big.txt", "content": "x" * 120_000})  # more than a pipe holds
+    argv = [sys.executable, "-m", "gateway", "--config", str(config.source), "check", "--role", "developer"]
+    argv += ["--tool", "fs_write", "--args", big, "--explain", "--json"]
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.read(1) == b"{"
+        proc.stdout.close()  # as `| head -c 1` does
+        stderr = proc.stderr.read().decode()
+        assert proc.wait(60) == 141, stderr
+    assert stderr == "", "no traceback, no message"
+
+
+# --- one base for relative paths -----------------------------------------------------------------------
+
+
+def test_relative_paths_in_gateway_yaml_are_relative_to_its_directory(config: GatewayConfig, tmp_path: Path) -> None:
+    home = tmp_path / "ops"
+    home.mkdir()
+    raw = yaml.safe_load(config.source.read_text())
+    state = Path(raw["state_dir"])
+    relative = Path(os.path.relpath(state, home))
+    raw.update(
+        workspace=os.path.relpath(config.workspace, home),
+        state_dir=str(relative),
+        roles=str(relative / "roles"),
+        worktrees_dir="../wt",
+        policy={**raw["policy"], "path": str(relative / "policies")},
+        sandbox={"hide": ["secrets"]},
+        upstreams={"echo": {"command": "echo", "cwd": "tools", "sandbox": {"writable": ["out"], "visible": ["v"]}}},
+    )
+    (home / "gateway.yaml").write_text(yaml.safe_dump(raw))
+    loaded = GatewayConfig.load(home / "gateway.yaml")
+    assert (loaded.workspace, loaded.state, loaded.roles_dir) == (config.workspace, state, state / "roles")
+    assert (loaded.policy_dir, loaded.worktrees) == (state / "policies", tmp_path / "wt")
+    assert loaded.sandbox.hide == [str(home / "secrets")]
+    upstream = loaded.upstreams["echo"]
+    assert (upstream.cwd, upstream.sandbox.writable, upstream.sandbox.visible) == (
+        str(home / "tools"),
+        [str(home / "out")],
+        [str(home / "v")],
+    )
+    # the same from anywhere: the command run in yet another directory reads the same files
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    raw.pop("upstreams")
+    (home / "gateway.yaml").write_text(yaml.safe_dump(raw))
+    done = gateway(
+        home / "gateway.yaml",
+        "check",
+        "--role",
+        "planner",
+        "--tool",
+        "fs_read",
+        "--args",
+        '{"path": "README.md"}',
+        cwd=elsewhere,
+    )
+    assert done.returncode == 0 and json.loads(done.stdout)["effects"]["reads"] == ["README.md"], done.stderr
+
+
+# --- a cold start imports only what the command needs ---------------------------------------------------
+
+HEAVY = ("mcp", "mcp_types", "starlette", "uvicorn", "httpx", "httpx2", "jsonschema", "jwt", "cryptography")
+
+PROBE = """
+import json, runpy, sys
+sys.argv = ["gateway", *sys.argv[2:]]
+try:
+    runpy.run_module("gateway", run_name="__main__")
+except SystemExit:
+    pass
+with open(OUT, "w") as out:
+    json.dump(sorted(sys.modules), out)
+"""
+
+
+def imported_by(config: GatewayConfig, out: Path, *args: str, stdin: str = "") -> set[str]:
+    probe = PROBE.replace("OUT", repr(str(out)))
+    argv = [sys.executable, "-c", probe, "-", "--config", str(config.source), *args]
+    done = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=60)
+    assert out.exists(), done.stderr
+    return {name.split(".")[0] for name in json.loads(out.read_text())}
+
+
+def test_check_and_the_hook_never_import_the_mcp_sdk(config: GatewayConfig, tmp_path: Path) -> None:
+    check = imported_by(config, tmp_path / "check.json", "check", "--role", "developer", "--tool", "fs_read")
+    event = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"}}
+    event["cwd"] = str(config.workspace)
+    hook = imported_by(
+        config, tmp_path / "hook.json", "hook", "claude-code", "--role", "developer", stdin=json.dumps(event)
+    )
+    assert "gateway" in check and "regorus" in check and "tree_sitter" in hook, "the probe ran the command"
+    assert not check & set(HEAVY), check & set(HEAVY)
+    assert not hook & set(HEAVY), hook & set(HEAVY)
+
+
+def test_help_imports_no_pydantic(tmp_path: Path) -> None:
+    out = tmp_path / "help.json"
+    probe = PROBE.replace("OUT", repr(str(out)))
+    subprocess.run([sys.executable, "-c", probe, "-", "--help"], capture_output=True, timeout=60)
+    modules: Any = {name.split(".")[0] for name in json.loads(out.read_text())}
+    assert "gateway" in modules and "pydantic" not in modules and "yaml" not in modules
