@@ -61,9 +61,15 @@ _TRANSPORTS = {"stdio": "pipe", "http": "tcp"}  # network.transport, as the MCP 
 _CALL_IDS: ContextVar[tuple[int, int] | None] = ContextVar("gateway_call_ids", default=None)
 
 
+QUIET_LIBRARIES = ("httpx", "httpx2", "httpcore", "httpcore2")
+
+
 def configure_logging(level: str = "info") -> None:
     numeric = logging.getLevelName(level.upper())
     logging.basicConfig(stream=sys.stderr, level=numeric, format="%(message)s")
+    # the HTTP client libraries log every request at INFO: a line per proxied call, on the hot path
+    for name in QUIET_LIBRARIES:
+        logging.getLogger(name).setLevel(numeric if numeric <= logging.DEBUG else max(numeric, logging.WARNING))
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
