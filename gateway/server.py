@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import secrets
 import warnings
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -99,41 +99,28 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
 
     # resources and prompts: listed under the names role files grant; each keeps its upstream name as title
 
+    def listed(ctx: ServerRequestContext[Any], found: Iterable[tuple[ToolSpec, Any]]) -> list[Any]:
+        principal = lister(ctx)
+        return [
+            item.model_copy(update={"name": spec.name, "title": item.title or item.name})
+            for spec, item in found
+            if granted(principal, spec)
+        ]
+
     async def list_resources(
         ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListResourcesResult:
-        principal = lister(ctx)
-        return mt.ListResourcesResult(
-            resources=[
-                r.model_copy(update={"name": spec.name, "title": r.title or r.name})
-                for spec, r in gateway.pool.resources()
-                if granted(principal, spec)
-            ]
-        )
+        return mt.ListResourcesResult(resources=listed(ctx, gateway.pool.resources()))
 
     async def list_templates(
         ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListResourceTemplatesResult:
-        principal = lister(ctx)
-        return mt.ListResourceTemplatesResult(
-            resource_templates=[
-                t.model_copy(update={"name": spec.name, "title": t.title or t.name})
-                for spec, t in gateway.pool.templates()
-                if granted(principal, spec)
-            ]
-        )
+        return mt.ListResourceTemplatesResult(resource_templates=listed(ctx, gateway.pool.templates()))
 
     async def list_prompts(
         ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListPromptsResult:
-        principal = lister(ctx)
-        return mt.ListPromptsResult(
-            prompts=[
-                p.model_copy(update={"name": spec.name, "title": p.title or p.name})
-                for spec, p in gateway.pool.prompts()
-                if granted(principal, spec)
-            ]
-        )
+        return mt.ListPromptsResult(prompts=listed(ctx, gateway.pool.prompts()))
 
     async def read_resource(
         ctx: ServerRequestContext[Any], params: mt.ReadResourceRequestParams

@@ -33,7 +33,7 @@ from gateway.config import ExternalIssuerConfig
 from gateway.errors import Unauthenticated
 from gateway.identity.revocations import Revocations
 from gateway.identity.roles import RoleSet
-from gateway.identity.tokens import AGENT_NAME, header_of, issuer_of
+from gateway.identity.tokens import AGENT_NAME, decode_claims, header_of, issuer_of
 from gateway.types import Principal
 
 # A JWKS is a few keys; anything larger is refused unread beyond this, as is a set with too many keys.
@@ -203,32 +203,17 @@ class ExternalIssuer:
         )
 
     def _decode(self, token: str, key: jwt.PyJWK) -> dict[str, Any]:
-        try:
-            return jwt.decode(
-                token,
-                key,
-                algorithms=list(self.config.algorithms),
-                audience=self.config.audience,
-                issuer=self.issuer,
-                leeway=self.config.leeway_s,
-                options={"require": REQUIRED_CLAIMS},
-            )
-        except jwt.InvalidSignatureError:
-            raise Unauthenticated("external token signature does not verify against the issuer's JWKS") from None
-        except jwt.ExpiredSignatureError:
-            raise Unauthenticated("external token expired: get a new one from the identity provider") from None
-        except jwt.ImmatureSignatureError:
-            raise Unauthenticated("external token is not yet valid (nbf/iat in the future)") from None
-        except jwt.InvalidAudienceError:
-            raise Unauthenticated(
-                f"external token was issued for another audience (this gateway is {clip(self.config.audience)})"
-            ) from None
-        except jwt.MissingRequiredClaimError as exc:
-            raise Unauthenticated(f"external token lacks the required claim {clip(exc.claim, 32)}") from None
-        except jwt.InvalidAlgorithmError:
-            raise Unauthenticated("external token algorithm does not match its key's algorithm") from None
-        except jwt.PyJWTError:
-            raise Unauthenticated("malformed external token") from None
+        return decode_claims(
+            token,
+            key,
+            algorithms=list(self.config.algorithms),
+            audience=self.config.audience,
+            issuer=self.issuer,
+            leeway=self.config.leeway_s,
+            required=REQUIRED_CLAIMS,
+            renew="get a new one from the identity provider",
+            whose="external token",
+        )
 
     def _agent(self, claims: dict[str, Any]) -> str:
         name = self.config.agent_claim

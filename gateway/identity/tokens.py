@@ -118,7 +118,6 @@ class Tokens:
         return principal
 
     def _verify_fully(self, token: str) -> tuple[Principal, str, Any]:
-        import jwt  # here, not at import: the hook and `gateway check` start without it
 
         header = header_of(token)
         if header.get("alg") != ALGORITHM:
@@ -127,30 +126,16 @@ class Tokens:
         key = self.keys.public_key(kid) if isinstance(kid, str) else None
         if key is None:
             raise Unauthenticated("token names an unknown signing key (kid); it was not issued by this gateway")
-        try:
-            claims = jwt.decode(
-                token,
-                key,
-                algorithms=[ALGORITHM],
-                audience=self.audience,
-                issuer=self.issuer,
-                leeway=LEEWAY_S,
-                options={"require": REQUIRED_CLAIMS},
-            )
-        except jwt.ExpiredSignatureError:
-            raise Unauthenticated("token expired: issue a new one with 'gateway token issue'") from None
-        except jwt.ImmatureSignatureError:
-            raise Unauthenticated("token is not yet valid (nbf/iat in the future)") from None
-        except jwt.InvalidAudienceError:
-            raise Unauthenticated("token was issued for another audience") from None
-        except jwt.InvalidIssuerError:
-            raise Unauthenticated("token was issued by another issuer") from None
-        except jwt.MissingRequiredClaimError as exc:
-            raise Unauthenticated(f"token lacks the required claim {exc.claim!r}") from None
-        except jwt.InvalidSignatureError:
-            raise Unauthenticated("token signature does not verify") from None
-        except jwt.PyJWTError:
-            raise Unauthenticated("malformed token") from None
+        claims = decode_claims(
+            token,
+            key,
+            algorithms=[ALGORITHM],
+            audience=self.audience,
+            issuer=self.issuer,
+            leeway=LEEWAY_S,
+            required=REQUIRED_CLAIMS,
+            renew="issue a new one with 'gateway token issue'",
+        )
         role, agent, task = claims.get("role"), claims.get("sub"), claims.get("task")
         if not isinstance(role, str) or role not in self.roles:
             raise Unauthenticated(f"token names role {str(role)[:32]!r}, which has no role file")
@@ -162,6 +147,50 @@ class Tokens:
             raise Unauthenticated("token has been revoked")
         principal = Principal(agent=agent, role=role, task=task, jti=claims["jti"], exp=int(claims["exp"]))
         return principal, kid, key
+
+
+def decode_claims(
+    token: str,
+    key: Any,
+    *,
+    algorithms: list[str],
+    audience: str,
+    issuer: str,
+    leeway: float,
+    required: list[str],
+    renew: str,
+    whose: str = "token",
+) -> dict[str, Any]:
+    """The verified claims of a JWT, or Unauthenticated naming the check that failed. ``whose`` names the
+    token in the messages ("external token"); ``renew`` says where a new one comes from."""
+    import jwt
+
+    try:
+        return jwt.decode(
+            token,
+            key,
+            algorithms=algorithms,
+            audience=audience,
+            issuer=issuer,
+            leeway=leeway,
+            options={"require": required},
+        )
+    except jwt.ExpiredSignatureError:
+        raise Unauthenticated(f"{whose} expired: {renew}") from None
+    except jwt.ImmatureSignatureError:
+        raise Unauthenticated(f"{whose} is not yet valid (nbf/iat in the future)") from None
+    except jwt.InvalidAudienceError:
+        raise Unauthenticated(f"{whose} was issued for another audience (this gateway is {audience[:64]!r})") from None
+    except jwt.InvalidIssuerError:
+        raise Unauthenticated(f"{whose} was issued by another issuer") from None
+    except jwt.MissingRequiredClaimError as exc:
+        raise Unauthenticated(f"{whose} lacks the required claim {str(exc.claim)[:32]!r}") from None
+    except jwt.InvalidSignatureError:
+        raise Unauthenticated(f"{whose} signature does not verify") from None
+    except jwt.InvalidAlgorithmError:
+        raise Unauthenticated(f"{whose} algorithm does not match its key's algorithm") from None
+    except jwt.PyJWTError:
+        raise Unauthenticated(f"malformed {whose}") from None
 
 
 def header_of(token: str) -> dict[str, Any]:

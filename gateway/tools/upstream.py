@@ -165,12 +165,7 @@ class Upstream:
         size = sum(
             len(c.text.encode()) if isinstance(c, mt.TextResourceContents) else len(c.blob) for c in result.contents
         )
-        if size > self.max_read_bytes:
-            raise ResultTooLarge(
-                f"resource {uri!r} from upstream {self.prefix!r} is {size} bytes; limits.max_read_bytes is "
-                f"{self.max_read_bytes}, so none of it is returned",
-                size=size,
-            )
+        self._within_limit(f"resource {uri!r}", size)
         return _unstamped(result)
 
     async def prompt(self, name: str, arguments: dict[str, str]) -> mt.GetPromptResult:
@@ -178,14 +173,17 @@ class Upstream:
         async with self._forwarding():
             with anyio.fail_after(self.config.timeout_s):
                 result = await client.session.get_prompt(name, arguments)
-        size = len(result.model_dump_json(by_alias=True).encode())
+        self._within_limit(f"prompt {name!r}", len(result.model_dump_json(by_alias=True).encode()))
+        return _unstamped(result)
+
+    def _within_limit(self, what: str, size: int) -> None:
+        """Contents over ``limits.max_read_bytes`` are refused whole, never cut: half a file misleads."""
         if size > self.max_read_bytes:
             raise ResultTooLarge(
-                f"prompt {name!r} from upstream {self.prefix!r} is {size} bytes; limits.max_read_bytes is "
+                f"{what} from upstream {self.prefix!r} is {size} bytes; limits.max_read_bytes is "
                 f"{self.max_read_bytes}, so none of it is returned",
                 size=size,
             )
-        return _unstamped(result)
 
     async def complete(
         self, ref: mt.PromptReference | mt.ResourceTemplateReference, argument: dict[str, str], context: dict[str, str]
