@@ -170,8 +170,11 @@ async def test_pending_approval_approved_then_used_once(headless: str, config: A
     assert "NOT RUN" in text_of(first) and pending["approval_id"] in text_of(first)
     listed = json.loads(cli(config, "approvals", "list").stdout)
     assert [a["id"] for a in listed] == [pending["approval_id"]]
-    approved = cli(config, "approvals", "approve", pending["approval_id"], "--by", "alice")
+    approval_id = pending["approval_id"]
+    approved = cli(config, "approvals", "approve", approval_id, "--by", "alice", "--comment", "one-off cleanup")
     assert approved.returncode == 0, approved.stderr
+    settled = [r for r in ledger_rows(gateway, kind="approval") if r.detail.get("action") == "approved"]
+    assert settled[-1].detail["comment"] == "one-off cleanup" and settled[-1].detail["by"] == "alice"
     async with inproc_client(gateway, headless) as client:
         ran = await client.call_tool("shell_run", TIER3)
         other = await client.call_tool("shell_run", {"command": "cat /etc/hosts"})

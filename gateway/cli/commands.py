@@ -310,7 +310,8 @@ def cmd_approvals(args: argparse.Namespace) -> int:
     if not args.id:
         raise invalid(f"approvals {args.approvals_command} needs an approval id (gateway approvals list shows them)")
     by = args.by or os.environ.get("USER") or "cli"
-    settled = gateway.approvals.settle(args.id, approve=args.approvals_command == "approve", by=by)
+    approve = args.approvals_command == "approve"
+    settled = gateway.approvals.settle(args.id, approve=approve, by=by, comment=args.comment)
     emit(settled) if wants_json(args) else block(settled)
     return 0
 
