@@ -6,7 +6,9 @@
 It makes a scratch git repository, runs `gateway init` on it, then times, in interleaved rounds:
 `python -c pass` (the baseline), `gateway check` of a tier-1 fs_read, `gateway hook claude-code` answering
 one PreToolUse event (Bash `ls`) on stdin, and `gateway --help`. Wall time from the parent's clock, CPU
-time (user + system) of the child from os.wait4. Bytecode is written on a first untimed run (an installed
+time (user + system) of the child from os.wait4. Then the alternative to the command hook: the same event
+posted to a running gateway's HTTP hook (`POST /hooks/claude-code`, one kept-alive connection), wall time
+per answer, and the gateway's CPU per answer from /proc. Bytecode is written on a first untimed run (an installed
 package has its .pyc files; PYTHONDONTWRITEBYTECODE is cleared for the children). Run by hand: no test
 asserts on these numbers.
 """
@@ -22,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -69,7 +72,7 @@ def main() -> int:
         repo = workspace(Path(tmp), env)
         config = ["--config", str(repo / "gateway.yaml")]
         gateway = [sys.executable, "-m", "gateway", *config]
-        event = {"session_id": "bench", "hook_event_name": "PreToolUse", "tool_name": "Bash"}
+        event: dict[str, Any] = {"session_id": "bench", "hook_event_name": "PreToolUse", "tool_name": "Bash"}
         event |= {"tool_input": {"command": "ls"}, "cwd": str(repo)}
         commands = {
             "python -c pass": ([sys.executable, "-c", "pass"], b""),
@@ -92,6 +95,7 @@ def main() -> int:
                 times[name].append(run_once(*commands[name], env))
                 print(".", end="", file=sys.stderr, flush=True)
         print(file=sys.stderr)
+        hooked = http_hook(gateway, event, args.runs * 10, env)
     base = statistics.median(w for w, _ in times["python -c pass"])
     figures = {}
     print(f"{'command':26} {'wall p50':>9} {'wall p90':>9} {'cpu p50':>8} {'cpu p90':>8} {'x python':>9}")
@@ -109,9 +113,70 @@ def main() -> int:
             f"{name:26} {row['wall_p50_ms']:8.0f}ms {row['wall_p90_ms']:8.0f}ms {row['cpu_p50_ms']:7.0f}ms "
             f"{row['cpu_p90_ms']:7.0f}ms {row['ratio_to_python']:8.1f}x"
         )
+    for kind, row in hooked.items():
+        print(
+            f"{'HTTP hook, ' + kind:26} {row['wall_p50_ms']:7.1f}ms {row['wall_p90_ms']:7.1f}ms "
+            f"{row['cpu_mean_ms']:6.1f}ms {'(mean)':>8} {row['wall_p50_ms'] / (base * 1000):8.2f}x"
+        )
+        figures[f"HTTP hook, {kind}"] = row
     if args.json:
         print(json.dumps({"runs": args.runs, "figures": figures}, indent=2))
     return 0
+
+
+def http_hook(
+    gateway: list[str], event: dict[str, Any], calls: int, env: dict[str, str]
+) -> dict[str, dict[str, float]]:
+    """The event posted ``calls`` times to `gateway serve --http`'s hook endpoint, once unchanged and once
+    with a new command each time: wall per answer (p50, p90) and the server's CPU per answer (mean, from
+    /proc/PID/stat)."""
+    import httpx2
+
+    from gateway.process import free_port
+
+    issued = subprocess.run([*gateway, "token", "issue", "--role", "developer", "--agent", "bench", "--json"],
+                            env=env, capture_output=True, text=True, check=True)  # fmt: skip
+    bearer = json.loads(issued.stdout)["token"]
+    port = free_port()
+    server = subprocess.Popen([*gateway, "serve", "--http", f"127.0.0.1:{port}"], env=env, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        with httpx2.Client(trust_env=False, timeout=30) as client:
+            for _ in range(300):
+                try:
+                    if client.get(f"{url}/healthz").status_code == 200:
+                        break
+                except httpx2.HTTPError:
+                    time.sleep(0.1)
+            headers = {"Authorization": f"Bearer {bearer}", "Content-Type": "application/json"}
+            figures = {}
+            # the same event again and again (the decision cache answers), then a new command each time
+            for kind, command in (("same event", lambda i: "ls"), ("distinct events", lambda i: f"ls src/{i}")):
+                bodies = [json.dumps({**event, "tool_input": {"command": command(i)}}) for i in range(calls + 10)]
+                for body in bodies[:10]:  # warm: the decision workers, the first connection
+                    client.post(f"{url}/hooks/claude-code", content=body, headers=headers)
+                cpu_before, walls = process_cpu_s(server.pid), []
+                for body in bodies[10:]:
+                    start = time.perf_counter()
+                    answer = client.post(f"{url}/hooks/claude-code", content=body, headers=headers)
+                    walls.append(time.perf_counter() - start)
+                    assert answer.json()["hookSpecificOutput"]["permissionDecision"] == "allow", answer.text
+                figures[kind] = {
+                    "wall_p50_ms": statistics.median(walls) * 1000,
+                    "wall_p90_ms": percentile(walls, 0.9) * 1000,
+                    "cpu_mean_ms": (process_cpu_s(server.pid) - cpu_before) / calls * 1000,
+                    "calls": calls,
+                }
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    return figures
+
+
+def process_cpu_s(pid: int) -> float:
+    """utime + stime of a process, in seconds (/proc/PID/stat, fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 if __name__ == "__main__":
