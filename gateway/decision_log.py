@@ -48,8 +48,9 @@ _SECRET_NAME = (
     r"|[A-Z0-9]_(?:KEY|KEYS|SALT|AUTH)\b)[\w-]{0,64}+"
 )
 # Prose that lists what kinds of thing it names ("touches secrets or credentials: .env", a policy's reason) is
-# not a NAME: value pair: a plural kind word before ": " introduces a list, not a value.
-_PROSE_LIST = r"(?!(?:secrets|credentials|tokens|passwords|keys)\s{0,8}:\s)"
+# not a NAME: value pair: a lowercase plural kind word of its own, then ": " and a path, introduces a list of
+# paths. Only exactly that: DB_TOKENS: x, PASSWORDS: x or tokens: x are still masked.
+_PROSE_LIST = r"(?!(?<![\w-])(?-i:secrets|credentials|tokens|passwords|keys)\s{0,8}:\s(?=[./~]))"
 # each pattern: the whole match is replaced by <keep>***<tail>
 _SECRET_VALUES = [
     # NAME=value, NAME: value, "name": "value", --password=value, X-Api-Key: value, export AWS_SECRET_KEY=...

@@ -7,8 +7,9 @@ command hook and a tools/call) and answered with Claude Code's hook output:
 
     200  {"hookSpecificOutput": {"permissionDecision": "allow" | "deny", ...}}  a PreToolUse decision
     200  {}                                                                      a PostToolUse, recorded
+    200  {"hookSpecificOutput": {"permissionDecision": "deny", ...}}  a tool the gateway does not know
     400  {"error": "invalid_request", "error_description": ...}  not JSON, not a hook event, a field
-         missing, an unknown tool: recorded, never "allow"
+         missing: recorded, never "allow"
     413  a body over the limit (limits.max_argument_bytes plus room for the event's own fields)
 
 Claude Code treats an HTTP hook's non-2xx answer as a failure; with ``"onFailure": "block"`` in the hook's
@@ -23,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
-from gateway.errors import ArgumentsTooLarge, GatewayError, InvalidRequest, Unauthenticated
+from gateway.errors import ArgumentsTooLarge, GatewayError, InvalidRequest, Unauthenticated, UnknownTool
 from gateway.hook import answer_for, hook_call, judge
 from gateway.pipeline import Call
 from gateway.runtime import Gateway
@@ -74,8 +75,15 @@ def respond(call: Call) -> JSONResponse:
         return refused(401, "invalid_token", error, call)
     if isinstance(error, ArgumentsTooLarge) and call.spec is None:
         return refused(413, error.code, error, call)
-    # refused before the judge resolved a tool: not a hook event Claude Code would send
-    if isinstance(error, InvalidRequest) and call.spec is None and call.decision is None:
+    # refused before the judge resolved a tool: not a hook event Claude Code would send. A well-formed event
+    # for a tool the gateway does not know is denied in a 200 answer: a non-2xx answer blocks the call only
+    # where the hook's settings say onFailure: block, and the tool must not run where they do not.
+    if (
+        isinstance(error, InvalidRequest)
+        and not isinstance(error, UnknownTool)
+        and call.spec is None
+        and call.decision is None
+    ):
         return refused(400, error.code, error, call)
     return JSONResponse(answer_for(call))
 

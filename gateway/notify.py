@@ -101,21 +101,26 @@ class Notifier:
         seq, tries = self._cursor()
         delivered: list[JSONObject] = []
         async with httpx2.AsyncClient(timeout=TIMEOUT_S) as client:
-            for event in self.ledger.since(seq, BATCH):
-                found = notice(event)
-                if found is not None and found["event"] in self.events:
-                    failure = await self._post(client, found)
-                    if failure is not None and tries + 1 < self.config.max_tries:
-                        self._advance(seq, tries + 1)
-                        log.warning("escalation notice not delivered; will retry", seq=event.seq, error=failure)
-                        return delivered
-                    if failure is not None:
-                        self._give_up(found, failure, tries + 1)
-                    else:
-                        delivered.append(found)
-                seq, tries = event.seq, 0
-                self._advance(seq, 0)
-        return delivered
+            while True:  # batch after batch until the head: a busy ledger never leaves notices behind
+                events = self.ledger.since(seq, BATCH)
+                for event in events:
+                    found = notice(event)
+                    if found is not None and found["event"] in self.events:
+                        failure = await self._post(client, found)
+                        if failure is not None and tries + 1 < self.config.max_tries:
+                            self._advance(seq, tries + 1)
+                            log.warning("escalation notice not delivered; will retry", seq=event.seq, error=failure)
+                            return delivered
+                        if failure is not None:
+                            self._give_up(found, failure, tries + 1)
+                        else:
+                            delivered.append(found)
+                        self._advance(event.seq, 0)  # past it: sent, or given up and recorded
+                    seq, tries = event.seq, 0
+                if events:
+                    self._advance(seq, 0)  # one write per batch for the rows that are not notices
+                if len(events) < BATCH:
+                    return delivered
 
     async def _post(self, client: httpx2.AsyncClient, body: JSONObject) -> str | None:
         for hook in self.config.webhooks:

@@ -6,8 +6,8 @@
 A stage is a plain async callable ``(call) -> None`` that reads and fills the ``Call`` (the spirit of
 structlog's processors). A stage stops the call by raising a ``GatewayError``, or by setting
 ``call.result`` early (a tier-3 call waiting for a human); the ``record`` stage runs in every case,
-so a refused call is recorded exactly like an allowed one. Nothing executes before the write-ahead
-``record intent`` event is committed.
+so a refused call is recorded exactly like an allowed one. Nothing with a side effect executes before the
+write-ahead ``record intent`` event is committed (a tier-1 read-only call has one final row instead).
 
     pipeline = Pipeline([Authenticate(auth), Resolve(catalog), ..., Execute()], finish=Record(ledger))
     result = await pipeline(Call(tool="fs_read", arguments={"path": "README.md"}, origin=origin))

@@ -21,7 +21,6 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
-import anyio
 import mcp_types as mt
 import structlog
 from mcp.server import Server, ServerRequestContext
@@ -235,9 +234,10 @@ def answered(call: Call, expected: type[CallResult]) -> Any:
     if isinstance(result, mt.CallToolResult) and result.structured_content:  # "approval pending": say how
         text = "\n".join(b.text for b in result.content if isinstance(b, mt.TextContent))
         raise MCPError(mt.INVALID_REQUEST, text, data={**result.structured_content, "call_id": call.call_id})
-    if isinstance(error, UnknownTool) and call.method == "resources/read":
+    unknown = error.code == UnknownTool.code  # not granted answers exactly as not there: nothing to probe
+    if unknown and call.method == "resources/read":
         code = RESOURCE_NOT_FOUND
-    elif isinstance(error, InvalidRequest):
+    elif unknown or isinstance(error, InvalidRequest):
         code = mt.INVALID_PARAMS
     elif isinstance(error, Denied):
         code = mt.INVALID_REQUEST
@@ -324,7 +324,6 @@ class CredentialBackend(AuthenticationBackend):
 
     def __init__(self, verifier: GatewayTokenVerifier) -> None:
         self.verifier = verifier
-        self.external = verifier.tokens.external
 
     async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, AuthenticatedUser] | None:
         header = conn.headers.get("authorization")
@@ -336,9 +335,7 @@ class CredentialBackend(AuthenticationBackend):
             conn.scope["gateway.auth_error"] = "the Authorization header must be 'Bearer <token>'"
             return None
         token = token.strip()
-        if self.external is not None and self.external.stale(token):
-            # fetching the identity provider's keys blocks: not on the event loop every agent shares
-            await anyio.to_thread.run_sync(self.external.refresh, token)
+        await self.verifier.tokens.fetch_keys_for(token)
         try:
             access = self.verifier.check(token)
         except Unauthenticated as exc:

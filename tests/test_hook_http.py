@@ -153,7 +153,6 @@ def test_a_bad_credential_is_401_with_the_reason(served: Served, bearer: str | N
         ('{"hook_event_name": "PreToolUse", "tool_name": "Bash"}', "'tool_input'"),
         ('{"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": ["ls"]}}', "'command'"),
         ('{"hook_event_name": "Stop", "tool_name": "Bash", "tool_input": {}}', "hook_event_name"),
-        ('{"hook_event_name": "PreToolUse", "tool_name": "Frobnicate", "tool_input": {}}', "Frobnicate"),
         (json.dumps({"hook_event_name": "PreToolUse", "tool_name": "B" * 500, "tool_input": {}}), "tool_name"),
     ],
 )
@@ -167,6 +166,17 @@ def test_malformed_input_is_400_and_recorded(served: Served, body: str, says: st
     assert len(rows) == before + 1
     assert rows[-1].call_id == refusal["call_id"] and rows[-1].outcome == "invalid"
     assert rows[-1].principal is None or rows[-1].principal["agent"] == "cc-http"
+
+
+def test_a_tool_the_gateway_does_not_know_is_denied_in_a_200_answer(served: Served) -> None:
+    """Denied in the answer itself: a non-2xx answer blocks only where the settings say onFailure: block."""
+    before = len(served.rows())
+    response = served.post('{"hook_event_name": "PreToolUse", "tool_name": "Frobnicate", "tool_input": {}}')
+    assert response.status_code == 200, response.text
+    decided = response.json()["hookSpecificOutput"]
+    assert decided["permissionDecision"] == "deny" and "Frobnicate" in decided["permissionDecisionReason"]
+    rows = served.rows()
+    assert len(rows) == before + 1 and rows[-1].outcome == "invalid"
 
 
 def test_an_oversized_body_is_refused_before_it_is_read(served: Served) -> None:

@@ -108,17 +108,21 @@ async def test_a_role_that_may_not_read_is_refused_and_recorded(federated: tuple
             await client.read_resource("test://static-text")
         with pytest.raises(MCPError) as got:
             await client.get_prompt("conf__test_simple_prompt")
+        with pytest.raises(MCPError) as missing:
+            await client.get_prompt("conf__no_such_prompt")
         completion = await client.complete(
             mt.PromptReference(name="conf__test_prompt_with_arguments"), {"name": "arg1", "value": "par"}
         )
     # the same answer as for a URI or prompt that does not exist: a role cannot probe for them
     assert "no resource named 'test://static-text' is available to role 'planner'" in read.value.error.message
     assert "no prompt named 'conf__test_simple_prompt' is available to role 'planner'" in got.value.error.message
+    assert read.value.error.code == -32002 and got.value.error.code == missing.value.error.code  # no probing
     assert completion.completion.values == []  # nothing about what the role may not read
     refused = [r for r in ledger_rows(gateway) if r.principal and r.principal["agent"] == "p1"]
     assert [(r.tool, r.outcome, r.detail["tool_exists"]) for r in refused] == [
         ("conf__static-text", "denied", True),
         ("conf__test_simple_prompt", "denied", True),
+        ("conf__no_such_prompt", "invalid", False),
     ]
 
 

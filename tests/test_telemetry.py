@@ -295,6 +295,11 @@ def test_session_id_is_never_the_credential() -> None:
         ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n-----END OPENSSH PRIVATE KEY-----\n", "***\n"),
         ("def token_count(text): return len(text)", "def token_count(text): return len(text)"),
         ("src/app.py", "src/app.py"),
+        # a policy's reason lists paths after a plural kind word; a variable named like one is still a secret
+        ("touches secrets or credentials: .env", "touches secrets or credentials: .env"),
+        ("DB_TOKENS: hunter2", "DB_TOKENS: ***"),
+        ("PASSWORDS: hunter2", "PASSWORDS: ***"),
+        ("tokens: hunter2", "tokens: ***"),
     ],
 )
 def test_mask_text(text: str, masked: str) -> None:

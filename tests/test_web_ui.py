@@ -467,6 +467,7 @@ def test_filters(triage: dict[str, Any], params: dict[str, str], total: int) -> 
     [
         ({"from": "yesterday"}, "not a date or time"),
         ({"to": "2026-13-45"}, "not a date or time"),
+        ({"to": "9999-12-31"}, "past the last date"),
         ({"from": "2026-11-24", "to": "2026-11-23"}, "must be earlier"),
         ({"page": "99999999999"}, "page must be a whole number"),
         ({"page": "0"}, "page must be a whole number"),

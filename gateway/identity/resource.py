@@ -66,7 +66,8 @@ class ProtectedResource:
         if refused is not None:
             return refused
         base = self.base_url(request)
-        assert base is not None  # validate_request refused every other host
+        if base is None:  # no Host header (HTTP/1.0) where any host is served: nothing to name the resource by
+            return JSONResponse({"error": "invalid_request", "error_description": "a Host header is required"}, 400)
         document: dict[str, object] = {
             "resource": f"{base}{RESOURCE_PATH}",
             "bearer_methods_supported": ["header"],

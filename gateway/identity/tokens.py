@@ -117,6 +117,14 @@ class Tokens:
             raise Unauthenticated("token has been revoked")
         return principal
 
+    async def fetch_keys_for(self, token: str) -> None:
+        """Before verifying in an event loop: fetch the external issuer's JWKS in a thread when this token
+        needs keys not held yet, so a slow identity provider stalls no other agent."""
+        if self.external is not None and self.external.stale(token):
+            import anyio
+
+            await anyio.to_thread.run_sync(self.external.refresh, token)
+
     def _verify_fully(self, token: str) -> tuple[Principal, str, Any]:
 
         header = header_of(token)

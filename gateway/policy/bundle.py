@@ -55,11 +55,12 @@ class Bundle:
     def __init__(self, directory: Path, data: dict[str, Any]) -> None:
         self.directory = directory
         self.data = data
+        # the fingerprint before the text: a file changed while it is read is read again at the next check
+        self.fingerprint = fingerprint(directory)
         self.files = policy_files(directory)
         if not self.files:
             raise BundleError(f"no policy files (*.rego) in {directory}")
         self.sources = [(str(p.relative_to(directory)), p.read_text(encoding="utf-8")) for p in self.files]
-        self.fingerprint = fingerprint(directory)
         # names this bundle in force: decisions are cached per revision (gateway/policy/cache.py)
         self.revision = revision_of(self.fingerprint)
         try:

@@ -93,8 +93,9 @@ class Reviewers:
             return token.strip()
         return request.cookies.get(COOKIE) or None
 
-    def check(self, token: str) -> Principal:
+    async def check(self, token: str) -> Principal:
         """The principal of a valid credential (Unauthenticated otherwise), whatever its role."""
+        await self.gateway.tokens.fetch_keys_for(token)
         return self.gateway.tokens.verify(token)
 
     def may_review(self, principal: Principal) -> bool:
@@ -186,7 +187,7 @@ def ui_routes(gateway: Gateway) -> list[Route]:
             if token is None:
                 return login_page(request)
             try:
-                principal = reviewers.check(token)
+                principal = await reviewers.check(token)
             except Unauthenticated as exc:
                 reviewers.refused(exc.message, "unauthenticated")
                 return login_page(request, f"credential refused: {exc.message}")
@@ -401,7 +402,7 @@ def ui_routes(gateway: Gateway) -> list[Route]:
         if not token:
             return login_page(request, "paste a token first")
         try:
-            principal = reviewers.check(token)
+            principal = await reviewers.check(token)
         except Unauthenticated as exc:
             reviewers.refused(exc.message, "unauthenticated")
             return login_page(request, f"credential refused: {exc.message}")

@@ -137,7 +137,10 @@ def _when(value: str | None, name: str, zone: tzinfo, end_of_day: bool) -> datet
     if when.tzinfo is None:
         when = when.replace(tzinfo=zone)
     if end_of_day and len(value) == 10:  # a bare date: up to the end of that day
-        when += timedelta(days=1)
+        try:
+            when += timedelta(days=1)
+        except OverflowError:  # 9999-12-31: the end of time
+            raise BadQuery(f"{name} {clean(value, 60)!r} is past the last date there is") from None
     return when
 
 
