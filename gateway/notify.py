@@ -19,6 +19,7 @@ what an agent sent; they stay in the store, behind `gateway task show` and `gate
 
 from __future__ import annotations
 
+from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
 
 import structlog
@@ -100,12 +101,15 @@ class Notifier:
 
         seq, tries = self._cursor()
         delivered: list[JSONObject] = []
-        async with httpx2.AsyncClient(timeout=TIMEOUT_S) as client:
+        async with AsyncExitStack() as stack:
+            client: httpx2.AsyncClient | None = None  # made for the first notice: most passes find none
             while True:  # batch after batch until the head: a busy ledger never leaves notices behind
                 events = self.ledger.since(seq, BATCH)
                 for event in events:
                     found = notice(event)
                     if found is not None and found["event"] in self.events:
+                        if client is None:
+                            client = await stack.enter_async_context(httpx2.AsyncClient(timeout=TIMEOUT_S))
                         failure = await self._post(client, found)
                         if failure is not None and tries + 1 < self.config.max_tries:
                             self._advance(seq, tries + 1)
