@@ -236,6 +236,7 @@ class GatewayConfig(Strict):
     # default: beside the state dir (<root>/worktrees, or <state_dir>-worktrees); never inside it
     worktrees_dir: Path | None = None
     listen: str = "127.0.0.1:8787"
+    workers: Annotated[int, Field(ge=1, le=64)] = 1  # gateway processes serving listen (serve --workers wins)
     # Host header values (host:port, "*" for any port) served over HTTP; empty: loopback names when bound to
     # loopback, any host otherwise (bearer auth is the gate). Set it behind a DNS name or in a container.
     allowed_hosts: list[str] = Field(default_factory=list)

@@ -10,6 +10,10 @@ failure is recorded in the ledger and the notifier goes on).
     notifier.start()              # on the gateway's start
     await notifier.deliver()      # one pass; Gateway.running() runs one every notify.interval_s
 
+Every gateway process sharing the store (``serve --workers``, replicas) runs passes; a pass holds the
+``notifier`` lease (gateway/ledger/leases.py) and one that finds it held skips, so two processes never
+read the same cursor and send a notice twice.
+
 A notice carries the facts a person acts on, never the payloads (a dead letter or a blocker report may hold
 what an agent sent; they stay in the store, behind `gateway task show` and `gateway deadletters show`):
 
@@ -26,6 +30,7 @@ import structlog
 
 from gateway.config import NotifyConfig
 from gateway.ledger.chain import Ledger, LedgerEvent
+from gateway.ledger.leases import Leases
 from gateway.types import JSONObject
 
 if TYPE_CHECKING:
@@ -47,6 +52,7 @@ ESCALATIONS = frozenset(
     }
 )
 CURSOR = "notify"
+LEASE = "notifier"
 BATCH = 200
 TIMEOUT_S = 10.0
 
@@ -77,9 +83,10 @@ def notice(event: LedgerEvent) -> JSONObject | None:
 
 
 class Notifier:
-    def __init__(self, config: NotifyConfig, ledger: Ledger) -> None:
+    def __init__(self, config: NotifyConfig, ledger: Ledger, leases: Leases | None = None) -> None:
         self.config = config
         self.ledger = ledger
+        self.leases = leases or Leases(ledger.db)
         self.events = ESCALATIONS if config.events is None else frozenset(config.events)
 
     @property
@@ -97,6 +104,11 @@ class Notifier:
         Stops at the first notice a webhook refuses, so order holds and nothing is skipped silently."""
         if not self.enabled:
             return []
+        # every gateway process on the store runs passes; one at a time, so no notice goes out twice
+        async with self.leases.attempt(LEASE) as held:
+            return [] if held is None else await self._deliver()
+
+    async def _deliver(self) -> list[JSONObject]:
         import httpx2  # here, not at import: `gateway check` and the hook load this module and never notify
 
         seq, tries = self._cursor()
@@ -149,11 +161,14 @@ class Notifier:
 
     def _cursor(self) -> tuple[int, int]:
         rows = self.ledger.db.query("SELECT seq, tries FROM cursors WHERE name = ?", (CURSOR,))
-        if rows:
-            return int(rows[0]["seq"]), int(rows[0]["tries"])
-        head = self.ledger.head_seq()
-        self._advance(head, 0)
-        return head, 0
+        if not rows:  # placed once: a process starting beside another never moves the cursor it placed
+            with self.ledger.db.transaction() as tx:
+                tx.execute(
+                    "INSERT INTO cursors (name, seq, tries) VALUES (?, ?, 0) ON CONFLICT (name) DO NOTHING",
+                    (CURSOR, self.ledger.head_seq()),
+                )
+            rows = self.ledger.db.query("SELECT seq, tries FROM cursors WHERE name = ?", (CURSOR,))
+        return int(rows[0]["seq"]), int(rows[0]["tries"])
 
     def _advance(self, seq: int, tries: int) -> None:
         with self.ledger.db.transaction() as tx:

@@ -73,6 +73,7 @@ if TYPE_CHECKING:
     from gateway.tools.upstream import UpstreamPool
 
 log = structlog.get_logger("gateway.runtime")
+RECOVERY = "recovery"  # the lease a starting gateway process holds while it clears what a crash left
 
 
 def session_trace(session_id: str) -> str:
@@ -160,13 +161,15 @@ class Gateway:
         unprefixed = any(not upstream.prefixed for upstream in config.upstreams.values())
         self.catalog = Catalog(local, lambda: self.pool, unprefixed)
         self.intents = Intents(self.db, self.ledger)
-        self.queue = MergeQueue(config, self.ledger, Leases(self.db), self.verification)
+        self.leases = Leases(self.db)  # named locks in the store: one holder across every gateway process
+        self.queue = MergeQueue(config, self.ledger, self.leases, self.verification)
         self.committer = Committer(self.intents, self.board, self.catalog, config, self.queue)
         self.catalog.add(intent_tools(self.intents, self.committer, self.board, self.catalog))
         self.ceremony = Ceremony(self.board, self.intents, self.committer, self.ledger)
         self.catalog.add(ceremony_tools(self.ceremony))
         self.deadletters = DeadLetters(self.db, self.ledger)  # handoffs refused as malformed, kept whole
-        self.notifier = Notifier(config.notify, self.ledger)  # escalations pushed to people (gateway.yaml notify)
+        # escalations pushed to people (gateway.yaml notify); one pass at a time across processes
+        self.notifier = Notifier(config.notify, self.ledger, self.leases)
         # One judge: a tools/call, `gateway check`, the Claude Code hook and the verification commands the
         # gateway runs itself are described and decided by the same stages, and recorded the same way.
         recording = Record(self.ledger, self.telemetry)
@@ -340,13 +343,17 @@ class Gateway:
         self.engine.start()
         async with anyio.create_task_group() as tg:
             await self.pool.start(tg)
-            await anyio.to_thread.run_sync(self.recover)
+            # Several processes may serve one store (serve --workers, replicas): one recovers at a time,
+            # and each finds only what a dead process left (a live one's calls, merge and intents keep
+            # their leases and are left alone).
+            async with self.leases.hold(RECOVERY):
+                await anyio.to_thread.run_sync(self.recover)
+                for settled in await self.committer.reconcile():
+                    log.warning("reconciled an intent a crash left executing", **settled)
             tg.start_soon(self.sweep_claims)
             if self.notifier.enabled:
                 self.notifier.start()
                 tg.start_soon(self.notify_escalations)
-            for settled in await self.committer.reconcile():
-                log.warning("reconciled an intent a crash left executing", **settled)
             try:
                 yield self
             finally:

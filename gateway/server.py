@@ -10,12 +10,15 @@ over stdio the connection's token comes from GATEWAY_TOKEN and is checked at sta
 
     server = build_server(gateway, token=os.environ["GATEWAY_TOKEN"])    # stdio / in-process
     app = http_app(gateway, host="127.0.0.1")                              # Starlette, for uvicorn
+    uvicorn.run("gateway.server:worker_app", factory=True, workers=2)      # serve --workers 2
 """
 
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import sys
 import warnings
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
@@ -41,6 +44,7 @@ from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
+from uvicorn.config import STARTUP_FAILURE
 
 from gateway import __version__
 from gateway.errors import Denied, GatewayError, InvalidRequest, Unauthenticated, UnknownTool
@@ -61,6 +65,7 @@ INSTRUCTIONS = (
     "structuredContent say why and what to do next; a tier-3 call may wait for a human's approval."
 )
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+WORKER_ENV = "GATEWAY_SERVE_WORKER"  # set by `gateway serve --workers N` for its worker processes
 
 
 def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
@@ -427,3 +432,20 @@ def http_app(gateway: Gateway, host: str = "127.0.0.1", allowed_hosts: list[str]
         ],
         lifespan=lifespan,
     )
+
+
+def worker_app() -> Starlette:
+    """The app of one worker process of ``gateway serve --workers N`` (uvicorn's factory, in a fresh
+    process): its own Gateway on the config the supervisor names in ``GATEWAY_SERVE_WORKER``. A worker that
+    cannot start exits with uvicorn's startup-failure code, so the supervisor stops instead of respawning it."""
+    from gateway.config import GatewayConfig
+    from gateway.errors import GatewayError
+    from gateway.telemetry import configure_logging
+
+    setup = json.loads(os.environ[WORKER_ENV])
+    configure_logging(setup["log_level"])
+    try:
+        return http_app(Gateway(GatewayConfig.load(setup["config"])), host=setup["host"])
+    except GatewayError as exc:
+        print(f"gateway: worker {os.getpid()} cannot start: {exc.message}", file=sys.stderr)
+        sys.exit(STARTUP_FAILURE)

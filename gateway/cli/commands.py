@@ -93,7 +93,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.stdio:
         return serve_stdio(config)
     host, port = parse_listen(args.http or config.listen)
-    return serve_http(config, host, port)
+    return serve_http(config, host, port, workers=args.workers or config.workers, log_level=args.log_level)
 
 
 def serve_stdio(config: GatewayConfig) -> int:
@@ -117,15 +117,28 @@ def serve_stdio(config: GatewayConfig) -> int:
     return 0
 
 
-def serve_http(config: GatewayConfig, host: str, port: int) -> int:
+def serve_http(config: GatewayConfig, host: str, port: int, workers: int = 1, log_level: str = "info") -> int:
+    """One process, or ``workers`` processes on one socket (uvicorn's supervisor binds it once, starts a
+    process per worker, replaces one that dies and stops them all on SIGTERM or SIGINT). Each worker process
+    builds its own Gateway (gateway.server.worker_app); they share the store, the state dir and the workspace.
+    uvloop and httptools serve when installed (the ``fast`` extra)."""
     import uvicorn
 
     from gateway.runtime import Gateway
-    from gateway.server import http_app
+    from gateway.server import WORKER_ENV, http_app
 
-    app = http_app(Gateway(config), host=host)
-    print(f"gateway: serving http://{host}:{port}/mcp", file=sys.stderr)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    gateway = Gateway(config)  # a config, roles or policy that does not load stops here, before any worker
+    url = f"http://{host}:{port}/mcp"
+    options: dict[str, Any] = {"host": host, "port": port, "log_level": "warning", "access_log": False}
+    if workers <= 1:
+        print(f"gateway: serving {url}", file=sys.stderr)
+        uvicorn.run(http_app(gateway, host=host), **options)
+        return 0
+    gateway.db.close()  # the workers open their own; this one only proved that everything loads
+    assert config.source is not None
+    os.environ[WORKER_ENV] = json.dumps({"config": str(config.source), "host": host, "log_level": log_level})
+    print(f"gateway: serving {url} with {workers} worker processes (supervisor pid {os.getpid()})", file=sys.stderr)
+    uvicorn.run("gateway.server:worker_app", factory=True, workers=workers, **options)
     return 0
 
 

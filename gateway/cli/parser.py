@@ -26,6 +26,12 @@ def parse_ttl(text: str) -> int:
     return int(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
 
 
+def positive_int(text: str) -> int:
+    if not text.strip().isdigit() or not 1 <= int(text) <= 64:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number from 1 to 64")
+    return int(text)
+
+
 class Commands:
     """A group of subcommands; each gets its help line, a description and its examples."""
 
@@ -95,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
         "serve MCP over stdio or streamable HTTP (HTTP also serves /ui and /healthz)",
         [
             "gateway serve --http 127.0.0.1:8787",
+            "gateway serve --http 0.0.0.0:8787 --workers 2",
             "GATEWAY_TOKEN=$(gateway token issue --role worker --agent w1) gateway serve --stdio",
         ],
     )
@@ -102,6 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--stdio", action="store_true", help="serve one client on stdin/stdout (token: GATEWAY_TOKEN)")
     mode.add_argument(
         "--http", metavar="HOST:PORT", help="serve streamable HTTP at http://HOST:PORT/mcp (default: listen in config)"
+    )
+    serve.add_argument(
+        "--workers",
+        type=positive_int,
+        metavar="N",
+        help="HTTP: N gateway processes on one address, sharing the store (default: workers in config, 1)",
     )
     serve.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error"], help="log level (stderr)"

@@ -52,6 +52,11 @@ RefName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$"), A
 WAIT_FOR_PEER_S = 600.0
 
 
+def intent_lease(identifier: str) -> str:
+    """The lease its executor holds while an intent runs (gateway/ledger/leases.py)."""
+    return f"intent {identifier}"
+
+
 class ActionArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -114,8 +119,15 @@ class Committer:
         intent = self.intents.get(identifier)
         if intent["state"] in SETTLED:
             return answer(intent, replayed=True)
-        if not self.intents.begin(identifier, principal):
-            return answer(await self._wait_for_peer(identifier, progress), replayed=True)
+        # The executor holds the intent's lease from before "executing" until it is settled, so another
+        # gateway process reconciling on its start tells a live execution from a crash's leftover.
+        async with self.queue.leases.attempt(intent_lease(identifier)) as held:
+            if held is not None and self.intents.begin(identifier, principal):
+                return await self._execute(intent, principal, progress)
+        return answer(await self._wait_for_peer(identifier, progress), replayed=True)
+
+    async def _execute(self, intent: JSONObject, principal: Principal, progress: ProgressFn) -> JSONObject:
+        identifier = intent["id"]
         try:
             state, outcome = await self._run(intent, principal, progress)
         except GatewayError as exc:
@@ -133,31 +145,33 @@ class Committer:
         """Settle every intent a crash left executing, from the evidence in git; never run an effect twice."""
         settled = []
         for intent in self.intents.by_state("executing"):
-            identifier = intent["id"]
-            action = intent["action"]
-            if action == "merge":
-                result = await self._reconcile_merge(intent)
-            elif action == "tag":
-                name = intent["arguments"]["name"]
-                message = self.repo.run("tag", "-l", "--format=%(contents)", name)
-                result = ("committed", {"tag": name, "reconciled": True}) if identifier in message else None
-            else:
-                result = (
-                    "failed",
-                    {
-                        "error": "the gateway stopped during this call; its outcome is unknown and it is not retried",
-                        "reconciled": True,
-                    },
-                )
-            if result is None:
-                self.intents.requeue(identifier)
-                settled.append({"intent_id": identifier, "state": "approved"})
-                continue
-            state, outcome = result
-            settled.append(
-                answer(self.intents.finish(identifier, state, outcome, after=self._settle(intent, state, outcome)))
-            )
+            async with self.queue.leases.attempt(intent_lease(intent["id"])) as held:
+                if held is None:
+                    continue  # a live gateway process is executing it: not a leftover
+                found = await self._reconcile(self.intents.get(intent["id"]))
+                settled += [found] if found is not None else []
         return settled
+
+    async def _reconcile(self, intent: JSONObject) -> JSONObject | None:
+        """One intent found executing, with its lease held: settled or requeued from the evidence in git."""
+        if intent["state"] != "executing":
+            return None  # settled between the listing and the lease
+        identifier = intent["id"]
+        action = intent["action"]
+        if action == "merge":
+            result = await self._reconcile_merge(intent)
+        elif action == "tag":
+            name = intent["arguments"]["name"]
+            message = self.repo.run("tag", "-l", "--format=%(contents)", name)
+            result = ("committed", {"tag": name, "reconciled": True}) if identifier in message else None
+        else:
+            why = "the gateway stopped during this call; its outcome is unknown and it is not retried"
+            result = ("failed", {"error": why, "reconciled": True})
+        if result is None:
+            self.intents.requeue(identifier)
+            return {"intent_id": identifier, "state": "approved"}
+        state, outcome = result
+        return answer(self.intents.finish(identifier, state, outcome, after=self._settle(intent, state, outcome)))
 
     def _settle(self, intent: JSONObject, state: str, outcome: JSONObject) -> Callable[[Any], None] | None:
         """What a merge intent's outcome does to its task, in the same transaction: committed, or back to

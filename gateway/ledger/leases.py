@@ -8,6 +8,9 @@ verification), not for microseconds, so a database lock is the wrong tool.
     leases = Leases(db)
     async with leases.hold("merge-queue", progress=report):   # waits its turn
         ...                                                    # one holder, in every process
+    async with leases.attempt("intent:abc") as holder:        # no waiting: None when someone holds it
+        if holder is not None:
+            ...
 """
 
 from __future__ import annotations
@@ -106,6 +109,23 @@ class Leases:
                     await progress(waited, None, f"waiting for the {name} ({waited:.0f}s)")
         if self.holder_of(name) != holder:
             raise LeaseTimeout(f"the {name} was busy for {wait_s:g} s")
+        async with self._kept(name, holder):
+            yield holder
+
+    @asynccontextmanager
+    async def attempt(self, name: str) -> AsyncIterator[str | None]:
+        """Take the lease if nobody (alive) holds it, without waiting: yields the holder id, or None when
+        another holder has it. Held, it is kept and released like ``hold``'s."""
+        holder = new_holder()
+        if not await anyio.to_thread.run_sync(self.try_acquire, name, holder):
+            yield None
+            return
+        async with self._kept(name, holder):
+            yield holder
+
+    @asynccontextmanager
+    async def _kept(self, name: str, holder: str) -> AsyncIterator[None]:
+        """Keep a held lease from expiring while the body runs; release it however the body ends."""
         try:
             async with anyio.create_task_group() as tg:
 
@@ -116,7 +136,7 @@ class Leases:
 
                 tg.start_soon(keep)
                 try:
-                    yield holder
+                    yield
                 finally:
                     tg.cancel_scope.cancel()
         finally:
