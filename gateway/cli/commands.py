@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -138,7 +139,13 @@ def serve_http(config: GatewayConfig, host: str, port: int, workers: int = 1, lo
     assert config.source is not None
     os.environ[WORKER_ENV] = json.dumps({"config": str(config.source), "host": host, "log_level": log_level})
     print(f"gateway: serving {url} with {workers} worker processes (supervisor pid {os.getpid()})", file=sys.stderr)
-    uvicorn.run("gateway.server:worker_app", factory=True, workers=workers, **options)
+    from uvicorn.supervisors import Multiprocess
+
+    settings = uvicorn.Config("gateway.server:worker_app", factory=True, workers=workers, **options)
+    bound = settings.bind_socket()  # once, here; every worker accepts on it
+    # the supervisor says when a worker died and was replaced, and when it stops them; workers stay quiet
+    logging.getLogger("uvicorn.error").setLevel(logging.INFO)
+    Multiprocess(settings, sockets=[bound]).run()
     return 0
 
 
