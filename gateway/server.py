@@ -391,7 +391,13 @@ class RequireCredential:
         await send({"type": "http.response.body", "body": body})
 
 
-def http_app(gateway: Gateway, host: str = "127.0.0.1", allowed_hosts: list[str] | None = None) -> Starlette:
+def http_app(
+    gateway: Gateway, host: str = "127.0.0.1", allowed_hosts: list[str] | None = None, stateless: bool = False
+) -> Starlette:
+    """``stateless``: handshake-era (2025-11-25) requests keep no session in this process, so any process
+    behind one address can answer any of them (``serve --workers``); the cost is that the gateway cannot push
+    an elicitation to such a client (it gets the "approval pending" path). 2026-07-28 requests are sessionless
+    either way."""
     server = build_server(gateway)
     allowed_hosts = allowed_hosts or gateway.config.allowed_hosts
     if allowed_hosts:
@@ -404,7 +410,7 @@ def http_app(gateway: Gateway, host: str = "127.0.0.1", allowed_hosts: list[str]
         )
     else:  # bound to a public interface (e.g. in a container): bearer auth is the gate
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    manager = StreamableHTTPSessionManager(app=server, security_settings=security)
+    manager = StreamableHTTPSessionManager(app=server, security_settings=security, stateless=stateless)
     verifier = GatewayTokenVerifier(gateway.tokens)
     resource = ProtectedResource(gateway.config.identity, security, SERVER_NAME)
 
@@ -445,7 +451,8 @@ def worker_app() -> Starlette:
     setup = json.loads(os.environ[WORKER_ENV])
     configure_logging(setup["log_level"])
     try:
-        return http_app(Gateway(GatewayConfig.load(setup["config"])), host=setup["host"])
+        # a client's next request may reach another worker: no handshake-era session lives in one of them
+        return http_app(Gateway(GatewayConfig.load(setup["config"])), host=setup["host"], stateless=True)
     except GatewayError as exc:
         print(f"gateway: worker {os.getpid()} cannot start: {exc.message}", file=sys.stderr)
         sys.exit(STARTUP_FAILURE)
