@@ -112,12 +112,13 @@ def token(config: GatewayConfig, role: str, agent: str = "agent-1", task: str | 
 
 
 @contextmanager
-def http_gateway(config_path: Path, timeout: float = 30.0) -> Iterator[str]:
-    """``gateway serve --http`` in a subprocess on a free port; yields the base URL."""
+def http_gateway(config_path: Path, timeout: float = 30.0, workers: int = 1) -> Iterator[str]:
+    """``gateway serve --http [--workers N]`` in a subprocess on a free port; yields the base URL."""
     port = free_port()
     log = GatewayConfig.load(config_path).state / f"gateway-{port}.log"
     url = f"http://127.0.0.1:{port}"
     argv = [sys.executable, "-m", "gateway", "--config", str(config_path), "serve", "--http", f"127.0.0.1:{port}"]
+    argv += ["--workers", str(workers)] if workers > 1 else []
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
     with server_process(argv, f"{url}/healthz", "the gateway", log=log, env=env, timeout=timeout):
         yield url

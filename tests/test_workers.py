@@ -1,0 +1,253 @@
+"""``gateway serve --workers N``: several gateway processes on one address and one store, with real MCP
+clients over HTTP, a real git repository and real subprocesses. Claims, commits, approvals and the ledger
+chain stay exactly-once and ordered across the processes; what must happen once per deployment (recovery,
+reconciliation, escalation notices, the claim sweep) does."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from conftest import http_client, http_gateway, text_of, token
+from test_merge_queue import approve, merges, started, submit
+from test_tiers import TIER3
+
+from gateway.commit.executor import intent_lease
+from gateway.ledger.leases import Leases, new_holder
+from gateway.ledger.store import Database
+from gateway.runtime import Gateway
+
+pytestmark = pytest.mark.anyio
+
+RACERS = 20
+
+
+def gateway_cli(config: Any, *args: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "gateway", "--config", str(config.source), *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+
+
+def started_by(config: Any, tool: str) -> list[str]:
+    """The processes whose write-ahead ("started") rows record a call of ``tool``: who served it."""
+    rows = Database.open(config.store_path).query("SELECT body FROM ledger ORDER BY seq")
+    bodies = [json.loads(r["body"]) for r in rows]
+    return [b["detail"]["process"] for b in bodies if b.get("tool") == tool and b.get("outcome") == "started"]
+
+
+async def race(url: str, config: Any, role: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """RACERS agents of ``role`` call ``tool`` at once, each on its own connection; answers agent -> result."""
+    results: dict[str, Any] = {}
+
+    async def one(agent: str) -> None:
+        async with http_client(url, token(config, role, agent=agent)) as session:
+            results[agent] = await session.call_tool(tool, arguments)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(RACERS):
+            tg.start_soon(one, f"{role}-{i}")
+    return results
+
+
+async def test_twenty_claims_and_twenty_commits_across_two_workers_give_one_owner_and_one_merge(
+    config: Any, repo: Path
+) -> None:
+    async with started(config) as gateway:
+        await submit(gateway, "T1", ["src/app.py"], ["grep -q 'return 42' src/app.py"])
+    with http_gateway(config.source, workers=2) as url:
+        claims = await race(url, config, "worker", "task_claim", {"task_id": "T1"})
+        owners = [agent for agent, result in claims.items() if not result.is_error]
+        assert len(owners) == 1, [text_of(r) for r in claims.values()]
+        assert all("claimed by" in text_of(r) for a, r in claims.items() if a != owners[0])
+        assert len(set(started_by(config, "task_claim"))) == 2, "both worker processes took claims"
+        async with http_client(url, token(config, "worker", agent=owners[0])) as owner:
+            written = await owner.call_tool("fs_write", {"path": "src/app.py", "content": "def f():\n    return 42\n"})
+            assert not written.is_error, text_of(written)
+            record = {"task_id": "T1", "status": "done", "files_changed": ["src/app.py"]}
+            reported = await owner.call_tool("task_report", {"record": record})
+            assert not reported.is_error, text_of(reported)
+        async with started(config) as gateway:  # a third process on the same store: verify, propose, approve
+            intent_id = await approve(gateway, "T1")
+        commits = await race(url, config, "committer", "intent_commit", {"intent_id": intent_id})
+    outcomes = [r.structured_content for r in commits.values()]
+    assert all(o["state"] == "committed" for o in outcomes), outcomes
+    assert len({o["outcome"]["merge_commit"] for o in outcomes}) == 1
+    assert sum(1 for o in outcomes if not o.get("replayed")) == 1
+    assert len(merges(repo)) == 1
+    assert len(set(started_by(config, "intent_commit"))) == 2, "both worker processes took commits"
+    assert Database.open(config.store_path).query("SELECT * FROM leases") == [], "every lease released"
+    assert gateway_cli(config, "ledger", "verify").returncode == 0
+
+
+async def test_an_approval_reaches_a_retry_served_by_the_other_worker(config: Any) -> None:
+    """The pending call is answered by one worker; a person approves with the CLI (a third process); the
+    agent's retry, on a connection another worker serves, runs it. Which worker serves a connection is
+    read from the ledger: a write's "started" row names its process."""
+    from conftest import add_role
+
+    add_role(config, "headless", ["fs_*", "shell_run"], max_tier=2, approvals="pending")
+    bearer = token(config, "headless", agent="bot")
+    with http_gateway(config.source, workers=2) as url:
+
+        async def on_a_connection(avoid: str | None) -> tuple[Any, str]:
+            """A session whose connection a worker other than ``avoid`` serves, and that worker."""
+            with anyio.fail_after(60):
+                for attempt in range(200):
+                    context = http_client(url, bearer)
+                    session = await context.__aenter__()
+                    probe = await session.call_tool("fs_write", {"path": f"probe-{attempt}.txt", "content": "x"})
+                    assert not probe.is_error, text_of(probe)
+                    worker = started_by(config, "fs_write")[-1]
+                    if worker != avoid:
+                        return (context, session), worker
+                    await context.__aexit__(None, None, None)
+            raise AssertionError("no connection reached another worker")
+
+        (first_context, first), worker_a = await on_a_connection(None)
+        asked = await first.call_tool("shell_run", TIER3)
+        await first_context.__aexit__(None, None, None)
+        pending = asked.structured_content
+        assert pending["status"] == "approval_pending", text_of(asked)
+        assert gateway_cli(config, "approvals", "approve", pending["approval_id"]).returncode == 0
+        (second_context, second), worker_b = await on_a_connection(worker_a)
+        ran = await second.call_tool("shell_run", TIER3)
+        await second_context.__aexit__(None, None, None)
+    assert worker_b != worker_a
+    assert ran.structured_content.get("exit_code") == 0, text_of(ran)
+    assert started_by(config, "shell_run") == [worker_b], "the approved retry ran once, on the other worker"
+
+
+async def test_policy_edit_and_revocation_reach_every_worker(config: Any) -> None:
+    """Each worker re-reads the policy files (at most a second apart) and reads revocations from the store on
+    every call: after the change, every call on a fresh connection (either worker) sees it."""
+    reader = token(config, "worker", agent="reader")
+    revoked = token(config, "planner", agent="leaver")
+
+    async def read(bearer: str) -> Any:
+        async with http_client(url, bearer) as session:
+            return await session.call_tool("task_list", {})
+
+    async def every_call_refused(bearer: str, says: str) -> None:
+        """Wait until ten calls in a row, each on a new connection, are refused saying ``says``."""
+        with anyio.fail_after(30):
+            in_a_row = 0
+            while in_a_row < 10:
+                try:
+                    result = await read(bearer)
+                    refused = result.is_error and says in text_of(result)
+                except Exception as exc:  # a 401 ends the client's connection with an error
+                    refused = says in repr(exc) or "401" in repr(exc)
+                in_a_row = in_a_row + 1 if refused else 0
+
+    with http_gateway(config.source, workers=2) as url:
+        assert not (await read(reader)).is_error and not (await read(revoked)).is_error
+        rule = (
+            '\ndeny contains {"rule": "secrets.frozen", "reason": "task_list is frozen"} if {\n'
+            '\tinput.tool.name == "task_list"\n}\n'
+        )
+        with (config.policy.path / "secrets.rego").open("a") as policy:  # a person adds a rule while it runs
+            policy.write(rule)
+        await every_call_refused(reader, "task_list is frozen")
+        jti = _jti(revoked)
+        assert gateway_cli(config, "token", "revoke", jti).returncode == 0
+        await every_call_refused(revoked, "revoked")
+
+
+def _jti(bearer: str) -> str:
+    import base64
+
+    payload = bearer.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))["jti"]
+
+
+def test_the_ledger_stays_one_chain_when_two_processes_append_at_once(config: Any) -> None:
+    script = (
+        "import sys\n"
+        "from gateway.config import GatewayConfig\n"
+        "from gateway.ledger.chain import Ledger\n"
+        "ledger = Ledger.for_config(GatewayConfig.load(sys.argv[1]))\n"
+        "for i in range(150):\n"
+        "    ledger.append({'kind': 'call', 'tool': 'fs_read', 'outcome': 'ok', 'detail': {'writer': sys.argv[2]}})\n"
+    )
+    Gateway(config)  # the store and its key exist before the writers race
+    writers = [
+        subprocess.Popen([sys.executable, "-c", script, str(config.source), name], stderr=subprocess.PIPE)
+        for name in ("a", "b")
+    ]
+    for writer in writers:
+        assert writer.wait(60) == 0, writer.stderr.read() if writer.stderr else ""
+    verified = gateway_cli(config, "ledger", "verify")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    rows = [json.loads(r["body"]) for r in Database.open(config.store_path).query("SELECT body FROM ledger")]
+    by_writer = [r["detail"].get("writer") for r in rows if r["tool"] == "fs_read"]
+    assert by_writer.count("a") == by_writer.count("b") == 150
+    assert by_writer != sorted(by_writer), "the two writers interleaved (else this proved nothing)"
+
+
+async def test_reconcile_leaves_an_intent_a_live_process_executes_alone(config: Any, repo: Path) -> None:
+    """A worker starting (or restarting) beside one that is mid-commit must not settle that commit."""
+    async with started(config) as gateway:
+        await submit(gateway, "T1", ["src/app.py"], ["grep -q 'return 42' src/app.py"])
+        from test_merge_queue import work
+
+        await work(gateway, "T1", {"src/app.py": "def f():\n    return 42\n"})
+        intent_id = await approve(gateway, "T1")
+        executor = gateway.intents
+        principal = gateway.tokens.verify(token(config, "committer", agent="committer"))
+        leases = Leases(gateway.db)
+        live = new_holder()  # this test process plays the live executor: its pid is alive
+        assert leases.try_acquire(intent_lease(intent_id), live)
+        assert executor.begin(intent_id, principal)
+        assert await gateway.committer.reconcile() == []
+        assert executor.get(intent_id)["state"] == "executing", "a live execution is not a leftover"
+        dead = live.replace(live.split("|")[1], "999999999")  # the same lease, held by a process that is gone
+        with gateway.db.transaction() as tx:
+            tx.execute("UPDATE leases SET holder = ? WHERE name = ?", (dead, intent_lease(intent_id)))
+        settled = await gateway.committer.reconcile()
+        assert [s["intent_id"] for s in settled] == [intent_id]
+        assert executor.get(intent_id)["state"] == "approved", "no merge happened: it goes back to approved"
+
+
+def test_two_claim_sweeps_at_once_expire_a_claim_once(config: Any) -> None:
+    first, second = Gateway(config), Gateway(config)
+    with first.db.transaction() as tx:
+        tx.execute(
+            "INSERT INTO tasks (id, manifest, state, base_branch, base_commit, branch, owner, claim_expires, "
+            "attempt, trace_id, submitted_by, created, updated) VALUES ('T1', ?, 'claimed', 'main', 'x', "
+            "'gateway/T1', 'w1', ?, 1, 't', 'p', 'now', 'now')",
+            (json.dumps(_manifest()), (datetime.now(UTC) - timedelta(seconds=1)).isoformat(timespec="seconds")),
+        )
+    moved: list[list[str]] = []
+    sweeps = [threading.Thread(target=lambda g=g: moved.append(g.board.sweep())) for g in (first, second)]
+    for sweep in sweeps:
+        sweep.start()
+    for sweep in sweeps:
+        sweep.join(30)
+    assert sorted(moved) == [[], ["T1"]]
+    expired = [r for r in first.ledger.events("json_extract(body, '$.kind') = 'task'") if r.detail.get("action")]
+    assert [r.detail["action"] for r in expired].count("claim_expired") == 1
+
+
+def _manifest() -> dict[str, Any]:
+    from gateway.tasks.models import TaskManifest
+
+    return TaskManifest(task_id="T1", objective="x", allowed_paths=["src/*"], verification=["true"]).model_dump()
+
+
+async def test_notifier_passes_run_one_at_a_time_across_processes(config: Any) -> None:
+    from gateway.notify import LEASE
+
+    gateway = Gateway(config)
+    leases = Leases(gateway.db)
+    other = new_holder()
+    assert leases.try_acquire(LEASE, other)  # another process is in a pass
+    gateway.notifier.config.webhooks = [type("Hook", (), {"url": "http://127.0.0.1:9/", "headers": {}})()]
+    assert await gateway.notifier.deliver() == []
+    assert gateway.db.query("SELECT * FROM cursors") == [], "it skipped the pass: it did not even read the cursor"
+    leases.release(LEASE, other)
