@@ -93,70 +93,51 @@ async def test_an_approval_reaches_a_retry_served_by_the_other_worker(config: An
 
     add_role(config, "headless", ["fs_*", "shell_run"], max_tier=2, approvals="pending")
     bearer = token(config, "headless", agent="bot")
+    probes = iter(range(1000))
+
+    async def served_by(session: Any) -> str:
+        """The worker serving this session's connection: a write's "started" row names its process."""
+        probe = await session.call_tool("fs_write", {"path": f"probe-{next(probes)}.txt", "content": "x"})
+        assert not probe.is_error, text_of(probe)
+        return started_by(config, "fs_write")[-1]
+
     with http_gateway(config.source, workers=2) as url:
-
-        async def on_a_connection(avoid: str | None) -> tuple[Any, str]:
-            """A session whose connection a worker other than ``avoid`` serves, and that worker."""
-            with anyio.fail_after(60):
-                for attempt in range(200):
-                    context = http_client(url, bearer)
-                    session = await context.__aenter__()
-                    probe = await session.call_tool("fs_write", {"path": f"probe-{attempt}.txt", "content": "x"})
-                    assert not probe.is_error, text_of(probe)
-                    worker = started_by(config, "fs_write")[-1]
-                    if worker != avoid:
-                        return (context, session), worker
-                    await context.__aexit__(None, None, None)
-            raise AssertionError("no connection reached another worker")
-
-        (first_context, first), worker_a = await on_a_connection(None)
-        asked = await first.call_tool("shell_run", TIER3)
-        await first_context.__aexit__(None, None, None)
+        async with http_client(url, bearer) as first:
+            worker_a = await served_by(first)
+            asked = await first.call_tool("shell_run", TIER3)
         pending = asked.structured_content
         assert pending["status"] == "approval_pending", text_of(asked)
         assert gateway_cli(config, "approvals", "approve", pending["approval_id"]).returncode == 0
-        (second_context, second), worker_b = await on_a_connection(worker_a)
-        ran = await second.call_tool("shell_run", TIER3)
-        await second_context.__aexit__(None, None, None)
+        for _ in range(100):  # new connections until one reaches the other worker
+            async with http_client(url, bearer) as second:
+                worker_b = await served_by(second)
+                if worker_b != worker_a:
+                    ran = await second.call_tool("shell_run", TIER3)
+                    break
     assert worker_b != worker_a
     assert ran.structured_content.get("exit_code") == 0, text_of(ran)
     assert started_by(config, "shell_run") == [worker_b], "the approved retry ran once, on the other worker"
 
 
-async def test_policy_edit_and_revocation_reach_every_worker(config: Any) -> None:
-    """Each worker re-reads the policy files (at most a second apart) and reads revocations from the store on
-    every call: after the change, every call on a fresh connection (either worker) sees it."""
-    reader = token(config, "worker", agent="reader")
+async def test_a_revocation_reaches_every_worker(config: Any) -> None:
+    """Revocations are read from the store on every call: once `gateway token revoke` returns, every call on
+    a fresh connection (whichever worker serves it) is refused."""
     revoked = token(config, "planner", agent="leaver")
 
-    async def read(bearer: str) -> Any:
-        async with http_client(url, bearer) as session:
-            return await session.call_tool("task_list", {})
+    async def refused(url: str) -> bool:
+        """A new connection each time (so either worker may serve it): 401 naming the revocation?"""
+        import httpx2
 
-    async def every_call_refused(bearer: str, says: str) -> None:
-        """Wait until ten calls in a row, each on a new connection, are refused saying ``says``."""
-        with anyio.fail_after(30):
-            in_a_row = 0
-            while in_a_row < 10:
-                try:
-                    result = await read(bearer)
-                    refused = result.is_error and says in text_of(result)
-                except Exception as exc:  # a 401 ends the client's connection with an error
-                    refused = says in repr(exc) or "401" in repr(exc)
-                in_a_row = in_a_row + 1 if refused else 0
+        request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+        headers = {"Authorization": f"Bearer {revoked}", "Accept": "application/json, text/event-stream"}
+        async with httpx2.AsyncClient() as http:
+            answer = await http.post(f"{url}/mcp", json=request, headers=headers)
+        return answer.status_code == 401 and "revoked" in answer.text
 
     with http_gateway(config.source, workers=2) as url:
-        assert not (await read(reader)).is_error and not (await read(revoked)).is_error
-        rule = (
-            '\ndeny contains {"rule": "secrets.frozen", "reason": "task_list is frozen"} if {\n'
-            '\tinput.tool.name == "task_list"\n}\n'
-        )
-        with (config.policy.path / "secrets.rego").open("a") as policy:  # a person adds a rule while it runs
-            policy.write(rule)
-        await every_call_refused(reader, "task_list is frozen")
-        jti = _jti(revoked)
-        assert gateway_cli(config, "token", "revoke", jti).returncode == 0
-        await every_call_refused(revoked, "revoked")
+        assert not await refused(url)
+        assert gateway_cli(config, "token", "revoke", _jti(revoked)).returncode == 0
+        assert all([await refused(url) for _ in range(10)])
 
 
 def _jti(bearer: str) -> str:
