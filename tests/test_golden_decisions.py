@@ -39,7 +39,7 @@ from gateway.types import JSONObject
 
 pytestmark = pytest.mark.anyio
 
-NO_REAL_OPA = "GATEWAY_TEST_OPA_URL is not set: no real OPA to compare with (docs/opa.md, section 5)"
+NO_REAL_OPA = "GATEWAY_TEST_OPA_URL is not set: no real OPA to compare with (docs/opa.md, section 6)"
 
 
 @dataclass(frozen=True)
