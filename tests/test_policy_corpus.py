@@ -142,7 +142,8 @@ def make_workspace(root: Path) -> tuple[GatewayConfig, Path]:
     return config, home
 
 
-def build_world(root: Path) -> Iterator[World]:
+def build_world(root: Path, explain: bool = False) -> Iterator[World]:
+    """Every case decided once; ``explain`` keeps each decision's input document (``"input"``) and fired rules."""
     config, home = make_workspace(root)
     gateway = Gateway(config)
     world = World(workspace=config.workspace, home=home, state=config.state)
@@ -159,7 +160,7 @@ def build_world(root: Path) -> Iterator[World]:
         for case in CASES:
             principal = {"claimed": claimed, "unclaimed": unclaimed}.get(case.kind, operator)
             arguments = world.substitute(case.arguments)
-            world.decisions[id(case)] = await gateway.check(principal, case.tool, arguments)
+            world.decisions[id(case)] = await gateway.check(principal, case.tool, arguments, explain=explain)
         world.seconds = time.perf_counter() - started
 
     with pytest.MonkeyPatch.context() as mp:

@@ -124,28 +124,7 @@ async def input_documents(config: GatewayConfig, home: Path, cases: list[Case]) 
     return docs
 
 
-# --- same decisions as the embedded engine ----------------------------------------------------------
-
-
-async def test_opa_engine_decides_like_the_embedded_engine(server: str, workspace: tuple[GatewayConfig, Path]) -> None:
-    config, home = workspace
-    docs = await input_documents(config, home, golden_cases())
-    assert len(docs) >= 20
-    embedded = EmbeddedEngine(config.policy.path, roles_data(config))
-    engine = OpaEngine(config.policy.path, roles_data(config), url=server, token=TOKEN)
-    try:
-        differences = []
-        for case, doc in docs:
-            ours, theirs = await embedded.decide(doc), await engine.decide(doc)
-            if ours != theirs:
-                differences.append(f"{case.label}\n  embedded {ours}\n  opa      {theirs}")
-            assert (theirs.tier, theirs.action) == case.expect, case.label
-        assert not differences, "\n".join(differences)
-        assert engine.status()["last_error"] is None
-        violations = await engine.query(SCOPE_RULE, {"allowed_paths": ["src/**"], "files": ["src/a.py", "docs/b.md"]})
-        assert violations == ["docs/b.md"]
-    finally:
-        await engine.aclose()
+# --- pushing (the golden decisions, identical on both engines, are tests/test_golden_decisions.py) ----
 
 
 async def test_the_bundle_and_roles_are_pushed_under_the_gateway_prefix(
