@@ -62,6 +62,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from peer_venv import PeerVenv, Skip  # noqa: E402
 from proc_cpu import ProcCpu, marked_env  # noqa: E402
+from profile_summary import Sampling, summarise, summary_text  # noqa: E402
 
 from gateway.bootstrap import init_workspace  # noqa: E402
 from gateway.config import GatewayConfig  # noqa: E402
@@ -642,6 +643,19 @@ def main(argv: list[str] | None = None) -> int:
         help=f"comma-separated subset: {','.join(PARTS)}",
     )
     parser.add_argument("--json", action="store_true", help="also print the figures as one JSON object")
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        metavar="DIR",
+        help="sample the processes of --profile-targets with py-spy for the whole run (DIR/<target>.txt, folded"
+        " stacks) and print where their time goes (bench/profile_summary.py)",
+    )
+    parser.add_argument(
+        "--profile-targets",
+        default="gw-http",
+        type=lambda text: set(text.split(",")),
+        help="the targets --profile samples (gw-http)",
+    )
     args = parser.parse_args(argv)
     configure_logging("warning")
     chosen = set(args.only.split(",")) if args.only else None
@@ -662,6 +676,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"workspace {config.workspace}; {args.clients} clients x {args.calls} calls", file=sys.stderr)
         with ExitStack() as servers:  # the proxies and gateways, stopped before the in-process parts
             targets, skipped = targets_for(args, chosen, config, bearer, echo, servers)
+            for target in targets if args.profile else []:
+                if target.meter is not None and target.key in args.profile_targets:
+                    servers.enter_context(Sampling(target.meter, args.profile / f"{target.key}.txt"))
             if targets:
                 anyio.run(run_interleaved, targets, args.calls, args.warmup, args.rounds)
         if chosen is None or "inproc" in chosen:
@@ -675,6 +692,10 @@ def main(argv: list[str] | None = None) -> int:
     if decisions:
         print()
         print(decisions_text(decisions))
+    for name in sorted(args.profile_targets) if args.profile else []:
+        if (args.profile / f"{name}.txt").exists():
+            print(f"\nwhere {name}'s processes spend their time (py-spy, {args.profile / name}.txt):")
+            print(summary_text(summarise(args.profile / f"{name}.txt")))
     print(f"\ntotal {time.perf_counter() - began:.1f} s")
     if args.json:
         scenarios = [t.result.as_dict() for t in targets if t.result is not None] + [r.as_dict() for r in extra]

@@ -159,6 +159,7 @@ def _escape(key: Any) -> str:
 # Batches: a writer thread flushes FLUSH_S after the first entry waiting, a batch of FLUSH_BYTES at once.
 FLUSH_S = 0.1
 FLUSH_BYTES = 64 * 1024
+IDLE_ROUNDS = 10  # the writer thread ends after this many intervals with nothing to write (no thread per call)
 # A file that cannot be written keeps its entries for the next try up to this much, then drops the oldest.
 MAX_PENDING_BYTES = 16 * FLUSH_BYTES
 # every buffer of this process: flushed at exit, and before this process reads the file (read_entries)
@@ -210,31 +211,35 @@ class AppendBuffer:
         if full:
             self.flush()
 
-    def flush(self) -> None:
+    def flush(self) -> int:
+        """Write every line appended so far; how many were written."""
         with self._write_lock:
             with self._lock:
                 batch, self._pending, self._size = self._pending, [], 0
             if not batch:
-                return
+                return 0
             try:
                 self._write(batch)
             except Exception as exc:
                 self._keep(batch, exc)
-                return
+                return 0
             except BaseException:
                 self._keep(batch, None)
                 raise
         if self._failing:
             self._failing = False
             _report("the decision log is written again", path=str(self.path), level="warning")
+        return len(batch)
 
     def _run(self) -> None:
         try:
+            idle = 0
             while True:
                 time.sleep(self.flush_s)
-                self.flush()
+                written = self.flush()
                 with self._lock:
-                    if not self._pending:  # idle: the next append starts a writer again
+                    idle = 0 if written or self._pending else idle + 1
+                    if idle >= IDLE_ROUNDS:  # no entry for a while: the next append starts a writer again
                         self._writer = None
                         return
         except Exception:
