@@ -1,8 +1,8 @@
-"""What the gateway costs per call: latency and throughput through it versus calling the same tool directly.
+"""What the gateway costs per call, beside the direct call and two bare proxies, in one interleaved run.
 
 Run by hand (it is not a test, and nothing asserts on its numbers):
 
-    .venv/bin/python bench/bench_gateway.py                      # the default run, about a minute
+    .venv/bin/python bench/bench_gateway.py                      # the default run, a few minutes on 2 cores
     .venv/bin/python bench/bench_gateway.py --calls 300 --json   # longer, and the figures as JSON too
 
 It sets up a scratch git repository and workspace (``gateway init``), a role allowed to call the test echo
@@ -12,16 +12,25 @@ starts the echo server once over streamable HTTP and declares it (``echoh``) nex
 rounds: each round gives every target, in a rotating order, a burst of calls from all its clients at
 once, so whatever else the machine does hits every target alike.
 
-    direct stdio      SDK client -> echo_server.py over stdio (one server process per client)   baseline
-    gateway stdio     SDK client -> `gateway serve --stdio` (one per client) -> echo over stdio  / direct stdio
-    direct http       SDK clients -> echo_server.py over streamable HTTP (one server)            baseline
-    gateway http      SDK clients -> one `gateway serve --http` -> that same HTTP echo server    / direct http
-    fs_read stdio, http  the built-in tool through the gateway (no upstream hop)           / direct, same transport
-    in-process        the gateway's pipeline called directly, no MCP transport (fs_read, echo)
+    direct stdio       SDK client -> echo_server.py over stdio (one server process per client)      baseline
+    sdk proxy stdio    SDK client -> bench/sdk_proxy.py --stdio (one per client) -> echo over stdio  / direct stdio
+    mcp-proxy stdio    SDK client -> mcp-proxy (one per client) -> the HTTP echo server            / direct stdio
+    gateway stdio      SDK client -> `gateway serve --stdio` (one per client) -> echo over stdio    / direct stdio
+    direct http        SDK clients -> echo_server.py over streamable HTTP (one server)               baseline
+    sdk proxy http     SDK clients -> one sdk_proxy.py --http -> that same HTTP echo server          / direct http
+    mcp-proxy http     SDK clients -> one mcp-proxy --port -> echo over stdio (its only server mode)  / direct http
+    gateway http       SDK clients -> one `gateway serve --http` -> that same HTTP echo server       / direct http
+    gateway http w2    the same with `--workers 2` (skipped when `gateway serve --help` lacks it)    / direct http
+    fs_read stdio, http  the built-in tool through the gateway (no upstream hop)              / direct, same transport
+    in-process         the gateway's pipeline called directly, no MCP transport (fs_read, echo)
 
-Each gateway row is divided by the direct row of the same transport. Last, in-process and one at a time:
-the per-decision cost (shell classification plus policy) for typical shell commands, and what the whole
-pipeline adds to a tier-1 fs_read over calling the tool's handler alone.
+mcp-proxy (PyPI ``mcp-proxy``) needs mcp<2: it runs from bench/.venv-mcp-proxy, made on first use; its rows
+are skipped, with the reason, when that cannot be installed. Each row is divided by the direct row of the
+same transport. CPU ms per call is read from /proc (bench/proc_cpu.py): user + system time of the proxy's
+processes (one per client over stdio; the server and its workers over HTTP; the gateway's decision workers
+too) over the timed calls, not counting the upstream echo servers; on a direct row it is the echo server's own.
+Last, in-process and one at a time: the per-decision cost (shell classification plus policy) for typical shell
+commands, and what the whole pipeline adds to a tier-1 fs_read over calling the tool's handler alone.
 """
 
 from __future__ import annotations
@@ -36,7 +45,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +58,11 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from peer_venv import PeerVenv, Skip  # noqa: E402
+from proc_cpu import ProcCpu, marked_env  # noqa: E402
+from profile_summary import Sampling, summarise, summary_text  # noqa: E402
 
 from gateway.bootstrap import init_workspace  # noqa: E402
 from gateway.config import GatewayConfig  # noqa: E402
@@ -59,6 +73,8 @@ from gateway.telemetry import configure_logging  # noqa: E402
 from gateway.types import Origin  # noqa: E402
 
 ECHO = ROOT / "tests" / "servers" / "echo_server.py"
+SDK_PROXY = ROOT / "bench" / "sdk_proxy.py"
+MCP_PROXY = PeerVenv(ROOT / "bench" / ".venv-mcp-proxy", "mcp-proxy")
 BIN = Path(sys.executable).parent
 ENV = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
 for _name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "GATEWAY_TOKEN"):
@@ -68,6 +84,11 @@ for _name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
 # --- measuring --------------------------------------------------------------------------------------
 
 
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
 @dataclass
 class Result:
     name: str
@@ -75,14 +96,18 @@ class Result:
     latencies: list[float]  # seconds, every timed call of every client
     wall: float  # seconds: the sum over the target's bursts, each from its start to its last answer
     errors: int = 0
+    cpu: float | None = None  # CPU seconds of the metered processes over the timed calls (None: not metered)
 
     def quantile(self, q: float) -> float:
-        ordered = sorted(self.latencies)
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+        return quantile(self.latencies, q)
 
     @property
     def p50_ms(self) -> float:
         return statistics.median(self.latencies) * 1000
+
+    @property
+    def p95_ms(self) -> float:
+        return self.quantile(0.95) * 1000
 
     @property
     def p99_ms(self) -> float:
@@ -92,15 +117,22 @@ class Result:
     def throughput(self) -> float:
         return len(self.latencies) / self.wall
 
+    @property
+    def cpu_ms_per_call(self) -> float | None:
+        return None if self.cpu is None else self.cpu * 1000 / len(self.latencies)
+
     def as_dict(self) -> dict[str, Any]:
+        cpu = self.cpu_ms_per_call
         return {
             "scenario": self.name,
             "clients": self.clients,
             "calls": len(self.latencies),
             "errors": self.errors,
             "p50_ms": round(self.p50_ms, 3),
+            "p95_ms": round(self.p95_ms, 3),
             "p99_ms": round(self.p99_ms, 3),
             "calls_per_s": round(self.throughput, 1),
+            "cpu_ms_per_call": None if cpu is None else round(cpu, 3),
         }
 
 
@@ -115,12 +147,14 @@ class Target:
     name: str
     sessions: list[AbstractAsyncContextManager[CallFn]]
     baseline: str | None = None  # the key of the direct target over the same transport
+    meter: ProcCpu | None = None  # the processes whose CPU the target's calls cost
     calls: list[CallFn] = field(default_factory=list)
     result: Result | None = None
 
 
 async def burst(target: Target, calls: int) -> None:
-    """All of the target's clients at once, ``calls`` each; adds the latencies and the burst's wall time."""
+    """All of the target's clients at once, ``calls`` each; adds the latencies, the burst's wall time and
+    the CPU its processes used (sampled from /proc just before and just after)."""
     assert target.result is not None
     latencies = target.result.latencies
     errors = 0
@@ -133,11 +167,14 @@ async def burst(target: Target, calls: int) -> None:
             latencies.append(time.perf_counter() - began)
             errors += not ok
 
+    cpu = target.meter.seconds() if target.meter is not None else 0.0
     began = time.perf_counter()
     async with anyio.create_task_group() as tg:
         for call in target.calls:
             tg.start_soon(client, call)
     target.result.wall += time.perf_counter() - began
+    if target.meter is not None:
+        target.result.cpu = (target.result.cpu or 0.0) + target.meter.seconds() - cpu
     target.result.errors += errors
 
 
@@ -154,7 +191,8 @@ async def run_interleaved(targets: list[Target], calls: int, warmup: int, rounds
                     if not await call():
                         raise RuntimeError(f"{target.name}: a warm-up call failed")
             target.result = Result(target.name, len(target.calls), [], 0.0)
-            print(f"  opened {target.name} ({len(target.calls)} clients)", file=sys.stderr)
+            metered = f", metering pids {target.meter.pids()}" if target.meter is not None else ""
+            print(f"  opened {target.name} ({len(target.calls)} clients{metered})", file=sys.stderr)
         per_round = [calls // rounds + (1 if i < calls % rounds else 0) for i in range(rounds)]
         for number, n in enumerate(per_round):
             shift = number % len(targets)
@@ -255,58 +293,68 @@ def workspace(base: Path, echo_url: str) -> tuple[GatewayConfig, str]:
     return config, bearer
 
 
-def stdio_gateway(config: GatewayConfig, bearer: str) -> StdioServerParameters:
-    args = ["-m", "gateway", "--config", str(config.source), "serve", "--stdio", "--log-level", "warning"]
-    return StdioServerParameters(command=sys.executable, args=args, env=dict(ENV, GATEWAY_TOKEN=bearer))
+def gateway_command(config: GatewayConfig, *serve: str) -> list[str]:
+    return [sys.executable, "-m", "gateway", "--config", str(config.source), "serve", *serve, "--log-level", "warning"]
 
 
-class HttpGateway:
-    """``gateway serve --http`` in a subprocess on a free port."""
+def stdio_gateway(config: GatewayConfig, bearer: str, group: str) -> StdioServerParameters:
+    argv = gateway_command(config, "--stdio")
+    env = marked_env(dict(ENV, GATEWAY_TOKEN=bearer), group)
+    return StdioServerParameters(command=argv[0], args=argv[1:], env=env)
 
-    def __init__(self, config: GatewayConfig) -> None:
+
+def workers_flag() -> Skip | None:
+    """None when ``gateway serve`` takes ``--workers``; otherwise why the row is skipped."""
+    argv = [sys.executable, "-m", "gateway", "serve", "--help"]
+    shown = subprocess.run(argv, capture_output=True, text=True, env=ENV)
+    return None if "--workers" in shown.stdout else Skip("`gateway serve --help` has no --workers in this tree")
+
+
+class HttpServer:
+    """A server on a free port of 127.0.0.1 for the whole run, in CPU group ``group`` (proc_cpu.py).
+
+    Ready when ``health`` (a path) answers 200, or, for a server without one, once it accepts connections."""
+
+    def __init__(
+        self,
+        what: str,
+        argv: Callable[[int], list[str]],  # the command, given its port
+        group: str,
+        health: str | None = None,
+        log: Path | None = None,
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        cmd = [sys.executable, "-m", "gateway", "--config", str(config.source), "serve"]
-        cmd += ["--http", f"127.0.0.1:{self.port}", "--log-level", "warning"]
-        log = config.state / "bench-http.log"
-        self.proc = start_server(cmd, f"{self.url}/healthz", "the HTTP gateway", log=log, env=ENV, timeout=60)
-
-    def stop(self) -> None:
-        stop_server(self.proc)
-
-
-class HttpEcho:
-    """tests/servers/echo_server.py over streamable HTTP (``--http PORT``, at /mcp), once for the whole run."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen(
-            [sys.executable, str(ECHO), "--http", str(self.port)], env=ENV, stderr=subprocess.DEVNULL
-        )
+        self.meter = ProcCpu(group)
+        env = marked_env(ENV, group)
+        if health is not None:
+            self.proc = start_server(argv(self.port), self.url + health, what, log=log, env=env, timeout=60)
+            return
+        self.proc = subprocess.Popen(argv(self.port), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 30
-        while True:  # it has no health URL: wait until it listens
+        while True:
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
                 return
             except OSError:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
                     self.stop()
-                    raise RuntimeError("the HTTP echo server did not start") from None
+                    raise RuntimeError(f"{what} did not start listening on port {self.port}") from None
                 time.sleep(0.1)
 
     def stop(self) -> None:
         stop_server(self.proc)
 
 
+def http_echo() -> HttpServer:
+    """tests/servers/echo_server.py over streamable HTTP (at /mcp): the direct HTTP row and every HTTP upstream."""
+    argv = lambda port: [sys.executable, str(ECHO), "--http", str(port)]  # noqa: E731
+    return HttpServer("the HTTP echo server", argv, "echo-http")
+
+
 # --- per decision, in-process -----------------------------------------------------------------------
 
 SHELL_COMMANDS = ["pytest -q tests/test_x.py", "git diff --stat", "ls -la src && grep -rn TODO src | head -20"]
-
-
-def quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 async def per_decision(config: GatewayConfig, n: int) -> dict[str, Any]:
@@ -390,38 +438,116 @@ async def _no_progress(progress: float, total: float | None, message: str | None
 # --- the run ----------------------------------------------------------------------------------------
 
 
-# what --only can pick: the interleaved targets (keys as in targets_for), then the in-process sections
-PARTS = ("direct-stdio", "gw-stdio", "direct-http", "gw-http", "fs-stdio", "fs-http", "inproc", "decisions")
+# what --only can pick: the interleaved targets (keys as in targets_for, in table order), then the in-process ones
+PARTS = (
+    "direct-stdio",
+    "sdk-stdio",
+    "mcpp-stdio",
+    "gw-stdio",
+    "fs-stdio",
+    "direct-http",
+    "sdk-http",
+    "mcpp-http",
+    "gw-http",
+    "gw-http-w2",
+    "fs-http",
+    "inproc",
+    "decisions",
+)
+# the bare SDK proxy over the same transport: the CPU per call the issue asks the gateway to match
+SDK_ROW = {"direct-stdio": "sdk-stdio", "direct-http": "sdk-http"}  # by the row's baseline
 
 
 def targets_for(
-    args: argparse.Namespace, config: GatewayConfig, bearer: str, http: HttpGateway, echo: HttpEcho
-) -> list[Target]:
+    args: argparse.Namespace,
+    chosen: set[str] | None,
+    config: GatewayConfig,
+    bearer: str,
+    echo: HttpServer,
+    stack: ExitStack,
+) -> tuple[list[Target], list[tuple[str, Skip]]]:
+    """The chosen targets, with the servers they need started (``stack`` stops them); and the rows skipped."""
     n = args.clients
     text = {"text": "hello"}
     read = {"path": "README.md"}
-    direct = StdioServerParameters(command=sys.executable, args=[str(ECHO)], env=ENV)
+    targets: list[Target] = []
+    skipped: list[tuple[str, Skip]] = []
 
-    def stdio(tool: str, arguments: dict[str, Any]) -> list[Any]:
-        return [McpSession(lambda: Client(stdio_gateway(config, bearer)), tool, arguments) for _ in range(n)]
+    def want(key: str) -> bool:
+        return chosen is None or key in chosen
 
-    def over_http(url: str, tool: str, arguments: dict[str, Any]) -> list[Any]:
-        return [McpSession(lambda: HttpClient(url, bearer), tool, arguments) for _ in range(n)]
+    def stdio(group: str, argv: list[str], tool: str, arguments: dict[str, Any], **env: str) -> list[Any]:
+        params = StdioServerParameters(command=argv[0], args=argv[1:], env=marked_env(dict(ENV, **env), group))
+        return [McpSession(lambda: Client(params), tool, arguments) for _ in range(n)]
 
-    all_targets = [
-        Target(
-            "direct-stdio", "echo: direct, stdio", [McpSession(lambda: Client(direct), "echo", text) for _ in range(n)]
-        ),
-        Target("gw-stdio", "echo: via gateway, stdio", stdio("echo__echo", text), "direct-stdio"),
-        Target("direct-http", "echo: direct, streamable HTTP", over_http(echo.url, "echo", text)),
-        Target(
-            "gw-http", "echo: via gateway, streamable HTTP", over_http(http.url, "echoh__echo", text), "direct-http"
-        ),
-        Target("fs-stdio", "fs_read: via gateway, stdio", stdio("fs_read", read), "direct-stdio"),
-        Target("fs-http", "fs_read: via gateway, streamable HTTP", over_http(http.url, "fs_read", read), "direct-http"),
-    ]
-    chosen = set(args.only.split(",")) if args.only else None
-    return [t for t in all_targets if chosen is None or t.key in chosen]
+    def over_http(server: HttpServer, tool: str, arguments: dict[str, Any]) -> list[Any]:
+        return [McpSession(lambda: HttpClient(server.url, bearer), tool, arguments) for _ in range(n)]
+
+    def started(server: HttpServer) -> HttpServer:
+        stack.callback(server.stop)
+        return server
+
+    def add(key: str, name: str, sessions: list[Any], baseline: str | None = None, group: str | None = None) -> None:
+        targets.append(Target(key, name, sessions, baseline, ProcCpu(group or key)))  # group: whose CPU it costs
+
+    mcp_proxy = MCP_PROXY.executable() if want("mcpp-stdio") or want("mcpp-http") else None
+    gateway_stdio = gateway_command(config, "--stdio")
+    if want("direct-stdio"):
+        add("direct-stdio", "echo: direct, stdio", stdio("direct-stdio", [sys.executable, str(ECHO)], "echo", text))
+    if want("sdk-stdio"):
+        argv = [sys.executable, str(SDK_PROXY), "--stdio", "--", sys.executable, str(ECHO)]
+        add("sdk-stdio", "echo: SDK proxy, stdio", stdio("sdk-stdio", argv, "echo", text), "direct-stdio")
+    if want("mcpp-stdio"):
+        if isinstance(mcp_proxy, Skip):
+            skipped.append(("echo: mcp-proxy, stdio", mcp_proxy))
+        else:
+            argv = [str(mcp_proxy), "--log-level", "WARNING", "--transport", "streamablehttp", f"{echo.url}/mcp"]
+            sessions = stdio("mcpp-stdio", argv, "echo", text)
+            add("mcpp-stdio", "echo: mcp-proxy, stdio (-> HTTP)", sessions, "direct-stdio")
+    if want("gw-stdio"):
+        sessions = stdio("gw-stdio", gateway_stdio, "echo__echo", text, GATEWAY_TOKEN=bearer)
+        add("gw-stdio", "echo: gateway, stdio", sessions, "direct-stdio")
+    if want("fs-stdio"):
+        sessions = stdio("fs-stdio", gateway_stdio, "fs_read", read, GATEWAY_TOKEN=bearer)
+        add("fs-stdio", "fs_read: gateway, stdio", sessions, "direct-stdio")
+    if want("direct-http"):
+        add("direct-http", "echo: direct, HTTP", over_http(echo, "echo", text), group=echo.meter.name)
+    if want("sdk-http"):
+        argv = lambda port: [  # noqa: E731
+            *(sys.executable, str(SDK_PROXY), "--http", f"127.0.0.1:{port}", "--upstream", f"{echo.url}/mcp")
+        ]
+        proxy = started(HttpServer("the SDK proxy", argv, "sdk-http"))
+        add("sdk-http", "echo: SDK proxy, HTTP", over_http(proxy, "echo", text), "direct-http")
+    if want("mcpp-http"):
+        if isinstance(mcp_proxy, Skip):
+            skipped.append(("echo: mcp-proxy, HTTP", mcp_proxy))
+        else:
+            argv = lambda port: [  # noqa: E731
+                *(str(mcp_proxy), "--host", "127.0.0.1", "--port", str(port), "--log-level", "WARNING"),
+                *("--", sys.executable, str(ECHO)),
+            ]
+            proxy = started(HttpServer("mcp-proxy", argv, "mcpp-http", health="/status"))
+            add("mcpp-http", "echo: mcp-proxy, HTTP (-> stdio)", over_http(proxy, "echo", text), "direct-http")
+    if want("gw-http") or want("fs-http"):
+        serve = lambda port: gateway_command(config, "--http", f"127.0.0.1:{port}")  # noqa: E731
+        log = config.state / "bench-http.log"
+        gateway = started(HttpServer("the HTTP gateway", serve, "gw-http", health="/healthz", log=log))
+        if want("gw-http"):
+            add("gw-http", "echo: gateway, HTTP", over_http(gateway, "echoh__echo", text), "direct-http")
+    if want("gw-http-w2"):
+        missing = workers_flag()
+        if missing is not None:
+            skipped.append(("echo: gateway, HTTP, --workers 2", missing))
+        else:
+            serve = lambda port: gateway_command(config, "--http", f"127.0.0.1:{port}", "--workers", "2")  # noqa: E731
+            log = config.state / "bench-http-w2.log"
+            workers = started(HttpServer("the HTTP gateway, 2 workers", serve, "gw-http-w2", "/healthz", log))
+            sessions = over_http(workers, "echoh__echo", text)
+            add("gw-http-w2", "echo: gateway, HTTP, --workers 2", sessions, "direct-http")
+    if want("fs-http"):
+        # the same server as gw-http: bursts never overlap, so each one's CPU is its own target's
+        add("fs-http", "fs_read: gateway, HTTP", over_http(gateway, "fs_read", read), "direct-http", gateway.meter.name)
+    return targets, skipped
 
 
 async def run_inprocess(args: argparse.Namespace, config: GatewayConfig, bearer: str) -> list[Result]:
@@ -452,29 +578,38 @@ async def run_inprocess(args: argparse.Namespace, config: GatewayConfig, bearer:
     return [t.result for t in targets if t.result is not None]
 
 
-def table(targets: list[Target], extra: list[Result]) -> str:
+def table(targets: list[Target], extra: list[Result], skipped: list[tuple[str, Skip]]) -> str:
     by_key = {t.key: t for t in targets}
-    header = f"{'scenario':<38} {'clients':>7} {'calls':>6} {'p50 ms':>8} {'p99 ms':>8} {'calls/s':>9}"
-    header += f" {'p50 x':>7} {'p99 x':>7} {'tput x':>7}"
+    header = f"{'scenario':<36} {'clients':>7} {'calls':>6} {'p50 ms':>8} {'p95 ms':>8} {'calls/s':>8}"
+    header += f" {'p50 x':>6} {'p95 x':>6} {'tput x':>6} {'cpu ms':>7} {'cpu/sdk':>7}"
     lines = [header, "-" * len(header)]
-    rows = [(t.result, by_key.get(t.baseline or "")) for t in targets] + [(r, None) for r in extra]
-    for r, base_target in rows:
+    rows = [(t.result, t.baseline) for t in targets] + [(r, None) for r in extra]
+    for r, baseline in rows:
         assert r is not None
-        line = (
-            f"{r.name:<38} {r.clients:>7} {len(r.latencies):>6} {r.p50_ms:>8.2f} {r.p99_ms:>8.2f} {r.throughput:>9.1f}"
-        )
+        line = f"{r.name:<36} {r.clients:>7} {len(r.latencies):>6} {r.p50_ms:>8.2f} {r.p95_ms:>8.2f}"
+        line += f" {r.throughput:>8.1f}"
+        base_target = by_key.get(baseline or "")
         base = base_target.result if base_target is not None else None
         if base is not None:
-            line += (
-                f" {r.p50_ms / base.p50_ms:>7.2f} {r.p99_ms / base.p99_ms:>7.2f} {r.throughput / base.throughput:>7.2f}"
-            )
+            ratios = (r.p50_ms / base.p50_ms, r.p95_ms / base.p95_ms, r.throughput / base.throughput)
+            line += "".join(f" {ratio:>6.2f}" for ratio in ratios)
+        else:
+            line += " " * 21
+        cpu = r.cpu_ms_per_call
+        line += f" {cpu:>7.2f}" if cpu is not None else " " * 8
+        sdk = by_key.get(SDK_ROW.get(baseline or "", ""))
+        sdk_cpu = sdk.result.cpu_ms_per_call if sdk is not None and sdk.result is not None else None
+        if cpu is not None and sdk_cpu and sdk is not None and sdk.result is not r:
+            line += f" {cpu / sdk_cpu:>7.2f}"
         if r.errors:
             line += f"  ({r.errors} errors)"
         lines.append(line)
-    lines.append(
-        "x = gateway / direct over the same transport (stdio rows / the direct stdio row, HTTP rows / the direct"
-    )
-    lines.append("    HTTP row); latency x: higher is slower, throughput x: lower is slower")
+    lines += [
+        "x = the row / the direct row over the same transport; latency x: higher is slower, throughput x: lower is",
+        "    slower. cpu ms = user + system CPU of the proxy's processes per timed call, from /proc (the direct",
+        "    rows: the echo server's own); cpu/sdk = that / the bare SDK proxy's over the same transport.",
+    ]
+    lines += [f"skipped: {name}: {skip.reason}" for name, skip in skipped]
     return "\n".join(lines)
 
 
@@ -508,6 +643,19 @@ def main(argv: list[str] | None = None) -> int:
         help=f"comma-separated subset: {','.join(PARTS)}",
     )
     parser.add_argument("--json", action="store_true", help="also print the figures as one JSON object")
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        metavar="DIR",
+        help="sample the processes of --profile-targets with py-spy for the whole run (DIR/<target>.txt, folded"
+        " stacks) and print where their time goes (bench/profile_summary.py)",
+    )
+    parser.add_argument(
+        "--profile-targets",
+        default="gw-http",
+        type=lambda text: set(text.split(",")),
+        help="the targets --profile samples (gw-http)",
+    )
     args = parser.parse_args(argv)
     configure_logging("warning")
     chosen = set(args.only.split(",")) if args.only else None
@@ -519,35 +667,40 @@ def main(argv: list[str] | None = None) -> int:
     targets: list[Target] = []
     extra: list[Result] = []
     decisions: dict[str, Any] = {}
-    echo = HttpEcho()
-    try:
-        with tempfile.TemporaryDirectory(prefix="gateway-bench-") as scratch:
-            config, bearer = workspace(Path(scratch), f"{echo.url}/mcp")
-            print(f"workspace {config.workspace}; {args.clients} clients x {args.calls} calls", file=sys.stderr)
-            http = HttpGateway(config)
-            try:
-                targets = targets_for(args, config, bearer, http, echo)
-                if targets:
-                    anyio.run(run_interleaved, targets, args.calls, args.warmup, args.rounds)
-            finally:
-                http.stop()
-            if chosen is None or "inproc" in chosen:
-                extra = anyio.run(run_inprocess, args, config, bearer)
-            if chosen is None or "decisions" in chosen:
-                decisions = anyio.run(per_decision, config, args.decisions)
-    finally:
-        echo.stop()
+    skipped: list[tuple[str, Skip]] = []
+    with ExitStack() as stack:
+        echo = http_echo()
+        stack.callback(echo.stop)
+        scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="gateway-bench-"))
+        config, bearer = workspace(Path(scratch), f"{echo.url}/mcp")
+        print(f"workspace {config.workspace}; {args.clients} clients x {args.calls} calls", file=sys.stderr)
+        with ExitStack() as servers:  # the proxies and gateways, stopped before the in-process parts
+            targets, skipped = targets_for(args, chosen, config, bearer, echo, servers)
+            for target in targets if args.profile else []:
+                if target.meter is not None and target.key in args.profile_targets:
+                    servers.enter_context(Sampling(target.meter, args.profile / f"{target.key}.txt"))
+            if targets:
+                anyio.run(run_interleaved, targets, args.calls, args.warmup, args.rounds)
+        if chosen is None or "inproc" in chosen:
+            extra = anyio.run(run_inprocess, args, config, bearer)
+        if chosen is None or "decisions" in chosen:
+            decisions = anyio.run(per_decision, config, args.decisions)
 
     print(f"\nmachine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, {sys.platform}")
-    if targets or extra:
-        print(table(targets, extra))
+    if targets or extra or skipped:
+        print(table(targets, extra, skipped))
     if decisions:
         print()
         print(decisions_text(decisions))
+    for name in sorted(args.profile_targets) if args.profile else []:
+        if (args.profile / f"{name}.txt").exists():
+            print(f"\nwhere {name}'s processes spend their time (py-spy, {args.profile / name}.txt):")
+            print(summary_text(summarise(args.profile / f"{name}.txt")))
     print(f"\ntotal {time.perf_counter() - began:.1f} s")
     if args.json:
         scenarios = [t.result.as_dict() for t in targets if t.result is not None] + [r.as_dict() for r in extra]
-        print(json.dumps({"scenarios": scenarios, "decisions": decisions}, indent=2))
+        skips = {name: skip.reason for name, skip in skipped}
+        print(json.dumps({"scenarios": scenarios, "skipped": skips, "decisions": decisions}, indent=2))
     return 0
 
 

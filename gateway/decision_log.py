@@ -17,12 +17,16 @@ private key blocks) become ``"***"``, and ``masked`` lists where (JSON pointers,
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
+import logging
 import os
 import re
 import threading
+import time
 import uuid
+import weakref
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -152,15 +156,173 @@ def _escape(key: Any) -> str:
     return str(key).replace("~", "~0").replace("/", "~1")
 
 
-class DecisionLog:
-    """Appends decision entries to a JSON-lines file (``path`` None: structlog only)."""
+# Batches: a writer thread flushes FLUSH_S after the first entry waiting, a batch of FLUSH_BYTES at once.
+FLUSH_S = 0.1
+FLUSH_BYTES = 64 * 1024
+IDLE_ROUNDS = 10  # the writer thread ends after this many intervals with nothing to write (no thread per call)
+# A file that cannot be written keeps its entries for the next try up to this much, then drops the oldest.
+MAX_PENDING_BYTES = 16 * FLUSH_BYTES
+# every buffer of this process: flushed at exit, and before this process reads the file (read_entries)
+_BUFFERS: weakref.WeakSet[AppendBuffer] = weakref.WeakSet()
 
-    def __init__(self, path: Path | None, labels: JSONObject) -> None:
+
+class AppendBuffer:
+    """Lines appended to a file in batches, in the order given: one ``write()`` on an O_APPEND descriptor per
+    batch, so lines from concurrent gateway processes never interleave, and no open/write/close per line.
+
+        buffer = AppendBuffer(state_dir / "decisions.jsonl")
+        buffer.append(decision_id, line)   # returns at once; written within flush_s
+        buffer.flush()                     # everything appended so far is in the file
+
+    A batch is written by a writer thread ``flush_s`` after its first line, at once (by the appending thread)
+    when ``flush_bytes`` are waiting, on ``flush()``, and at interpreter exit, so a clean stop loses nothing.
+    What a crash can lose: a SIGKILL, a power loss or ``os._exit`` loses the lines not yet written, at most
+    ``flush_s`` worth or ``flush_bytes``. That is acceptable because the decision log is not the record of
+    truth: every call's ledger row is committed before its answer and names its ``decision_id``; an entry
+    missing from this file means only that ``gateway trace show`` cannot show that call's masked arguments.
+    A failed write (disk full, the file unwritable) is logged and its lines kept for the next try, up to
+    MAX_PENDING_BYTES; a line dropped beyond that, or left when the writer thread dies, is named in a log line.
+    """
+
+    def __init__(self, path: Path, *, flush_s: float = FLUSH_S, flush_bytes: int = FLUSH_BYTES) -> None:
+        self.path = path
+        self.flush_s = flush_s
+        self.flush_bytes = flush_bytes
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._reset()
+        _BUFFERS.add(self)
+
+    def _reset(self) -> None:
+        self._pending: list[tuple[str, bytes]] = []  # (decision id, line), oldest first
+        self._size = 0
+        self._lock = threading.Lock()  # guards _pending, _size and _writer
+        self._write_lock = threading.Lock()  # one batch at a time: batches reach the file in order
+        self._writer: threading.Thread | None = None
+        self._failing = False  # the last write failed (logged once per streak)
+
+    def append(self, key: str, line: bytes) -> None:
+        with self._lock:
+            self._pending.append((key, line))
+            self._size += len(line)
+            full = self._size >= self.flush_bytes
+            if self._writer is None:  # also when full: a failed inline flush leaves the lines for it
+                self._writer = threading.Thread(target=self._run, name="decision-log-writer", daemon=True)
+                self._writer.start()
+        if full:
+            self.flush()
+
+    def flush(self) -> int:
+        """Write every line appended so far; how many were written."""
+        with self._write_lock:
+            with self._lock:
+                batch, self._pending, self._size = self._pending, [], 0
+            if not batch:
+                return 0
+            try:
+                self._write(batch)
+            except Exception as exc:
+                self._keep(batch, exc)
+                return 0
+            except BaseException:
+                self._keep(batch, None)
+                raise
+        if self._failing:
+            self._failing = False
+            _report("the decision log is written again", path=str(self.path), level="warning")
+        return len(batch)
+
+    def _run(self) -> None:
+        try:
+            idle = 0
+            while True:
+                time.sleep(self.flush_s)
+                written = self.flush()
+                with self._lock:
+                    idle = 0 if written or self._pending else idle + 1
+                    if idle >= IDLE_ROUNDS:  # no entry for a while: the next append starts a writer again
+                        self._writer = None
+                        return
+        except Exception:
+            with self._lock:
+                self._writer = None
+                waiting = [key for key, _ in self._pending]
+            # the lines stay pending (the next append, flush or exit writes them); say so
+            _report("the decision log writer stopped", path=str(self.path), pending=waiting, exc_info=True)
+
+    def _write(self, batch: list[tuple[str, bytes]]) -> None:
+        data = memoryview(b"".join(line for _, line in batch))
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            while data:
+                data = data[os.write(fd, data) :]
+        finally:
+            os.close(fd)
+
+    def _keep(self, batch: list[tuple[str, bytes]], exc: BaseException | None) -> None:
+        """A batch that could not be written goes back in front of the newer lines, within MAX_PENDING_BYTES."""
+        if exc is not None and not self._failing:
+            self._failing = True
+            entries = [key for key, _ in batch]
+            _report(
+                "could not write the decision log; kept for the next try",
+                path=str(self.path),
+                error=str(exc),
+                entries=entries,
+            )
+        with self._lock:
+            pending = batch + self._pending
+            size = sum(len(line) for _, line in pending)
+            dropped: list[str] = []
+            while pending and size > MAX_PENDING_BYTES:
+                key, line = pending.pop(0)
+                dropped.append(key)
+                size -= len(line)
+            self._pending, self._size = pending, size
+        if dropped:
+            _report("decision log entries dropped: the file cannot be written", path=str(self.path), lost=dropped)
+
+
+def _report(event: str, *, level: str = "error", exc_info: bool = False, **fields: Any) -> None:
+    # structlog only once configured: unconfigured, it prints to stdout, which the stdio transport owns
+    if structlog.is_configured():
+        getattr(log, level)(event, exc_info=exc_info, **fields)
+    else:
+        logging.getLogger("gateway.decisions").log(logging.getLevelName(level.upper()), "%s %s", event, fields)
+
+
+def flush_pending(path: Path) -> None:
+    """Write what this process has buffered for ``path``: a reader here sees every entry recorded before."""
+    for buffer in list(_BUFFERS):
+        if buffer.path == path:
+            buffer.flush()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    for buffer in list(_BUFFERS):
+        buffer.flush()
+
+
+def _forget_in_child() -> None:
+    # a forked child must not write its parent's lines again, nor wait on locks another thread held at the fork
+    for buffer in list(_BUFFERS):
+        buffer._reset()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
+class DecisionLog:
+    """Masks decision entries and appends them, one JSON line each, to a file (``path`` None: structlog only).
+
+    The lines are written in batches by an ``AppendBuffer`` (see there for when, and what a crash can lose)."""
+
+    def __init__(
+        self, path: Path | None, labels: JSONObject, *, flush_s: float = FLUSH_S, flush_bytes: int = FLUSH_BYTES
+    ) -> None:
         self.path = path
         self.labels = labels
-        self._lock = threading.Lock()
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
+        self.buffer = AppendBuffer(path, flush_s=flush_s, flush_bytes=flush_bytes) if path is not None else None
 
     def record(
         self,
@@ -193,20 +355,20 @@ class DecisionLog:
         return entry
 
     def write(self, entry: JSONObject) -> None:
-        if self.path is None:
+        if self.buffer is None:
             return
         line = (json.dumps(entry, ensure_ascii=False, separators=(",", ":"), default=str) + "\n").encode()
-        # one write() on an O_APPEND descriptor: lines from concurrent gateway processes do not interleave
-        with self._lock:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                os.write(fd, line)
-            finally:
-                os.close(fd)
+        self.buffer.append(str(entry["decision_id"]), line)
+
+    def flush(self) -> None:
+        """Write every entry recorded so far (Telemetry.flush calls this when a gateway stops)."""
+        if self.buffer is not None:
+            self.buffer.flush()
 
 
 def read_entries(path: Path) -> list[JSONObject]:
-    """Every entry of a decision log file, oldest first."""
+    """Every entry of a decision log file, oldest first (this process's buffered ones written first)."""
+    flush_pending(path)
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -188,6 +188,8 @@ class Telemetry:
         self.exporters.append(exporter)
 
     def flush(self, timeout_s: float = 5.0) -> None:
+        """Write the buffered decision log entries and export the pending spans (a gateway stopping)."""
+        self.decisions.flush()
         if self.provider is not None:
             self.provider.force_flush(int(timeout_s * 1000))
 

@@ -33,7 +33,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gateway.decision_log import mask_text, redact
+from gateway.decision_log import flush_pending, mask_text, redact
 from gateway.errors import GatewayError
 from gateway.ledger.chain import digest
 from gateway.ledger.store import Database
@@ -649,7 +649,10 @@ class _Proofs:
                     break
 
     def _logged(self, decision_ids: set[str], call_ids: set[str]) -> dict[str, JSONObject]:
-        if self.decision_log is None or not self.decision_log.exists():
+        if self.decision_log is None:
+            return {}
+        flush_pending(self.decision_log)  # the UI runs in the gateway: its own newest entries may be buffered
+        if not self.decision_log.exists():
             return {}
         found: dict[str, JSONObject] = {}
         with self.decision_log.open(encoding="utf-8") as lines:

@@ -366,6 +366,7 @@ def test_decision_results_are_masked_too(tmp_path: Path) -> None:
     log = DecisionLog(tmp_path / "d.jsonl", labels={})
     result = {"action": "ask", "tier": 3, "reasons": ["runs 'serve --password=hunter2zz'"], "rules": ["x"]}
     entry = log.record({"arguments": {}}, result, trace_id=None, span_id=None)
+    log.flush()
     assert "hunter2zz" not in json.dumps(entry) and "hunter2zz" not in (tmp_path / "d.jsonl").read_text()
 
 
