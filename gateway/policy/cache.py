@@ -5,7 +5,8 @@ revision in force (the policy files and the roles) plus the whole input document
 fields, ``context.time`` and ``context.trace_id``, which are left out by construction. So the principal,
 tool, arguments, effects, task (state, claim, workers, attempt, last verification ...) and intent are all
 in it: an edit of the policy files or of a role changes the revision, and a task or claim change changes
-the input, so none can meet an entry made before it. Time is the one fact left out of the key, so an entry lives no longer than
+the input, so none can meet an entry made before it. Time is the one fact left out of the key, so an
+entry lives no longer than
 
 - ``policy.cache_ttl_s`` (a policy that reads the clock for anything else sees its decisions that late),
 - the claim the input shows (``task.claim.expires_at``): a decision about a live claim ends with it,
