@@ -30,7 +30,7 @@ from gateway.effects.paths import Workspace
 from gateway.egress import Egress
 from gateway.identity.keys import KeyRing
 from gateway.identity.revocations import Revocations
-from gateway.identity.roles import RoleSet
+from gateway.identity.roles import LiveRoles
 from gateway.identity.tokens import Tokens
 from gateway.ledger.chain import Ledger
 from gateway.ledger.leases import Leases, alive
@@ -56,6 +56,7 @@ from gateway.policy.cache import DecisionCache
 from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.engine import PolicyEngine, fired_rules
 from gateway.policy.isolated import IsolatedEngine
+from gateway.policy.reload import PolicyData
 from gateway.sandbox import ANY_HOST, Confinement, Sandbox
 from gateway.tasks.board import TaskBoard, acceptance_files
 from gateway.tasks.deadletters import DeadLetters, KeepDeadLetters
@@ -106,9 +107,11 @@ def decision_report(call: Call) -> JSONObject:
     return {**decision.model_dump(), "effects": call.effects.model_dump() if call.effects else None}
 
 
-def make_engine(config: PolicyConfig, data: JSONObject, isolated: bool = True) -> PolicyEngine:
+def make_engine(config: PolicyConfig, data: JSONObject | PolicyData, isolated: bool = True) -> PolicyEngine:
     """The configured engine, behind the decision cache; the embedded one in worker processes with a deadline
-    unless ``isolated`` is False (a single command that decides once: nothing else waits on it)."""
+    unless ``isolated`` is False (a single command that decides once: nothing else waits on it). ``data`` is
+    the policy's data: the gateway's live roles (a role edit reloads the engine like a policy edit), or a
+    fixed document."""
     assert config.path is not None
     engine: PolicyEngine
     if config.engine == "opa":
@@ -131,7 +134,7 @@ class Gateway:
         self.telemetry = Telemetry.from_config(config)
         self.db = Database.open(config.store_path)
         self.ledger = Ledger.for_config(config, self.db)
-        self.roles = RoleSet.load(config.roles_dir)
+        self.roles = LiveRoles(config.roles_dir)  # role edits reach every use below within a second
         self.keys = KeyRing(config.keys_dir)
         self.revocations = Revocations(self.db)
         self.tokens = Tokens(
@@ -142,7 +145,7 @@ class Gateway:
             config.identity.audience,
             external=self._external_issuer(),
         )
-        self.engine = make_engine(config.policy, {"roles": self.roles.as_data()}, isolated)
+        self.engine = make_engine(config.policy, self.roles, isolated)
         self.workspace = Workspace(config.workspace, config.protected_paths())
         # every command run for an agent is confined; none may see the state, other worktrees or credentials
         self.sandbox = Sandbox(config.sandbox, hidden=[*config.secret_paths(), config.worktrees])

@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 import pytest
 from conftest import token
+from structlog.testing import capture_logs
 from test_merge_queue import call, started, submit
 
 from gateway.pipeline import Call, policy_input
@@ -47,17 +48,46 @@ async def test_a_policy_edit_ends_what_was_cached(config: Any) -> None:
     assert answer["action"] == "deny" and answer["rules"] == ["test.edited"]
 
 
-async def test_a_role_edit_is_a_restart_and_a_restart_starts_with_an_empty_cache(config: Any) -> None:
+async def test_a_role_edit_ends_what_was_cached_without_a_restart(config: Any) -> None:
     command = {"command": "rm -f README.md"}  # tier 2: within the developer's max_tier
     async with started(config) as gateway:
         assert (await gateway.check(DEVELOPER, "shell_run", command))["action"] == "allow"
         assert (await gateway.check(DEVELOPER, "shell_run", command))["action"] == "allow"
         assert gateway.engine.status()["cache"]["hits"] == 1
-    role = config.roles_dir / "developer.yaml"
-    role.write_text(role.read_text().replace("max_tier: 2", "max_tier: 1"))
-    async with started(config) as gateway:  # roles are read at start: the policy's data.roles
-        answer = await gateway.check(DEVELOPER, "shell_run", command)
-        assert answer["action"] == "ask" and gateway.engine.status()["cache"]["hits"] == 0
+        before = gateway.engine.revision()
+        role = config.roles_dir / "developer.yaml"
+        role.write_text(role.read_text().replace("max_tier: 2", "max_tier: 1"))
+        with anyio.fail_after(30):  # role files are looked at once a second, like policy files
+            while (answer := await gateway.check(DEVELOPER, "shell_run", command))["action"] == "allow":
+                await anyio.sleep(0.1)
+        assert answer["action"] == "ask" and gateway.engine.revision() != before
+        cache = gateway.engine.status()["cache"]
+        assert (await gateway.check(DEVELOPER, "shell_run", command))["action"] == "ask"
+        assert gateway.engine.status()["cache"]["hits"] == cache["hits"] + 1  # cached again, under the new roles
+
+
+async def test_a_role_file_that_does_not_load_keeps_the_last_good_roles(config: Any) -> None:
+    command = {"command": "rm -f README.md"}
+    async with started(config) as gateway:
+        before = gateway.engine.revision()
+        role = config.roles_dir / "developer.yaml"
+        good = role.read_text()
+        role.write_text(good.replace("max_tier: 2", "max_tier: 7"))  # not a tier
+        (config.roles_dir / "Bad Name.yaml").write_text("name: [\n")  # not YAML
+        with capture_logs() as logs, anyio.fail_after(30):
+            while gateway.roles.last_error is None:
+                await anyio.sleep(0.1)
+        assert "max_tier" in gateway.roles.last_error or "not valid YAML" in gateway.roles.last_error
+        assert any(e["event"] == "roles reload failed; keeping the last good roles" for e in logs)
+        assert gateway.roles["developer"].max_tier == 2 and gateway.visible_tools(DEVELOPER)
+        assert (await gateway.check(DEVELOPER, "shell_run", command))["action"] == "allow"
+        assert gateway.engine.revision() == before  # the policy still decides with the last good roles
+        (config.roles_dir / "Bad Name.yaml").unlink()
+        role.write_text(good.replace("max_tier: 2", "max_tier: 1"))
+        with anyio.fail_after(30):  # fixed: the new roles take effect
+            while gateway.roles.last_error is not None or gateway.roles["developer"].max_tier != 1:
+                await anyio.sleep(0.1)
+        assert (await gateway.check(DEVELOPER, "shell_run", command))["action"] == "ask"
 
 
 async def test_a_decision_about_a_claim_ends_when_the_claim_expires(config: Any) -> None:

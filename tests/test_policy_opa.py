@@ -27,12 +27,13 @@ from typing import Any
 
 import anyio
 import pytest
+import yaml
 from conftest import free_port, reconfigure
 from test_policy_corpus import CASES, Case, make_workspace
 
 from gateway.config import GatewayConfig
 from gateway.errors import GatewayError
-from gateway.identity.roles import RoleSet
+from gateway.identity.roles import LiveRoles, RoleSet
 from gateway.pipeline import Call, policy_input
 from gateway.policy import opa as opa_module
 from gateway.policy.bundle import QUERY, policy_files
@@ -406,5 +407,26 @@ async def test_an_unknown_tool_is_denied_by_a_named_rule_on_both_engines(
         for document in (unknown, missing):
             ours, theirs = await embedded.decide(document), await engine.decide(document)
             assert ours == theirs and (ours.action, ours.rules) == ("deny", ["roles.unknown_tool"]), ours
+    finally:
+        await engine.aclose()
+
+
+async def test_a_role_edit_is_pushed_and_changes_the_revision(
+    server: str, workspace: tuple[GatewayConfig, Path], fast_reload: None
+) -> None:
+    """The gateway's live roles are OPA's data.roles: an edited role file is pushed before the next decision."""
+    config, home = workspace
+    engine = OpaEngine(config.policy.path, LiveRoles(config.roles), url=server, token=TOKEN)
+    doc = dict((c.label, d) for c, d in await input_documents(config, home, golden_cases()))["shell_run 'ls'"]
+    try:
+        assert "roles.tool_not_granted" not in (await engine.decide(doc)).rules
+        before = engine.revision()
+        role_file = config.roles / "operator.yaml"
+        role = yaml.safe_load(role_file.read_text())
+        role_file.write_text(yaml.safe_dump({**role, "tools": ["fs_read"]}))
+        decision = await engine.decide(doc)
+        assert decision.action == "deny" and "roles.tool_not_granted" in decision.rules
+        assert engine.revision() != before
+        assert opa_get(server, "/v1/data/roles")["result"]["operator"]["tools"] == ["fs_read"]
     finally:
         await engine.aclose()

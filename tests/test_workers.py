@@ -9,13 +9,15 @@ import json
 import subprocess
 import sys
 import threading
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from conftest import http_client, http_gateway, text_of, token
+import yaml
+from conftest import add_role, http_client, http_gateway, text_of, token
 from test_merge_queue import approve, merges, started, submit
 from test_tiers import TIER3
 
@@ -138,6 +140,74 @@ async def test_a_revocation_reaches_every_worker(config: Any) -> None:
         assert not await refused(url)
         assert gateway_cli(config, "token", "revoke", _jti(revoked)).returncode == 0
         assert all([await refused(url) for _ in range(10)])
+
+
+async def seen_by_every_worker(probe: Callable[[], Awaitable[bool]], streak: int = 10) -> None:
+    """Until ``streak`` probes in a row, each on a fresh connection (either worker may serve it), see the
+    change: files are looked at no more than once a second, so a few probes before that may not."""
+    with anyio.fail_after(30):
+        seen = 0
+        while seen < streak:
+            seen = seen + 1 if await probe() else 0
+
+
+async def test_a_role_edit_reaches_every_worker_without_a_restart(config: Any) -> None:
+    """Tools removed from a role leave tools/list, a lowered max_tier makes a tier-2 write ask (the policy's
+    data.roles, in each process's decision workers, past its decision cache), and a removed role file
+    refuses the role's tokens: on both workers, with no restart."""
+    add_role(config, "editor", ["fs_*", "shell_run"], max_tier=2, approvals="pending")
+    role_file = config.roles / "editor.yaml"
+    bearer = token(config, "editor", agent="ed")
+    write = {"path": "README.md", "content": "edited\n"}  # modifies a file: tier 2
+
+    async def listed_and_written() -> tuple[set[str], Any]:
+        async with http_client(url, bearer) as session:
+            tools = {tool.name for tool in (await session.list_tools()).tools}
+            return tools, await session.call_tool("fs_write", write)
+
+    async def narrowed() -> bool:
+        tools, written = await listed_and_written()
+        status = (written.structured_content or {}).get("status")
+        return "shell_run" not in tools and status == "approval_pending"
+
+    async def refused() -> bool:
+        import httpx2
+
+        request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+        headers = {"Authorization": f"Bearer {bearer}", "Accept": "application/json, text/event-stream"}
+        async with httpx2.AsyncClient() as http:
+            answer = await http.post(f"{url}/mcp", json=request, headers=headers)
+        return answer.status_code == 401 and "no role file" in answer.text
+
+    with http_gateway(config.source, workers=2) as url:
+        for _ in range(4):  # both workers decide (and cache) under the old role first
+            tools, written = await listed_and_written()
+            assert "shell_run" in tools and not written.is_error, text_of(written)
+        role = yaml.safe_load(role_file.read_text())
+        role_file.write_text(yaml.safe_dump({**role, "tools": ["fs_*"], "max_tier": 1}))
+        await seen_by_every_worker(narrowed)
+        role_file.unlink()
+        await seen_by_every_worker(refused)
+
+
+async def test_a_policy_edit_reaches_every_worker(config: Any) -> None:
+    rule = (
+        'deny contains {"rule": "secrets.frozen", "reason": "task_list is frozen"} '
+        'if { input.tool.name == "task_list" }'
+    )
+    bearer = token(config, "worker", agent="w")
+
+    async def denied() -> bool:
+        async with http_client(url, bearer) as session:
+            listed = await session.call_tool("task_list", {})
+        return listed.is_error and "task_list is frozen" in text_of(listed)
+
+    with http_gateway(config.source, workers=2) as url:
+        for _ in range(4):
+            assert not await denied()
+        secrets = config.policy.path / "secrets.rego"
+        secrets.write_text(secrets.read_text() + "\n" + rule + "\n")
+        await seen_by_every_worker(denied)
 
 
 def _jti(bearer: str) -> str:

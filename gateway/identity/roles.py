@@ -4,6 +4,15 @@
     roles.grants(principal, "fs_write")        # does the role's tool list cover this exposed name?
     roles["worker"].max_tier                   # highest tier it may run without a human's approval
 
+A running gateway holds ``LiveRoles``: the same questions, answered from the directory as it is now.
+Role files are looked at no more than once a second (as policy files are); an edit, an added or a
+removed role takes effect in every process within that second, and a role file that does not load
+keeps the last good role set in force (logged; ``last_error`` says why). The roles are the policy's
+``data.roles`` too, so the policy engines take a RoleSet as their data and reload with it.
+
+    roles = LiveRoles(Path(".gateway/roles"))  # ConfigError when the directory never loads
+    roles.revision()                           # names the roles in force: part of the policy revision
+
 A role file:
 
     name: worker
@@ -20,11 +29,15 @@ import fnmatch
 from pathlib import Path
 from typing import Annotated, Literal
 
+import structlog
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gateway.errors import ConfigError, UnknownRole
+from gateway.policy.reload import Reloading, digest, fingerprint
 from gateway.types import Principal
+
+log = structlog.get_logger("gateway.roles")
 
 ROLE_NAME = r"^[a-z][a-z0-9_-]{0,31}$"
 
@@ -51,8 +64,19 @@ class Role(BaseModel):
 
 
 class RoleSet:
+    """A fixed set of roles (``load`` reads a directory once)."""
+
     def __init__(self, roles: dict[str, Role]) -> None:
-        self.roles = roles
+        self._roles = roles
+        self._revision = digest(self.document())
+
+    @property
+    def roles(self) -> dict[str, Role]:
+        return self._roles
+
+    def revision(self, force: bool = False) -> str:
+        """Names this set by its content: the same roles give the same revision in every process."""
+        return self._revision
 
     @classmethod
     def load(cls, directory: Path) -> RoleSet:
@@ -102,3 +126,42 @@ class RoleSet:
     def as_data(self) -> dict[str, dict[str, object]]:
         """The roles as the policy sees them (``data.roles``)."""
         return {name: role.model_dump() for name, role in self.roles.items()}
+
+    def document(self) -> dict[str, object]:
+        """The policy's data document (a RoleSet is the policy engines' PolicyData)."""
+        return {"roles": self.as_data()}
+
+
+class LiveRoles(RoleSet):
+    """The roles of a directory as it is now: re-read when its files change, the last good set kept."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.live = Reloading(
+            lambda: fingerprint(directory.glob("*.yaml")),
+            lambda _seen: RoleSet.load(directory),
+            (ConfigError, OSError, UnicodeDecodeError),
+            self._reloaded,
+        )
+
+    def _reloaded(self, error: str | None) -> None:
+        if error is None:
+            log.info("roles reloaded", directory=str(self.directory), roles=sorted(self.live.value.roles))
+        else:
+            log.error("roles reload failed; keeping the last good roles", error=error)
+
+    @property
+    def roles(self) -> dict[str, Role]:
+        return self.live.current().roles
+
+    @property
+    def last_error(self) -> str | None:
+        """Why the role files as they are now do not load (the last good roles are in force), or None."""
+        self.live.current()
+        return self.live.last_error
+
+    def revision(self, force: bool = False) -> str:
+        return self.live.current(force).revision()
+
+    def document(self) -> dict[str, object]:
+        return self.live.current().document()

@@ -1,35 +1,43 @@
-"""A Rego bundle in regorus: the sources, compiled and checked, re-read when the files change.
+"""A Rego bundle in regorus: the sources and data, compiled and checked, re-read when either changes.
 
 This module imports nothing heavier than regorus, so the decision workers (gateway/policy/worker.py)
 start fast; the embedded engine and the workers both evaluate through ``LiveBundle``.
 
 regorus engines are bound to the thread that made them, so each thread gets its own, built from the
-same sources. The directory is re-read when its files change (checked at most once a second); a bundle
-that fails to compile keeps the last good one in force and ``last_error`` says why.
+same sources. The bundle is loaded again when its files change or its data does (the roles: a role
+edit reaches the policy's ``data.roles`` like a policy edit), looked at no more than once a second
+(gateway/policy/reload.py); a bundle that fails to compile keeps the last good one in force and
+``last_error`` says why.
 
-    live = LiveBundle(Path("policies"), data={"roles": {...}})       # raises BundleError if it never loads
+    live = LiveBundle(Path("policies"), roles)            # roles: a RoleSet, or a plain {"roles": {...}}
     value = live.evaluate("data.gateway.decision", input_doc)         # a dict, or None when undefined
     value = live.evaluate_json("data.gateway.decision", input_json)   # the same, the input as JSON text
+    live.revision()                                       # names the policy files and the data in force
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import regorus
 
-RELOAD_CHECK_S = 1.0
+from gateway.policy.reload import (
+    RELOAD_CHECK_S,
+    Fingerprint,
+    PolicyData,
+    Reloading,
+    fingerprint,
+    policy_data,
+    revision_of,
+)
+
 PACKAGE = "gateway"
 RULE = "decision"
 QUERY = f"data.{PACKAGE}.{RULE}"
-
-Fingerprint = tuple[tuple[str, int, int], ...]
 
 
 class BundleError(Exception):
@@ -41,28 +49,33 @@ def policy_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.rglob("*.rego") if not p.name.endswith("_test.rego"))
 
 
-def fingerprint(directory: Path) -> Fingerprint:
-    return tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(directory.rglob("*.rego")))
+def policy_fingerprint(directory: Path) -> Fingerprint:
+    return fingerprint(directory.rglob("*.rego"))
 
 
-def revision_of(files: Fingerprint) -> str:
-    return hashlib.sha256(repr(files).encode()).hexdigest()[:16]
+def bundle_look(directory: Path, data: PolicyData) -> Callable[[], Hashable]:
+    """What names a bundle: its files and the revision of its data. The data is looked at whenever the
+    files are, so a role edit is seen within the same second as a policy edit."""
+    return lambda: (policy_fingerprint(directory), data.revision(force=True))
 
 
 class Bundle:
-    """Policy sources and data, compiled once to prove they load."""
+    """Policy sources and data, compiled once to prove they load.
 
-    def __init__(self, directory: Path, data: dict[str, Any]) -> None:
+    ``seen`` is what ``bundle_look`` saw before the files and data were read: it names the bundle
+    (``revision``), and a file or role changed while they are read is read again at the next look."""
+
+    def __init__(self, directory: Path, data: dict[str, Any], seen: Hashable) -> None:
+        files, data_revision = cast(tuple[Fingerprint, str], seen)
         self.directory = directory
         self.data = data
-        # the fingerprint before the text: a file changed while it is read is read again at the next check
-        self.fingerprint = fingerprint(directory)
         self.files = policy_files(directory)
         if not self.files:
             raise BundleError(f"no policy files (*.rego) in {directory}")
         self.sources = [(str(p.relative_to(directory)), p.read_text(encoding="utf-8")) for p in self.files]
         # names this bundle in force: decisions are cached per revision (gateway/policy/cache.py)
-        self.revision = revision_of(self.fingerprint)
+        self.revision = revision_of((files, data_revision))
+        self.data_revision = data_revision  # what a decision worker must hold to decide as this bundle does
         try:
             engine = self.engine()
             undefined = undefined_calls(json.loads(engine.get_ast_as_json()))
@@ -84,20 +97,36 @@ class Bundle:
 
 
 class LiveBundle:
-    """The bundle in force, re-read when its files change; one regorus engine per thread.
+    """The bundle in force, re-read when its files or its data change; one regorus engine per thread.
 
     ``on_change(error)`` hears of each reload: None when a new bundle is in force, else why the files do
     not load (the last good bundle stays in force)."""
 
     def __init__(
-        self, directory: Path, data: dict[str, Any], on_change: Callable[[str | None], None] | None = None
+        self,
+        directory: Path,
+        data: dict[str, Any] | PolicyData,
+        on_change: Callable[[str | None], None] | None = None,
     ) -> None:
-        self.bundle = Bundle(directory, data)
-        self.last_error: str | None = None
-        self.on_change = on_change
-        self._failed: Fingerprint | None = None
-        self._checked = time.monotonic()
+        self.directory = directory
+        self.data = policy_data(data)
+        self.live = Reloading(
+            bundle_look(directory, self.data),
+            lambda seen: Bundle(directory, self.data.document(), seen),
+            (BundleError, OSError),
+            on_change,
+            interval=RELOAD_CHECK_S,  # read here, so a test may shorten it
+        )
         self._local = threading.local()
+
+    @property
+    def bundle(self) -> Bundle:
+        """The bundle in force, as last looked at."""
+        return self.live.value
+
+    @property
+    def last_error(self) -> str | None:
+        return self.live.last_error
 
     def evaluate(self, rule: str, input_doc: Any) -> Any:
         engine = self._engine()
@@ -110,37 +139,19 @@ class LiveBundle:
         return engine.eval_rule(rule)
 
     def _engine(self) -> regorus.Engine:
-        self.refresh()
+        bundle = self.current()
         local = self._local
-        if getattr(local, "bundle", None) is not self.bundle:
-            local.engine, local.bundle = self.bundle.engine(), self.bundle
+        if getattr(local, "bundle", None) is not bundle:
+            local.engine, local.bundle = bundle.engine(), bundle
         return local.engine
 
-    def revision(self) -> str:
-        """The revision in force, after looking for changed files (at most once a second)."""
-        self.refresh()
-        return self.bundle.revision
+    def current(self, force: bool = False) -> Bundle:
+        """The bundle in force, after looking for changed files or data (at most once a second unless ``force``)."""
+        return self.live.current(force)
 
-    def refresh(self, force: bool = False) -> None:
-        """Re-read the bundle if its files changed (looked at no more than once a second unless ``force``)."""
-        now = time.monotonic()
-        if now - self._checked < RELOAD_CHECK_S and not force:
-            return
-        self._checked = now
-        try:
-            current = fingerprint(self.bundle.directory)
-        except OSError:
-            return
-        if current == self.bundle.fingerprint or current == self._failed:
-            return
-        try:
-            self.bundle = Bundle(self.bundle.directory, self.bundle.data)
-            self.last_error = None
-        except (BundleError, OSError) as exc:
-            self._failed = current
-            self.last_error = str(exc)
-        if self.on_change is not None:
-            self.on_change(self.last_error)
+    def revision(self) -> str:
+        """The revision in force, after looking for changed files or data (at most once a second)."""
+        return self.current().revision
 
 
 def _dotted(node: Any) -> list[str] | None:

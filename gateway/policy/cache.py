@@ -1,19 +1,20 @@
 """The decision cache: an identical decision input gets the decision already made.
 
 It wraps any ``PolicyEngine`` (composition, as Starlette wraps an app in middleware). The key is the policy
-revision in force plus the whole input document except its volatile fields, ``context.time`` and
-``context.trace_id``, which are left out by construction. So the principal, tool, arguments, effects, task
-(state, claim, workers, attempt, last verification ...) and intent are all in it: an edit of the policy
-files changes the revision, and a task or claim change changes the input, so neither can meet an entry
-made before it. Time is the one fact left out of the key, so an entry lives no longer than
+revision in force (the policy files and the roles) plus the whole input document except its volatile
+fields, ``context.time`` and ``context.trace_id``, which are left out by construction. So the principal,
+tool, arguments, effects, task (state, claim, workers, attempt, last verification ...) and intent are all
+in it: an edit of the policy files or of a role changes the revision, and a task or claim change changes
+the input, so none can meet an entry made before it. Time is the one fact left out of the key, so an
+entry lives no longer than
 
 - ``policy.cache_ttl_s`` (a policy that reads the clock for anything else sees its decisions that late),
 - the claim the input shows (``task.claim.expires_at``): a decision about a live claim ends with it,
 - the credential (``principal.exp``).
 
 Engine errors and missed deadlines are not cached: they say nothing about the input. Roles are the policy's
-data (``data.roles``), read when the gateway starts; the cache lives in the process, so it starts empty
-whenever they change.
+data (``data.roles``): the revision names them too (gateway/policy/bundle.py), so a role edit, like a policy
+edit, changes the revision and no decision made under the old roles is served again.
 
     engine = DecisionCache(IsolatedEngine(path, data, workers=2, deadline_s=0.5), ttl_s=30.0, size=4096)
     decision = await engine.decide(input_doc)     # the engine's, or the one it gave for the same facts

@@ -3,9 +3,9 @@
 What a single command uses (``gateway check``, the hook, ``policy eval``); a running gateway decides in
 worker processes instead (gateway/policy/isolated.py), which bound each decision by a deadline. The
 policy directory is re-read when its files change; a bundle that fails to compile keeps the last good
-one in force and reports why in ``status()``.
+one in force and reports why in ``status()``. So are the roles when ``data`` is the gateway's live RoleSet.
 
-    engine = EmbeddedEngine(Path("policies"), data={"roles": {...}})
+    engine = EmbeddedEngine(Path("policies"), gateway.roles)       # or a fixed {"roles": {...}}
     decision = await engine.decide(input_doc)
 """
 
@@ -19,12 +19,13 @@ import structlog
 from gateway.errors import ConfigError
 from gateway.policy.bundle import QUERY, BundleError, LiveBundle, engine_message
 from gateway.policy.engine import engine_error, to_decision
+from gateway.policy.reload import PolicyData
 from gateway.types import Decision, JSONObject
 
 log = structlog.get_logger("gateway.policy")
 
 
-def load_bundle(directory: Path, data: JSONObject) -> LiveBundle:
+def load_bundle(directory: Path, data: JSONObject | PolicyData) -> LiveBundle:
     """The bundle in force for an engine of this process; reloads are logged."""
 
     def reloaded(error: str | None) -> None:
@@ -42,7 +43,7 @@ def load_bundle(directory: Path, data: JSONObject) -> LiveBundle:
 class EmbeddedEngine:
     name = "embedded"
 
-    def __init__(self, directory: Path, data: JSONObject) -> None:
+    def __init__(self, directory: Path, data: JSONObject | PolicyData) -> None:
         self.live = load_bundle(directory, data)
 
     @property
@@ -65,11 +66,11 @@ class EmbeddedEngine:
         return self.live.evaluate(f"data.{rule}", input_doc)
 
     def status(self) -> JSONObject:
-        self.live.refresh()
+        bundle = self.live.current()
         return {
             "engine": self.name,
-            "directory": str(self.live.bundle.directory),
-            "files": [name for name, _ in self.live.bundle.sources],
+            "directory": str(bundle.directory),
+            "files": [name for name, _ in bundle.sources],
             "last_error": self.live.last_error,
         }
 

@@ -7,7 +7,7 @@ gateway until it finished. Here each evaluation runs in one of a few worker proc
 the deadline is killed and replaced: the call is denied with a clear reason and the rest go on. The
 workers also put decisions on the other cores.
 
-    engine = IsolatedEngine(Path("policies"), {"roles": {...}}, workers=2, deadline_s=0.5)
+    engine = IsolatedEngine(Path("policies"), gateway.roles, workers=2, deadline_s=0.5)   # or {"roles": {...}}
     decision = await engine.decide(input_doc)      # deny "gateway.decision_deadline" when too slow
     await engine.aclose()
 """
@@ -30,9 +30,10 @@ from typing import Any
 import anyio
 import structlog
 
-from gateway.policy.bundle import QUERY
+from gateway.policy.bundle import QUERY, Bundle, LiveBundle
 from gateway.policy.embedded import load_bundle
 from gateway.policy.engine import engine_error, to_decision
+from gateway.policy.reload import PolicyData
 from gateway.types import Decision, JSONObject
 
 log = structlog.get_logger("gateway.policy")
@@ -51,7 +52,7 @@ class WorkerFailed(Exception):
 class Worker:
     """One worker process and the bytes it has answered but not yet been read."""
 
-    def __init__(self, directory: Path, data: JSONObject) -> None:
+    def __init__(self, bundle: Bundle) -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "gateway.policy.worker"],
@@ -62,17 +63,25 @@ class Worker:
             start_new_session=True,  # a Ctrl-C meant for the gateway is the gateway's to handle
         )
         self.buffer = b""
-        self._send(json.dumps({"directory": str(directory), "data": data}).encode() + b"\n")
+        # the gateway is the source of the data (the roles it has loaded): a worker never reads role files
+        self.data_revision = bundle.data_revision
+        setup = {"directory": str(bundle.directory), "data": bundle.data, "data_revision": bundle.data_revision}
+        self._send(json.dumps(setup).encode() + b"\n")
         ready = json.loads(self._line(time.monotonic() + SPAWN_TIMEOUT_S))
         if not ready.get("ok"):
             self.kill()
             raise WorkerFailed(str(ready.get("error", "the decision worker did not start")))
 
-    def ask(self, rule: str, payload: bytes, deadline: float, revision: str | None = None) -> Any:
-        self._send(json.dumps({"rule": rule, "revision": revision}).encode() + b"\n" + payload + b"\n")
+    def ask(self, rule: str, payload: bytes, deadline: float, bundle: Bundle) -> Any:
+        """The rule's value, decided as ``bundle`` decides: its revision, and its data when the worker's is older."""
+        header: JSONObject = {"rule": rule, "revision": bundle.revision}
+        if bundle.data_revision != self.data_revision:
+            header |= {"data": bundle.data, "data_revision": bundle.data_revision}
+        self._send(json.dumps(header).encode() + b"\n" + payload + b"\n")
         status = json.loads(self._line(deadline))
         if not status.get("ok"):
             raise WorkerFailed(str(status.get("error", "unknown error")))
+        self.data_revision = bundle.data_revision
         return json.loads(self._line(deadline))
 
     @property
@@ -115,9 +124,8 @@ class Worker:
 class WorkerPool:
     """A fixed number of worker slots; a slot's process starts on first use and after a kill."""
 
-    def __init__(self, directory: Path, data: JSONObject, size: int) -> None:
-        self.directory = directory
-        self.data = data
+    def __init__(self, live: LiveBundle, size: int) -> None:
+        self.live = live  # a new worker starts with the bundle in force
         self.size = size
         self._idle: queue.SimpleQueue[Worker | None] = queue.SimpleQueue()
         self._all: set[Worker] = set()
@@ -127,8 +135,9 @@ class WorkerPool:
         # workers exit when their stdin closes; this kills them when the pool goes away unclosed, too
         self._finalizer = weakref.finalize(self, _kill_all, self._all)
 
-    def evaluate(self, rule: str, payload: bytes, deadline: float, revision: str | None = None) -> Any:
-        """The rule's value for the input (JSON bytes); DecisionTimeout past ``deadline`` (monotonic)."""
+    def evaluate(self, rule: str, payload: bytes, deadline: float, bundle: Bundle) -> Any:
+        """The rule's value for the input (JSON bytes) as ``bundle`` decides; DecisionTimeout past ``deadline``
+        (monotonic)."""
         try:
             worker = self._idle.get(timeout=max(0.0, deadline - time.monotonic()))
         except queue.Empty:
@@ -138,7 +147,7 @@ class WorkerPool:
                 started = time.monotonic()
                 worker = self._spawn()
                 deadline += time.monotonic() - started  # starting a worker is not the decision's time
-            return worker.ask(rule, payload, deadline, revision)
+            return worker.ask(rule, payload, deadline, bundle)
         except (DecisionTimeout, WorkerFailed):
             if worker is not None:
                 self._discard(worker)
@@ -171,7 +180,7 @@ class WorkerPool:
             self._all.difference_update(workers)
 
     def _spawn(self) -> Worker:
-        worker = Worker(self.directory, self.data)
+        worker = Worker(self.live.bundle)
         with self._lock:
             self._all.add(worker)
         return worker
@@ -193,10 +202,11 @@ class IsolatedEngine:
 
     name = "embedded"
 
-    def __init__(self, directory: Path, data: JSONObject, workers: int, deadline_s: float) -> None:
-        # loaded here too: a bundle that never compiles stops the gateway at start, and status() reads it
+    def __init__(self, directory: Path, data: JSONObject | PolicyData, workers: int, deadline_s: float) -> None:
+        # loaded here too: a bundle that never compiles stops the gateway at start, status() reads it, and
+        # the workers decide as it does (its revision, and its data: the roles this process loaded)
         self.live = load_bundle(directory, data)
-        self.pool = WorkerPool(directory, data, workers)
+        self.pool = WorkerPool(self.live, workers)
         self.deadline_s = deadline_s
 
     async def decide(self, input_doc: JSONObject) -> Decision:
@@ -219,11 +229,11 @@ class IsolatedEngine:
         self.pool.start()
 
     def status(self) -> JSONObject:
-        self.live.refresh()
+        bundle = self.live.current()
         return {
             "engine": self.name,
-            "directory": str(self.live.bundle.directory),
-            "files": [name for name, _ in self.live.bundle.sources],
+            "directory": str(bundle.directory),
+            "files": [name for name, _ in bundle.sources],
             "last_error": self.live.last_error,
             "workers": self.pool.size,
             "deadline_s": self.deadline_s,
@@ -237,9 +247,10 @@ class IsolatedEngine:
 
     async def _evaluate(self, rule: str, input_doc: JSONObject) -> Any:
         # this process logs and reports reloads; a worker that has not seen the change yet rereads the files
-        revision = self.live.revision()
+        # and takes the data (the roles) sent with the request
+        bundle = self.live.current()
         payload = json.dumps(input_doc, separators=(",", ":"), ensure_ascii=False, default=str).encode()
         deadline = time.monotonic() + self.deadline_s
         return await anyio.to_thread.run_sync(
-            self.pool.evaluate, rule, payload, deadline, revision, abandon_on_cancel=True
+            self.pool.evaluate, rule, payload, deadline, bundle, abandon_on_cancel=True
         )

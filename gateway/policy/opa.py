@@ -3,17 +3,18 @@
 The gateway stays the source of truth for policy: it pushes every module of its bundle with
 ``PUT /v1/policies/gateway/<file>`` (rego_compat off: a policy is never rewritten behind your back)
 and the roles with ``PUT /v1/data/roles``, then asks ``POST /v1/data/gateway/decision`` for each call.
-Changed files are pushed again; a module OPA refuses leaves the previous one in force, and the reason
-shows in ``status()``. Any transport or server error is a deny.
+Changed files and changed roles are pushed again (looked at no more than once a second); a module OPA
+refuses leaves the previous one in force, and the reason shows in ``status()``. Any transport or server
+error is a deny.
 
-    engine = OpaEngine(Path("policies"), {"roles": {...}}, url="http://127.0.0.1:8181")
+    engine = OpaEngine(Path("policies"), gateway.roles, url="http://127.0.0.1:8181")   # or {"roles": {...}}
     decision = await engine.decide(input_doc)
 """
 
 from __future__ import annotations
 
 import contextlib
-import time
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -22,8 +23,9 @@ import structlog
 from opa_client.opa_async import AsyncOpaClient
 
 from gateway.errors import ConfigError
-from gateway.policy.bundle import PACKAGE, RELOAD_CHECK_S, RULE, fingerprint, policy_files, revision_of
+from gateway.policy.bundle import PACKAGE, RULE, bundle_look, policy_files
 from gateway.policy.engine import engine_error, to_decision
+from gateway.policy.reload import RELOAD_CHECK_S, PolicyData, Watch, policy_data, revision_of
 from gateway.types import Decision, JSONObject
 
 log = structlog.get_logger("gateway.policy")
@@ -33,12 +35,14 @@ POLICY_PREFIX = "gateway"
 class OpaEngine:
     name = "opa"
 
-    def __init__(self, directory: Path, data: JSONObject, url: str, token: str | None = None, timeout: float = 2.0):
+    def __init__(
+        self, directory: Path, data: JSONObject | PolicyData, url: str, token: str | None = None, timeout: float = 2.0
+    ) -> None:
         parsed = urlparse(url)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise ConfigError(f"policy.opa_url {url!r} must be http(s)://HOST:PORT")
         self.directory = directory
-        self.data = data
+        self.data = policy_data(data)
         self.url = url
         self._client_args = {
             "host": parsed.hostname,
@@ -49,9 +53,8 @@ class OpaEngine:
             "retries": 1,
         }
         self._client: AsyncOpaClient | None = None
-        self._pushed: tuple[tuple[str, int, int], ...] | None = None
-        self._seen: tuple[tuple[str, int, int], ...] | None = None  # the files as last looked at
-        self._checked = 0.0
+        self._pushed: Hashable = None  # the files and data as last pushed
+        self.watch = Watch(bundle_look(directory, self.data), interval=RELOAD_CHECK_S)
         self.last_error: str | None = None
 
     async def decide(self, input_doc: JSONObject) -> Decision:
@@ -83,8 +86,9 @@ class OpaEngine:
         prefix that are no longer in the bundle are deleted, so a removed file stops deciding.
         """
         client = await self._connect()
-        current = fingerprint(self.directory)
-        await client.update_or_create_data(self.data["roles"], "roles")
+        current = self.watch.look(force=True)
+        for name, value in self.data.document().items():  # the roles
+            await client.update_or_create_data(value, name)
         modules = {
             f"{POLICY_PREFIX}/{path.relative_to(self.directory).as_posix()}": path.read_text(encoding="utf-8")
             for path in policy_files(self.directory)
@@ -106,7 +110,7 @@ class OpaEngine:
                 break
             pending = {endpoint: pending[endpoint] for endpoint in failures}
         errors = [f"{endpoint.removeprefix(POLICY_PREFIX + '/')}: {message}" for endpoint, message in failures.items()]
-        self._pushed = self._seen = current
+        self._pushed = current
         self.last_error = "; ".join(errors) or None
         if errors:
             log.error("OPA refused policy modules; the previous ones stay in force", errors=errors)
@@ -116,17 +120,12 @@ class OpaEngine:
         return {"engine": self.name, "url": self.url, "directory": str(self.directory), "last_error": self.last_error}
 
     def revision(self) -> str:
-        """The revision of the files (looked at no more than once a second); the next decision pushes them
-        to OPA first when they changed, so a decision made after this answered comes from them."""
-        now = time.monotonic()
-        if self._seen is None or now - self._checked >= RELOAD_CHECK_S:
-            self._checked = now
-            self._seen = fingerprint(self.directory)
-        return revision_of(self._seen)
+        """The revision of the files and roles (looked at no more than once a second); the next decision
+        pushes them to OPA first when they changed, so a decision made after this answered comes from them."""
+        return revision_of(self.watch.look())
 
     async def _ready(self) -> AsyncOpaClient:
-        self.revision()
-        if self._pushed is None or self._pushed != self._seen:
+        if self._pushed is None or self._pushed != self.watch.look():
             with contextlib.suppress(ConfigError):  # reported in status(); OPA keeps what it accepted
                 await self.push()
         return await self._connect()

@@ -4,10 +4,11 @@ Started by gateway/policy/isolated.py as ``python -m gateway.policy.worker``; it
 nothing else, so it starts in a fraction of a second, and the gateway can kill it when a decision runs
 past its deadline without losing anything but that decision.
 
-Protocol, one JSON line each: the first line names the bundle (``{"directory", "data"}``) and is answered
-``{"ok": true}`` once it loads (or ``{"ok": false, "error"}``); then each request is a header line
-(``{"rule", "revision"}``) and a line holding the input document, answered by ``{"ok": true}`` and a line holding the
-value (``null`` when undefined), or by ``{"ok": false, "error"}`` alone.
+Protocol, one JSON line each: the first line names the bundle (``{"directory", "data", "data_revision"}``)
+and is answered ``{"ok": true}`` once it loads (or ``{"ok": false, "error"}``); then each request is a
+header line (``{"rule", "revision"}``, with ``"data", "data_revision"`` when the gateway's data, the
+roles, changed since) and a line holding the input document, answered by ``{"ok": true}`` and a line
+holding the value (``null`` when undefined), or by ``{"ok": false, "error"}`` alone.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from gateway.policy.bundle import BundleError, LiveBundle, engine_message
+from gateway.policy.reload import DataDocument
 
 
 def serve(requests: BinaryIO, answers: BinaryIO) -> int:
@@ -27,7 +29,8 @@ def serve(requests: BinaryIO, answers: BinaryIO) -> int:
 
     setup = json.loads(requests.readline() or b"{}")
     try:
-        live = LiveBundle(Path(setup["directory"]), setup["data"])
+        data = DataDocument(setup["data"], setup["data_revision"])
+        live = LiveBundle(Path(setup["directory"]), data)
     except (BundleError, KeyError, OSError) as exc:
         answer(json.dumps({"ok": False, "error": f"the policy bundle does not load: {exc}"}))
         return 1
@@ -39,10 +42,12 @@ def serve(requests: BinaryIO, answers: BinaryIO) -> int:
             return 0  # the gateway closed the pipe (or died): nothing more to decide
         try:
             request = json.loads(header)
+            if "data" in request:
+                data.replace(request["data"], request["data_revision"])
             if request.get("revision") not in (None, live.bundle.revision):
                 # the gateway already sees newer files: decide with them, not with what this worker last
                 # read, so a decision the gateway caches under its revision was made by that revision
-                live.refresh(force=True)
+                live.current(force=True)
             value = live.evaluate_json(request["rule"], payload.decode())
         except Exception as exc:
             answer(json.dumps({"ok": False, "error": engine_message(exc)}))
