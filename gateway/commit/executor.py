@@ -122,8 +122,16 @@ class Committer:
         # The executor holds the intent's lease from before "executing" until it is settled, so another
         # gateway process reconciling on its start tells a live execution from a crash's leftover.
         async with self.queue.leases.attempt(intent_lease(identifier)) as held:
-            if held is not None and self.intents.begin(identifier, principal):
-                return await self._execute(intent, principal, progress)
+            if held is not None:
+                if self.intents.get(identifier)["state"] == "executing":
+                    # executing, yet its lease was free: its executor died (another replica, killed mid-commit).
+                    # Settle it from git as a restart would, then run it only if it had not happened.
+                    await self._reconcile(self.intents.get(identifier))
+                if self.intents.begin(identifier, principal):
+                    return await self._execute(intent, principal, progress)
+                settled = self.intents.get(identifier)
+                if settled["state"] in SETTLED:
+                    return answer(settled, replayed=True)
         return answer(await self._wait_for_peer(identifier, progress), replayed=True)
 
     async def _execute(self, intent: JSONObject, principal: Principal, progress: ProgressFn) -> JSONObject:
