@@ -97,6 +97,18 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
         call = Call(tool=params.name, arguments=dict(params.arguments or {}), origin=origin)
         return passed_on(await gateway.pipeline(call))
 
+    def input_schema(name: str) -> dict[str, Any] | None:
+        """What the 2026-07-28 HTTP transport checks a call's Mcp-Param-* headers against: the schema of the
+        tool if the caller's role sees it, else None (the pipeline answers as for an unknown tool). Without
+        it the SDK would run the whole tools/list handler on every call to find one schema."""
+        access = get_access_token()
+        try:
+            principal = gateway.tokens.verify(access.token if access is not None else None)
+        except Unauthenticated:
+            return None
+        spec = gateway.catalog.get(name)
+        return spec.input_schema if spec is not None and granted(principal, spec) else None
+
     # resources and prompts: listed under the names role files grant; each keeps its upstream name as title
 
     def listed(ctx: ServerRequestContext[Any], found: Iterable[tuple[ToolSpec, Any]]) -> list[Any]:
@@ -204,6 +216,7 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
             instructions=INSTRUCTIONS,
             on_list_tools=list_tools,
             on_call_tool=call_tool,
+            get_tool_input_schema=input_schema,
             on_list_resources=list_resources,
             on_list_resource_templates=list_templates,
             on_read_resource=read_resource,
