@@ -17,6 +17,8 @@ import pytest
 from conftest import add_role, free_port, inproc_client, ledger_rows, reconfigure, text_of, token
 from mcp import Client
 
+from gateway import __version__
+from gateway.pipeline import CHECKPOINT_META
 from gateway.runtime import Gateway
 
 pytestmark = pytest.mark.anyio
@@ -98,7 +100,9 @@ async def test_answers_pass_through_in_both_eras(config: Any, tmp_path: Path, wa
     assert text_of(echoed) == "hi" and not echoed.is_error
     assert text_of(progressed) == "done" and progressed.structured_content == {"n": 2}
     assert seen == [(1, "step 1"), (2, "step 2")]
-    assert (echoed.meta or {}).get("io.modelcontextprotocol/serverInfo", {}).get("name") != "raw-upstream"
+    # the upstream's identity stamp is not passed on; a 2026-07-28 client sees the gateway's own
+    stamp = (echoed.meta or {}).get("io.modelcontextprotocol/serverInfo")
+    assert stamp == ({"name": "mcp-policy-gateway", "version": __version__} if mode == "auto" else None)
     call = received(log, "tools/call")[0]
     transport, era = way
     if era == "modern":  # the 2026-07-28 envelope on every request, and its headers over HTTP
@@ -210,3 +214,13 @@ async def test_a_call_that_outlives_its_timeout_is_cancelled_upstream(
         assert [c["message"]["params"]["requestId"] for c in cancelled] == [
             received(log, "tools/call")[0]["message"]["id"]
         ]
+
+
+async def test_a_tier_2_answer_says_which_checkpoint_was_taken(config: Any, tmp_path: Path) -> None:
+    writes = {"read_only": [], "arguments": {"echo": {"text": "write"}}}  # as if echo wrote the file it names
+    async with through_gateway(config, tmp_path, ("stdio", "modern"), **writes) as (client, gateway, _):
+        result = await client.call_tool("raw__echo", {"text": "README.md"})
+    row = last_row(gateway, "raw__echo")
+    assert row.decision["tier"] == 2 and row.outcome == "ok"
+    assert text_of(result).startswith("README.md\ncheckpoint ")
+    assert (result.meta or {})[CHECKPOINT_META]["id"] == row.detail["safeguard"]["id"]

@@ -34,7 +34,10 @@ class Upstream:
                 handle.write(json.dumps({"message": message, "headers": headers or {}}) + "\n")
 
     def complete(self, result: dict[str, Any]) -> dict[str, Any]:
-        return {**result, "resultType": "complete"} if self.era == "modern" else result
+        """A result as this era's SDK server sends it (2026-07-28: resultType, and its identity in _meta)."""
+        if self.era == "legacy":
+            return result
+        return {**result, "resultType": "complete", "_meta": {"io.modelcontextprotocol/serverInfo": SERVER_INFO}}
 
     def answer(self, message: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
         """The notifications to send first, then the answer (None: none, as for a notification or hang)."""
