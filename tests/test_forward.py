@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 from conftest import add_role, free_port, inproc_client, ledger_rows, reconfigure, text_of, token
-from mcp import Client
+from mcp import Client, MCPError
 
 from gateway import __version__
 from gateway.pipeline import CHECKPOINT_META
@@ -224,3 +224,16 @@ async def test_a_tier_2_answer_says_which_checkpoint_was_taken(config: Any, tmp_
     assert row.decision["tier"] == 2 and row.outcome == "ok"
     assert text_of(result).startswith("README.md\ncheckpoint ")
     assert (result.meta or {})[CHECKPOINT_META]["id"] == row.detail["safeguard"]["id"]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_caller_that_gives_up_cancels_the_call_upstream(config: Any, tmp_path: Path, mode: str) -> None:
+    async with through_gateway(config, tmp_path, ("stdio", "legacy"), mode) as (client, _, log):
+        with pytest.raises(MCPError, match=r"[Tt]imed out|timeout"):
+            await client.call_tool("raw__hang", {}, read_timeout_seconds=0.5)
+        with anyio.fail_after(30):  # the gateway tells the upstream it may stop
+            while not received(log, "notifications/cancelled"):
+                await anyio.sleep(0.05)
+        after = await client.call_tool("raw__echo", {"text": "next"})
+    assert text_of(after) == "next"
+    assert received(log, "notifications/cancelled")[0]["message"]["params"]["requestId"].startswith("fwd-")
