@@ -112,7 +112,7 @@ class Channel:
 
     def _request(self, method: str, params: JSONObject) -> tuple[str, JSONObject, dict[str, str]]:
         request_id = self._next_id()
-        # progress is asked for on every call: the client's own token is mapped to it by the gateway
+        # progress is asked for on every call; the gateway relays it to its caller (a no-op if it sent no token)
         params = {**params, "_meta": {**params.get("_meta", {}), "progressToken": request_id}}
         data, headers = self._envelope(method, params, request_id)
         return request_id, data, headers

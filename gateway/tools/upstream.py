@@ -98,7 +98,7 @@ class Upstream:
         try:
             await self._keep_connected()
         finally:  # cancelled with the gateway: nothing may use the closed session afterwards
-            self.client, self.state = None, "down"
+            self.client, self.channel, self.state = None, None, "down"
 
     async def _keep_connected(self) -> None:
         backoff = 0.5
