@@ -78,7 +78,7 @@ async def through_gateway(
             yield client, gateway, log
 
 
-def received(log: Path, method: str) -> list[dict[str, Any]]:
+def received(log: Path, method: str | None) -> list[dict[str, Any]]:
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     return [line for line in lines if line["message"].get("method") == method]
 
@@ -237,3 +237,14 @@ async def test_a_caller_that_gives_up_cancels_the_call_upstream(config: Any, tmp
         after = await client.call_tool("raw__echo", {"text": "next"})
     assert text_of(after) == "next"
     assert received(log, "notifications/cancelled")[0]["message"]["params"]["requestId"].startswith("fwd-")
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_ping_the_upstream_sends_mid_call_is_answered(config: Any, tmp_path: Path, transport: str) -> None:
+    async with through_gateway(config, tmp_path, (transport, "legacy")) as (client, _, log):
+        result = await client.call_tool("raw__pings", {})
+        with anyio.fail_after(30):
+            while not (replies := [r for r in received(log, None) if r["message"].get("id") == "up-ping"]):
+                await anyio.sleep(0.05)
+    assert text_of(result) == "pinged"
+    assert replies[0]["message"]["result"] == {}

@@ -3,7 +3,8 @@ stdio or streamable HTTP, answers well or badly on request, and logs what it rec
 
 python raw_upstream.py --era modern|legacy [--http PORT] [--log FILE]
 
-Tools: echo (text), progress (two notifications, then done), big (size bytes of text), not_a_list,
+Tools: echo (text), progress (two notifications, then done), pings (asks the client for a ping mid-call),
+big (size bytes of text), not_a_list,
 bad_block, not_an_object, error (a JSON-RPC error), die (exits mid-call), hang (never answers).
 Over HTTP a legacy session answers every request as SSE, a modern one as JSON (progress: SSE).
 """
@@ -17,7 +18,7 @@ import sys
 import uuid
 from typing import Any
 
-TOOLS = ["echo", "progress", "big", "not_a_list", "bad_block", "not_an_object", "error", "die", "hang"]
+TOOLS = ["echo", "progress", "pings", "big", "not_a_list", "bad_block", "not_an_object", "error", "die", "hang"]
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
 SERVER_INFO = {"name": "raw-upstream", "version": "1.0.0"}
@@ -79,6 +80,9 @@ class Upstream:
                 progress = {"progressToken": token, "progress": step, "total": 2, "message": f"step {step}"}
                 notes.append({"jsonrpc": "2.0", "method": "notifications/progress", "params": progress})
             reply["result"] = self.complete({"content": [{**text, "text": "done"}], "structuredContent": {"n": 2}})
+        elif name == "pings":
+            notes.append({"jsonrpc": "2.0", "id": "up-ping", "method": "ping"})
+            reply["result"] = self.complete({"content": [{**text, "text": "pinged"}]})
         elif name == "big":
             reply["result"] = self.complete({"content": [{**text, "text": "x" * int(arguments.get("size", 0))}]})
         elif name == "not_a_list":
