@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import add_role, free_port, inproc_client, ledger_rows, reconfigure, text_of, token
+from conftest import add_role, free_port, http_gateway, inproc_client, ledger_rows, reconfigure, text_of, token
 from mcp import Client, MCPError
 
 from gateway import __version__
@@ -248,3 +248,42 @@ async def test_a_ping_the_upstream_sends_mid_call_is_answered(config: Any, tmp_p
                 await anyio.sleep(0.05)
     assert text_of(result) == "pinged"
     assert replies[0]["message"]["result"] == {}
+
+
+async def test_mcp_param_headers_are_checked_against_the_schema_the_role_sees(config: Any, tmp_path: Path) -> None:
+    """On 2026-07-28 HTTP the gateway checks a call's Mcp-Param-* headers against the tool's schema, found in
+    the catalog for the caller's role (not by listing every tool); a tool the role does not see is not
+    checked, so the answer is the pipeline's "unknown tool", as for a tool that does not exist."""
+    import httpx2
+
+    add_role(config, "operator", ["*"], max_tier=2)
+    with raw_upstream("stdio", "modern", tmp_path / "upstream.jsonl") as entry:
+        configured = reconfigure(config, upstreams={"raw": entry})
+        with http_gateway(configured.source) as url:
+
+            async def call(role: str, region: str, header: str) -> httpx2.Response:
+                meta = {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                }
+                params = {"name": "raw__headed", "arguments": {"region": region}, "_meta": meta}
+                headers = {
+                    "authorization": f"Bearer {token(configured, role)}",
+                    "accept": "application/json, text/event-stream",
+                    "mcp-protocol-version": "2026-07-28",
+                    "mcp-method": "tools/call",
+                    "mcp-name": "raw__headed",
+                    "mcp-param-region": header,
+                }
+                body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+                async with httpx2.AsyncClient() as http:
+                    return await http.post(f"{url}/mcp", json=body, headers=headers)
+
+            matching = await call("operator", "eu", "eu")
+            mismatched = await call("operator", "eu", "us")
+            unseen = await call("planner", "eu", "us")
+    assert matching.status_code == 200 and matching.json()["result"]["content"][0]["text"] == "region eu"
+    assert mismatched.status_code == 400 and "Mcp-Param-Region" in mismatched.text
+    assert unseen.status_code == 200
+    assert unseen.json()["result"]["structuredContent"]["error"]["code"] == "unknown_tool"

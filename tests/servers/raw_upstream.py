@@ -3,8 +3,8 @@ stdio or streamable HTTP, answers well or badly on request, and logs what it rec
 
 python raw_upstream.py --era modern|legacy [--http PORT] [--log FILE]
 
-Tools: echo (text), progress (two notifications, then done), pings (asks the client for a ping mid-call),
-big (size bytes of text), not_a_list,
+Tools: echo (text), headed (region, declared an Mcp-Param header), progress (two notifications, then done),
+pings (asks the client for a ping mid-call), big (size bytes of text), not_a_list,
 bad_block, not_an_object, error (a JSON-RPC error), die (exits mid-call), hang (never answers).
 Over HTTP a legacy session answers every request as SSE, a modern one as JSON (progress: SSE).
 """
@@ -18,7 +18,8 @@ import sys
 import uuid
 from typing import Any
 
-TOOLS = ["echo", "progress", "pings", "big", "not_a_list", "bad_block", "not_an_object", "error", "die", "hang"]
+TOOLS = ["echo", "headed", "progress", "pings", "big"]
+TOOLS += ["not_a_list", "bad_block", "not_an_object", "error", "die", "hang"]  # the ways to misbehave
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
 SERVER_INFO = {"name": "raw-upstream", "version": "1.0.0"}
@@ -57,6 +58,8 @@ class Upstream:
             reply["result"] = {"protocolVersion": LEGACY, "capabilities": {"tools": {}}, "serverInfo": SERVER_INFO}
         elif method == "tools/list":
             tools = [{"name": n, "description": f"the {n} tool", "inputSchema": {"type": "object"}} for n in TOOLS]
+            region = {"type": "string", "x-mcp-header": "Region"}
+            tools[1]["inputSchema"] = {"type": "object", "properties": {"region": region}, "required": ["region"]}
             cache = {"ttlMs": 0, "cacheScope": "private"} if self.era == "modern" else {}
             reply["result"] = self.complete({"tools": tools, **cache})
         elif method == "tools/call":
@@ -80,6 +83,8 @@ class Upstream:
                 progress = {"progressToken": token, "progress": step, "total": 2, "message": f"step {step}"}
                 notes.append({"jsonrpc": "2.0", "method": "notifications/progress", "params": progress})
             reply["result"] = self.complete({"content": [{**text, "text": "done"}], "structuredContent": {"n": 2}})
+        elif name == "headed":
+            reply["result"] = self.complete({"content": [{**text, "text": f"region {arguments.get('region')}"}]})
         elif name == "pings":
             notes.append({"jsonrpc": "2.0", "id": "up-ping", "method": "ping"})
             reply["result"] = self.complete({"content": [{**text, "text": "pinged"}]})
