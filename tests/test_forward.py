@@ -20,6 +20,7 @@ from mcp import Client, MCPError
 from gateway import __version__
 from gateway.pipeline import CHECKPOINT_META
 from gateway.runtime import Gateway
+from gateway.tools.jsonrpc import STDIO_LINE_FLOOR
 
 pytestmark = pytest.mark.anyio
 
@@ -287,3 +288,19 @@ async def test_mcp_param_headers_are_checked_against_the_schema_the_role_sees(co
     assert mismatched.status_code == 400 and "Mcp-Param-Region" in mismatched.text
     assert unseen.status_code == 200
     assert unseen.json()["result"]["structuredContent"]["error"]["code"] == "unknown_tool"
+
+
+async def test_a_stdio_line_past_the_hard_limit_ends_the_connection(config: Any, tmp_path: Path) -> None:
+    """Memory stays bounded: a line longer than the channel ever reads (8 MiB here) is not read to its end;
+    the upstream is restarted and the call answers that the connection was lost."""
+    async with through_gateway(config, tmp_path, ("stdio", "legacy")) as (client, gateway, _):
+        upstream = gateway.pool.upstreams["raw"]
+        assert upstream.channel is not None and upstream.channel.line_limit == STDIO_LINE_FLOOR
+        flood = await client.call_tool("raw__big", {"size": STDIO_LINE_FLOOR + 1})
+        with anyio.fail_after(30):
+            while upstream.state != "up" or upstream.restarts == 0:
+                await anyio.sleep(0.05)
+        after = await client.call_tool("raw__echo", {"text": "fresh"})
+    assert flood.is_error and flood.structured_content["error"]["code"] == "upstream_unavailable"
+    assert f"a line of more than {STDIO_LINE_FLOOR} bytes" in text_of(flood)
+    assert text_of(after) == "fresh"

@@ -36,8 +36,8 @@ import structlog
 from anyio.abc import Process
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import Client
+from mcp.client.stdio import _stop_server_process
 from mcp.client.streamable_http import streamable_http_client
-from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
 from mcp_types import jsonrpc_message_adapter
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -48,7 +48,6 @@ from gateway.types import JSONObject, ProgressFn
 log = structlog.get_logger("gateway.upstream")
 
 STDIO_LINE_FLOOR = 8 << 20  # a stdio line longer than this (or 4x max_bytes) ends the connection
-STOP_GRACE_S = 2.0  # a stdio server gets this long to exit once its stdin is closed, then SIGTERM, SIGKILL
 CANCEL_WRITE_S = 1.0  # how long telling the upstream about a cancelled request may take
 
 
@@ -254,17 +253,19 @@ class StdioChannel(Channel):
 
     async def _read(self, process: Process) -> None:
         assert process.stdout is not None
-        buffer = bytearray()
+        buffer, scanned = bytearray(), 0  # scanned: bytes of the buffer known to hold no newline
         try:
             async for chunk in process.stdout:
                 buffer += chunk
-                while (end := buffer.find(b"\n")) >= 0:
+                while (end := buffer.find(b"\n", scanned)) >= 0 and end <= self.line_limit:
                     line = bytes(buffer[:end])
                     del buffer[: end + 1]
+                    scanned = 0
                     await self._route(line)
-                if len(buffer) > self.line_limit:
+                if len(buffer) > self.line_limit:  # its first line is longer than any answer may be
                     self._close(f"it wrote a line of more than {self.line_limit} bytes")
                     return
+                scanned = len(buffer)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             pass
         self._close("the server exited" if process.returncode is not None else "it closed its stdout")
@@ -311,19 +312,11 @@ class StdioChannel(Channel):
         self.on_lost()
 
     async def _stop(self) -> None:
-        process = self._process
-        assert process is not None and process.stdin is not None
+        # the SDK's own shutdown (mcp is pinned to 2.3.*): stdin closed, a grace period, then the process
+        # group killed; it polls for the exit, since waiting would also wait for the EOF of an unread stdout
+        assert self._process is not None
         with anyio.CancelScope(shield=True):
-            with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await process.stdin.aclose()
-            with anyio.move_on_after(STOP_GRACE_S):
-                await process.wait()
-            if process.returncode is None:
-                await terminate_posix_process_tree(process, STOP_GRACE_S)
-                with anyio.move_on_after(STOP_GRACE_S):
-                    await process.wait()
-            with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await process.aclose()
+            await _stop_server_process(self._process)
 
 
 # --- streamable HTTP -------------------------------------------------------------------------------
