@@ -91,5 +91,11 @@ class UpstreamUnavailable(ToolFailed):
     code = "upstream_unavailable"
 
 
+class UpstreamMalformed(ToolFailed):
+    """An upstream's answer no client could read (not JSON-RPC, or not the result its method has)."""
+
+    code = "upstream_malformed"
+
+
 class Timeout(ToolFailed):
     code = "timeout"

@@ -642,10 +642,9 @@ class Execute:
             raise
         except OSError as exc:
             raise ToolFailed(f"{call.spec.name} failed: {exc.strerror or exc}") from None
-        import mcp_types as mt  # loaded by now: the tool answered with one
-
-        call.outcome = "error" if isinstance(call.result, mt.CallToolResult) and call.result.is_error else "ok"
-        if call.safeguard is not None and isinstance(call.result, mt.CallToolResult):
+        # a CallToolResult, or an upstream's answer passed on as sent (Forwarded): both say is_error
+        call.outcome = "error" if getattr(call.result, "is_error", False) is True else "ok"
+        if call.safeguard is not None and call.method == "tools/call":
             call.result = with_checkpoint(
                 call.result, call.safeguard, structured=not call.spec.provider.startswith("upstream")
             )
@@ -654,15 +653,21 @@ class Execute:
 CHECKPOINT_META = "io.github.mcp-policy-gateway/checkpoint"
 
 
-def with_checkpoint(result: mt.CallToolResult, safeguard: JSONObject, structured: bool) -> mt.CallToolResult:
+def with_checkpoint(result: CallResult, safeguard: JSONObject, structured: bool) -> CallResult:
     """The result, telling the agent which checkpoint was taken before the call and how it is undone (in
     the text, in _meta, and in the gateway's own structuredContent; an upstream's may follow its schema)."""
     import mcp_types as mt
+
+    from gateway.tools.forwarded import Forwarded  # loaded by now: the server and the upstreams are
 
     note = (
         f"checkpoint {safeguard['id']} was taken before this call; '{safeguard['rollback']}' (run by a person) "
         f"restores {safeguard.get('restores', 'what it changed')}"
     )
+    if isinstance(result, Forwarded):
+        return result.noted(note, CHECKPOINT_META, safeguard)
+    if not isinstance(result, mt.CallToolResult):
+        return result
     update: JSONObject = {
         "content": [*result.content, mt.TextContent(type="text", text=note)],
         "meta": {**(result.meta or {}), CHECKPOINT_META: safeguard},

@@ -22,6 +22,7 @@ import sys
 import warnings
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import mcp_types as mt
@@ -53,6 +54,7 @@ from gateway.identity.resource import ProtectedResource
 from gateway.identity.tokens import Tokens
 from gateway.pipeline import Call
 from gateway.runtime import Gateway
+from gateway.tools.forwarded import FIELDS, Forwarded
 from gateway.tools.upstream import EMPTY_COMPLETION
 from gateway.types import CallResult, JSONObject, Origin, Principal, ToolSpec
 from gateway.web import ui_routes
@@ -95,11 +97,22 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
         principal = lister(ctx)
         return mt.ListToolsResult(tools=[spec.as_mcp_tool() for spec in gateway.visible_tools(principal)])
 
-    async def call_tool(
-        ctx: ServerRequestContext[Any], params: mt.CallToolRequestParams
-    ) -> mt.CallToolResult | mt.InputRequiredResult:
+    async def call_tool(ctx: ServerRequestContext[Any], params: mt.CallToolRequestParams) -> Any:
         origin = origin_for(ctx, params, credential(ctx), connection)
-        return await gateway.pipeline(Call(tool=params.name, arguments=dict(params.arguments or {}), origin=origin))
+        call = Call(tool=params.name, arguments=dict(params.arguments or {}), origin=origin)
+        return passed_on(await gateway.pipeline(call))
+
+    def input_schema(name: str) -> dict[str, Any] | None:
+        """What the 2026-07-28 HTTP transport checks a call's Mcp-Param-* headers against: the schema of the
+        tool if the caller's role sees it, else None (the pipeline answers as for an unknown tool). Without
+        it the SDK would run the whole tools/list handler on every call to find one schema."""
+        access = get_access_token()
+        try:
+            principal = gateway.tokens.verify(access.token if access is not None else None)
+        except Unauthenticated:
+            return None
+        spec = gateway.catalog.get(name)
+        return spec.input_schema if spec is not None and granted(principal, spec) else None
 
     # resources and prompts: listed under the names role files grant; each keeps its upstream name as title
 
@@ -126,19 +139,15 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
     ) -> mt.ListPromptsResult:
         return mt.ListPromptsResult(prompts=listed(ctx, gateway.pool.prompts()))
 
-    async def read_resource(
-        ctx: ServerRequestContext[Any], params: mt.ReadResourceRequestParams
-    ) -> mt.ReadResourceResult | mt.InputRequiredResult:
+    async def read_resource(ctx: ServerRequestContext[Any], params: mt.ReadResourceRequestParams) -> Any:
         origin = origin_for(ctx, params, credential(ctx), connection)
         call = Call(tool=params.uri, arguments={"uri": params.uri}, origin=origin, method="resources/read")
-        return answered(await gateway.pipeline.run(call), mt.ReadResourceResult)
+        return passed_on(answered(await gateway.pipeline.run(call), mt.ReadResourceResult))
 
-    async def get_prompt(
-        ctx: ServerRequestContext[Any], params: mt.GetPromptRequestParams
-    ) -> mt.GetPromptResult | mt.InputRequiredResult:
+    async def get_prompt(ctx: ServerRequestContext[Any], params: mt.GetPromptRequestParams) -> Any:
         origin = origin_for(ctx, params, credential(ctx), connection)
         call = Call(tool=params.name, arguments=dict(params.arguments or {}), origin=origin, method="prompts/get")
-        return answered(await gateway.pipeline.run(call), mt.GetPromptResult)
+        return passed_on(answered(await gateway.pipeline.run(call), mt.GetPromptResult))
 
     async def complete(ctx: ServerRequestContext[Any], params: mt.CompleteRequestParams) -> mt.CompleteResult:
         """Suggestions from the upstream that owns the prompt or template, if the role may read it and the
@@ -212,6 +221,7 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
             instructions=INSTRUCTIONS,
             on_list_tools=list_tools,
             on_call_tool=call_tool,
+            get_tool_input_schema=input_schema,
             on_list_resources=list_resources,
             on_list_resource_templates=list_templates,
             on_read_resource=read_resource,
@@ -223,17 +233,52 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
             on_set_logging_level=set_logging_level,
         )
     server.middleware.append(record_malformed)
+    server.middleware.append(pass_through)
     return server
 
 
+# --- results passed on as the upstream sent them ----------------------------------------------------
+
+_forwarded: ContextVar[list[Forwarded]] = ContextVar("forwarded")
+
+
+def passed_on(result: Any) -> Any:
+    """What a handler answers the SDK: its result, or for an upstream's answer (``Forwarded``) the smallest
+    valid result of its method, which the SDK checks in its place (``pass_through`` then swaps them)."""
+    if not isinstance(result, Forwarded):
+        return result
+    _forwarded.get().append(result)
+    return result.stand_in()
+
+
+async def pass_through(ctx: ServerRequestContext[Any], call_next: CallNext) -> Any:
+    """An upstream's answer goes to the client as the JSON the upstream sent (checked and size-capped by
+    the upstream's channel): the SDK validates and re-serialises the handler's stand-in, not the answer.
+    Everything the SDK does before the handler (the initialize gate, the params' validation) still runs."""
+    if ctx.method not in FORWARDED_METHODS:
+        return await call_next(ctx)
+    token = _forwarded.set([])
+    try:
+        shaped = await call_next(ctx)
+        forwarded = _forwarded.get()
+    finally:
+        _forwarded.reset(token)
+    if not forwarded:
+        return shaped
+    meta = shaped.get("_meta") if isinstance(shaped, dict) else None
+    stamp = meta.get(mt.SERVER_INFO_META_KEY) if isinstance(meta, dict) else None  # the gateway's own
+    return forwarded[0].wire(ctx.protocol_version, stamp)
+
+
 RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for resources/read of an unknown URI
+FORWARDED_METHODS = frozenset(FIELDS)  # the methods whose answers an upstream's channel passes on as sent
 
 
 def answered(call: Call, expected: type[CallResult]) -> Any:
     """A resources/read or prompts/get answer: its result, or a JSON-RPC error saying why not (a refusal,
     a pending approval, an upstream failure), with the gateway's error as data."""
     result = call.result
-    if call.error is None and isinstance(result, expected | mt.InputRequiredResult):
+    if call.error is None and isinstance(result, expected | mt.InputRequiredResult | Forwarded):
         return result
     error: GatewayError = call.error or Denied("this read waits for a human's approval")
     if isinstance(result, mt.CallToolResult) and result.structured_content:  # "approval pending": say how

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from gateway.effects.paths import Workspace
     from gateway.sandbox import Confinement
+    from gateway.tools.forwarded import Forwarded
 
 JSONObject = dict[str, Any]
 
@@ -134,8 +135,11 @@ class Decision(Frozen):
     rules: list[str] = Field(default_factory=list)
 
 
-# what a call answers: a tool's result (or a question for the client), a resource's contents, a prompt
-CallResult: TypeAlias = "mt.CallToolResult | mt.InputRequiredResult | mt.ReadResourceResult | mt.GetPromptResult"
+# what a call answers: a tool's result (or a question for the client), a resource's contents, a prompt,
+# or an upstream's answer to one of those, passed on as the JSON it sent
+CallResult: TypeAlias = (
+    "mt.CallToolResult | mt.InputRequiredResult | mt.ReadResourceResult | mt.GetPromptResult | Forwarded"
+)
 ToolHandler = Callable[["ToolInvocation"], Awaitable[CallResult]]
 
 

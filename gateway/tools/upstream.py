@@ -6,9 +6,11 @@ by the URIs and URI templates each upstream listed when it connected, and a URI 
 (or that two list) is not read. A resource or template is *named* ``prefix__name`` like a tool, and that
 name is what role files grant and what the ledger records; its URI is the read's argument.
 
-Each upstream lives in its own supervisor task, which holds the client session open. When a call finds
-the connection closed (the server died), the supervisor reconnects with backoff and the call answers a
-clear tool error; it is never retried behind the caller's back, since it may have had side effects.
+Each upstream lives in its own supervisor task, which holds the connection open: the SDK's client connects
+and lists over it, and calls, reads and prompts go over it as raw JSON-RPC (``gateway/tools/jsonrpc.py``),
+their answers passed on as the upstream sent them (``gateway/tools/forwarded.py``). When the connection
+closes (the server died), the supervisor reconnects with backoff and a call in flight answers a clear tool
+error; it is never retried behind the caller's back, since it may have had side effects.
 
     pool = UpstreamPool(config.upstreams)
     async with anyio.create_task_group() as tg:
@@ -22,24 +24,25 @@ import fnmatch
 import hashlib
 import re
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from dataclasses import replace
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import anyio
 import mcp_types as mt
 import structlog
 from anyio.abc import TaskGroup
-from mcp import Client, MCPError, StdioServerParameters
+from mcp import Client, MCPError
 from mcp.client.stdio import get_default_environment
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from gateway.config import UpstreamConfig
-from gateway.errors import ResultTooLarge, ToolFailed, UpstreamUnavailable
+from gateway.errors import ResultTooLarge, ToolFailed, UpstreamMalformed, UpstreamUnavailable
 from gateway.sandbox import Confinement, Sandbox
-from gateway.types import ToolInvocation, ToolSpec
+from gateway.tools.forwarded import Forwarded
+from gateway.tools.jsonrpc import ConnectionLost, HttpChannel, Malformed, RemoteError, StdioChannel, TooLarge
+from gateway.types import JSONObject, ProgressFn, ToolInvocation, ToolSpec
 
 log = structlog.get_logger("gateway.upstream")
 
@@ -78,7 +81,8 @@ class Upstream:
         self.config = config
         self.sandbox = sandbox
         self.confinement = confine(config) if confine is not None else None
-        self.client: Client | None = None
+        self.client: Client | None = None  # the SDK's: connects, lists, completes
+        self.channel: StdioChannel | HttpChannel | None = None  # the same connection, for calls, reads, prompts
         self.tools: list[mt.Tool] = []
         self.by_name: dict[str, ToolSpec] = {}  # kept while down, so calls get "down", not "unknown tool"
         self.catalog = Readables()  # its resources, templates and prompts, as listed when it connected
@@ -94,96 +98,98 @@ class Upstream:
         try:
             await self._keep_connected()
         finally:  # cancelled with the gateway: nothing may use the closed session afterwards
-            self.client, self.state = None, "down"
+            self.client, self.channel, self.state = None, None, "down"
 
     async def _keep_connected(self) -> None:
         backoff = 0.5
         while True:
             try:
                 async with AsyncExitStack() as stack:
-                    client = await stack.enter_async_context(Client(await self._target(stack), mode="auto"))
+                    channel = await self._channel(stack)
+                    # the SDK connects (either era) and lists; calls, reads and prompts go raw on the channel
+                    client = await stack.enter_async_context(Client(channel.transport(), mode="auto"))
+                    channel.adopt(client)
                     self.tools = await _list_all(client)
                     self.by_name = {spec.name: spec for spec in map(self._spec, self.tools)}
                     self.catalog = await self._list_readables(client)
                     self.completions = client.server_capabilities.completions is not None
-                    self.client, self.state, self.error = client, "up", None
+                    self.client, self.channel, self.state, self.error = client, channel, "up", None
                     self.first_attempt.set()
-                    log.info("upstream up", upstream=self.prefix, tools=len(self.tools))
+                    log.info("upstream up", upstream=self.prefix, tools=len(self.tools), era=client.protocol_version)
                     backoff = 0.5
                     await self._lost.wait()
             except Exception as exc:  # any failure to connect or list is reported, then retried
                 self.error = _describe(exc)
                 log.warning("upstream failed", upstream=self.prefix, error=self.error)
-            self.client, self.state = None, "down"
+            self.client, self.channel, self.state = None, None, "down"
             self._lost = anyio.Event()
             self.first_attempt.set()
             await anyio.sleep(backoff)
             backoff = min(backoff * 2, BACKOFF_MAX_S)
             self.restarts += 1
 
-    async def _target(self, stack: AsyncExitStack) -> Any:
+    async def _channel(self, stack: AsyncExitStack) -> StdioChannel | HttpChannel:
         if self.config.url is not None:
-            # streamable_http_client does not close a client it was given: the stack owns it
+            # the SDK's transport and the raw calls share one pooled HTTP client; the stack owns it
             http = await stack.enter_async_context(create_mcp_http_client(headers=self.config.headers or None))
-            return streamable_http_client(self.config.url, http_client=http)
+            return HttpChannel(self.config.url, http, self.max_read_bytes)
         assert self.config.command is not None
         argv = [self.config.command, *self.config.args]
         if self.confinement is not None and self.sandbox is not None:
             argv = self.sandbox.command(self.confinement, argv)  # SandboxUnavailable: the server stays down
-        return StdioServerParameters(
-            command=argv[0],
-            args=argv[1:],
-            env={**get_default_environment(), **self.config.env},
-            cwd=self.config.cwd,
-        )
+        env = {**get_default_environment(), **self.config.env}
+        return StdioChannel(argv, env, self.config.cwd, self.max_read_bytes, on_lost=lambda: self._lost.set())
 
-    def connected(self) -> Client:
-        if self.client is None:
+    def connected(self) -> StdioChannel | HttpChannel:
+        if self.channel is None:
             raise UpstreamUnavailable(
                 f"upstream {self.prefix!r} is down: {self.error or 'not connected'}; the gateway keeps retrying",
                 upstream=self.prefix,
             )
-        return self.client
+        return self.channel
 
-    async def call(self, name: str, inv: ToolInvocation) -> mt.CallToolResult:
-        client = self.connected()
-        async with self._forwarding():
-            result = await client.session.call_tool(
-                name,
-                inv.arguments,
-                read_timeout_seconds=self.config.timeout_s,
-                progress_callback=inv.progress,
-            )
-        return _unstamped(result)
+    async def call(self, name: str, inv: ToolInvocation) -> Forwarded:
+        """tools/call, its result passed on as the upstream sent it (checked, size-capped, not re-parsed)."""
+        return await self._forward("tools/call", {"name": name, "arguments": inv.arguments}, inv.progress)
 
-    async def read(self, uri: str) -> mt.ReadResourceResult:
+    async def read(self, uri: str) -> Forwarded:
         """resources/read, its contents refused whole when over ``limits.max_read_bytes``."""
-        client = self.connected()
-        async with self._forwarding():
-            with anyio.fail_after(self.config.timeout_s):
-                result = await client.session.read_resource(uri)
-        size = sum(
-            len(c.text.encode()) if isinstance(c, mt.TextResourceContents) else len(c.blob) for c in result.contents
-        )
-        self._within_limit(f"resource {uri!r}", size)
-        return _unstamped(result)
+        return await self._forward("resources/read", {"uri": uri}, _no_progress, what=f"resource {uri!r}")
 
-    async def prompt(self, name: str, arguments: dict[str, str]) -> mt.GetPromptResult:
-        client = self.connected()
-        async with self._forwarding():
-            with anyio.fail_after(self.config.timeout_s):
-                result = await client.session.get_prompt(name, arguments)
-        self._within_limit(f"prompt {name!r}", len(result.model_dump_json(by_alias=True).encode()))
-        return _unstamped(result)
+    async def prompt(self, name: str, arguments: dict[str, str]) -> Forwarded:
+        return await self._forward("prompts/get", {"name": name, "arguments": arguments}, _no_progress)
 
-    def _within_limit(self, what: str, size: int) -> None:
-        """Contents over ``limits.max_read_bytes`` are refused whole, never cut: half a file misleads."""
-        if size > self.max_read_bytes:
+    async def _forward(self, method: str, params: JSONObject, progress: ProgressFn, what: str = "") -> Forwarded:
+        """One request on the channel; its failures as the gateway's errors. A lost connection restarts the
+        upstream and is never retried here: the call may have had side effects."""
+        channel = self.connected()
+        what = what or f"{method.split('/')[0][:-1]} {params['name']!r}"
+        try:
+            with anyio.fail_after(self.config.timeout_s):
+                answer = await channel.request(method, params, progress)
+            return Forwarded.checked(method, answer.result, answer.size)
+        except ConnectionLost as exc:
+            self._lost.set()
+            raise UpstreamUnavailable(
+                f"upstream {self.prefix!r} closed the connection during the call ({exc}); it is being restarted. "
+                "The call may or may not have taken effect.",
+                upstream=self.prefix,
+            ) from None
+        except RemoteError as exc:
+            raise ToolFailed(f"upstream {self.prefix!r} error {exc.code}: {exc.message}") from None
+        except TooLarge as exc:
+            size = f"{exc.size} bytes" if exc.exact else f"more than {exc.size} bytes"
             raise ResultTooLarge(
-                f"{what} from upstream {self.prefix!r} is {size} bytes; limits.max_read_bytes is "
+                f"the answer to {what} from upstream {self.prefix!r} is {size}; limits.max_read_bytes is "
                 f"{self.max_read_bytes}, so none of it is returned",
-                size=size,
-            )
+                size=exc.size,
+            ) from None
+        except Malformed as exc:
+            raise UpstreamMalformed(
+                f"upstream {self.prefix!r} sent a malformed answer to {what}: {exc}; none of it is passed on"
+            ) from None
+        except TimeoutError:
+            raise ToolFailed(f"upstream {self.prefix!r} did not answer within {self.config.timeout_s:g} s") from None
 
     async def complete(
         self, ref: mt.PromptReference | mt.ResourceTemplateReference, argument: dict[str, str], context: dict[str, str]
@@ -197,23 +203,6 @@ class Upstream:
         except (MCPError, TimeoutError) as exc:
             log.info("upstream completion failed", upstream=self.prefix, error=_describe(exc))
             return EMPTY_COMPLETION
-
-    @asynccontextmanager
-    async def _forwarding(self) -> AsyncIterator[None]:
-        """Upstream errors as the gateway's: a closed connection restarts the upstream, others are tool errors."""
-        try:
-            yield
-        except MCPError as exc:
-            if exc.error.code == mt.CONNECTION_CLOSED:
-                self._lost.set()
-                raise UpstreamUnavailable(
-                    f"upstream {self.prefix!r} closed the connection during the call; it is being restarted. "
-                    "The call may or may not have taken effect.",
-                    upstream=self.prefix,
-                ) from None
-            raise ToolFailed(f"upstream {self.prefix!r} error {exc.error.code}: {exc.error.message}") from None
-        except TimeoutError:
-            raise ToolFailed(f"upstream {self.prefix!r} did not answer within {self.config.timeout_s:g} s") from None
 
     async def _list_readables(self, client: Client) -> Readables:
         capabilities = client.server_capabilities
@@ -233,7 +222,7 @@ class Upstream:
         definition, its one argument the URI (the resource's own, or one the template matches)."""
         pattern = {"const": uri} if uri is not None else {"type": "string", "pattern": template_regex(template or "")}
 
-        async def handler(inv: ToolInvocation) -> mt.ReadResourceResult:
+        async def handler(inv: ToolInvocation) -> Forwarded:
             return await self.read(inv.arguments["uri"])
 
         return ToolSpec(
@@ -254,7 +243,7 @@ class Upstream:
     def _prompt_spec(self, prompt: mt.Prompt) -> ToolSpec:
         arguments = prompt.arguments or []
 
-        async def handler(inv: ToolInvocation) -> mt.GetPromptResult:
+        async def handler(inv: ToolInvocation) -> Forwarded:
             return await self.prompt(prompt.name, inv.arguments)
 
         return ToolSpec(
@@ -283,7 +272,7 @@ class Upstream:
         commit_class = any(fnmatch.fnmatchcase(tool.name, p) for p in self.config.commit_class)
         read_only = any(fnmatch.fnmatchcase(tool.name, p) for p in self.config.read_only)
 
-        async def handler(inv: ToolInvocation) -> mt.CallToolResult:
+        async def handler(inv: ToolInvocation) -> Forwarded:
             return await self.call(tool.name, inv)
 
         return ToolSpec(
@@ -412,10 +401,8 @@ def template_regex(template: str) -> str:
 
 EMPTY_COMPLETION = mt.CompleteResult(completion=mt.Completion(values=[], total=0, has_more=False))
 
-_Result = TypeVar("_Result", mt.CallToolResult, mt.ReadResourceResult, mt.GetPromptResult, mt.CompleteResult)
 
-
-def _unstamped(result: _Result) -> _Result:
+def _unstamped(result: mt.CompleteResult) -> mt.CompleteResult:
     if result.meta and mt.SERVER_INFO_META_KEY in result.meta:
         # the upstream's identity stamp must not leak downstream as the gateway's
         result.meta = {k: v for k, v in result.meta.items() if k != mt.SERVER_INFO_META_KEY} or None
@@ -442,6 +429,10 @@ async def _list_all(client: Client) -> list[mt.Tool]:
         cursor = page.next_cursor
         if not cursor:
             return tools
+
+
+async def _no_progress(progress: float, total: float | None, message: str | None) -> None:
+    return None
 
 
 def _describe(exc: BaseException) -> str:
