@@ -125,6 +125,21 @@ async def test_dead_upstream_is_reported_then_restarted(federated: tuple[Gateway
         assert not second_pid.is_error and text_of(second_pid) != first_pid
 
 
+async def test_a_gateway_run_again_keeps_its_upstream_up(config: Any) -> None:
+    """Stopping a run closes each upstream's connection; the next run of the same Gateway (the CLI and the
+    tests run one several times) must not take that closing for a loss of the new connection."""
+    add_role(config, "operator", ["*"], max_tier=2)
+    config = reconfigure(config, upstreams={"echo": {"command": sys.executable, "args": [ECHO], "read_only": ["pid"]}})
+    gateway, bearer = Gateway(config), token(config, "operator", agent="op")
+    pids = []
+    for _ in range(2):
+        async with inproc_client(gateway, bearer) as client:
+            answer = await client.call_tool("echo__pid", {})
+            assert not answer.is_error, text_of(answer)
+            pids.append(text_of(answer))
+    assert gateway.pool.upstreams["echo"].restarts == 0, "the second run connected once, with no loss"
+
+
 async def test_upstream_that_is_down_is_reported(config: Any) -> None:
     add_role(config, "operator", ["*"], max_tier=2)
     config = reconfigure(

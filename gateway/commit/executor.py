@@ -36,6 +36,7 @@ from gateway.errors import GatewayError, InvalidArguments, ToolFailed
 from gateway.repo import Repo
 from gateway.tasks.board import TaskBoard
 from gateway.tools.catalog import Catalog
+from gateway.tools.forwarded import Forwarded
 from gateway.types import JSONObject, Principal, ProgressFn, ToolInvocation
 
 log = structlog.get_logger("gateway.commit")
@@ -215,7 +216,10 @@ class Committer:
                 principal=Principal(agent="gateway", role="committer"),
             )
         )
-        text = "\n".join(getattr(block, "text", "") for block in getattr(result, "content", []))
+        if isinstance(result, Forwarded):  # an upstream's answer passed on as sent
+            text = result.text
+        else:
+            text = "\n".join(getattr(block, "text", "") for block in getattr(result, "content", []))
         state = "failed" if getattr(result, "is_error", False) else "committed"
         return state, {"tool": arguments["tool"], "result": text[:4000]}
 

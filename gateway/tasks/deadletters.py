@@ -321,8 +321,14 @@ async def _replay(gateway: Gateway, deadletter_id: str, payload: JSONObject | No
     call = await pipeline.run(call)
     import mcp_types as mt  # loaded with the tools the replay ran
 
-    if call.error is None and call.outcome in ("ok", "error") and isinstance(call.result, mt.CallToolResult):
-        result = call.result.structured_content or {"text": [getattr(c, "text", "") for c in call.result.content]}
+    from gateway.tools.forwarded import Forwarded
+
+    replayed = call.result
+    if call.error is None and call.outcome in ("ok", "error") and isinstance(replayed, mt.CallToolResult | Forwarded):
+        if isinstance(replayed, Forwarded):  # an upstream tool's answer, passed on as it sent it
+            result = replayed.body.get("structuredContent") or {"text": [replayed.text]}
+        else:
+            result = replayed.structured_content or {"text": [getattr(c, "text", "") for c in replayed.content]}
         deadletters.mark_replayed(
             deadletter_id,
             {"call_id": call.call_id, "trace_id": call.trace_id, "outcome": call.outcome, "result": result},

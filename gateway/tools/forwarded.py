@@ -90,6 +90,12 @@ class Forwarded:
     def is_error(self) -> bool:
         return self.body.get("isError") is True
 
+    @property
+    def text(self) -> str:
+        """The text blocks of a tool's answer, joined (what a commit-class call's outcome records)."""
+        blocks = self.body.get("content") or []
+        return "\n".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+
     def stand_in(self) -> JSONObject:
         """The smallest valid result of this method, for the SDK's server to check instead of this one."""
         return dict(STAND_INS[self.method])

@@ -95,6 +95,8 @@ class Upstream:
         self._lost = anyio.Event()
 
     async def supervise(self) -> None:
+        # a previous run's channel, closed when that run stopped, set the old event: start from a fresh one
+        self._lost = anyio.Event()
         try:
             await self._keep_connected()
         finally:  # cancelled with the gateway: nothing may use the closed session afterwards
