@@ -31,7 +31,7 @@ from typing import Literal
 
 from gateway.errors import ConfigError
 from gateway.ledger.chain import Ledger, digest, utc_now
-from gateway.ledger.store import Database
+from gateway.ledger.store import Store
 from gateway.tasks.states import APPROVAL_MOVES, check_move
 from gateway.types import JSONObject, Principal
 
@@ -81,7 +81,7 @@ class RequestStateSeal:
 
 
 class Approvals:
-    def __init__(self, db: Database, ledger: Ledger, ttl_s: int = 3600) -> None:
+    def __init__(self, db: Store, ledger: Ledger, ttl_s: int = 3600) -> None:
         self.db = db
         self.ledger = ledger
         self.ttl_s = ttl_s

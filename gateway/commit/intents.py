@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from gateway.errors import Denied, InvalidRequest
 from gateway.ledger.chain import Ledger, canonical_json, utc_now
-from gateway.ledger.store import Database
+from gateway.ledger.store import Store
 from gateway.tasks.states import INTENT_MOVES, check_move
 from gateway.types import JSONObject, Principal
 
@@ -40,7 +40,7 @@ def intent_id(task_id: str, action: str, arguments: JSONObject, attempt: int) ->
 
 
 class Intents:
-    def __init__(self, db: Database, ledger: Ledger) -> None:
+    def __init__(self, db: Store, ledger: Ledger) -> None:
         self.db = db
         self.ledger = ledger
 

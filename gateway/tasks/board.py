@@ -29,7 +29,7 @@ from gateway.effects.paths import Workspace
 from gateway.effects.shell import describe_command
 from gateway.errors import Denied, InvalidRequest
 from gateway.ledger.chain import Ledger, digest, utc_now
-from gateway.ledger.store import Database
+from gateway.ledger.store import Store
 from gateway.policy.engine import PolicyEngine
 from gateway.repo import Repo
 from gateway.tasks.drift import drift, frozen_problems, frozen_violations, matches
@@ -65,7 +65,7 @@ def _now() -> datetime:
 
 class TaskBoard:
     def __init__(
-        self, db: Database, ledger: Ledger, engine: PolicyEngine, config: GatewayConfig, verification: Verification
+        self, db: Store, ledger: Ledger, engine: PolicyEngine, config: GatewayConfig, verification: Verification
     ) -> None:
         self.db = db
         self.ledger = ledger
@@ -300,8 +300,8 @@ class TaskBoard:
             self._check_dependencies(tx, manifest)
             version = task["manifest_version"]
             tx.execute(
-                "INSERT OR IGNORE INTO task_manifests (task_id, version, manifest, by, time, why) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO task_manifests (task_id, version, manifest, by, time, why) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 (task["id"], version, json.dumps(task["manifest"]), task["submitted_by"], task["created"], None),
             )
             tx.execute(
