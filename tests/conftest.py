@@ -23,12 +23,12 @@ import yaml
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from pg import PASSWORD_VAR, PostgresServer, server_binaries
 
 from gateway.bootstrap import init_workspace
 from gateway.config import GatewayConfig
 from gateway.process import free_port, server_process, start_server
 from gateway.repo import Repo
-from pg import PASSWORD_VAR, PostgresServer, server_binaries
 
 ROOT = Path(__file__).resolve().parent.parent
 NPM_MODULES = Path(os.environ.get("GATEWAY_TEST_NPM", ROOT / ".venv" / "npm" / "node_modules")).resolve()

@@ -106,7 +106,10 @@ class PostgresServer:
             self.process = None
 
     def close(self) -> None:
-        self.stop()
+        if self.process is not None:  # immediate shutdown: the cluster is thrown away, nothing to flush
+            self.process.send_signal(signal.SIGQUIT)
+            self.process.wait(60)
+            self.process = None
         shutil.rmtree(self.root, ignore_errors=True)
 
     def _ready(self) -> bool:

@@ -17,7 +17,7 @@ from gateway.ledger.chain import digest
 from gateway.process import gateway_cli as cli
 from gateway.runtime import Gateway
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_stores]
 
 MANIFEST = {
     "task_id": "T1",

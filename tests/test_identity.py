@@ -13,7 +13,7 @@ from mcp import Client, MCPError
 
 from gateway.runtime import Gateway
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_stores]
 
 ROLE_TOOLS = {
     "planner": {"fs_read", "fs_list", "fs_search", "git_status", "git_diff", "git_log"},

@@ -28,13 +28,13 @@ from conftest import (
 from mcp import Client
 
 from gateway.ledger.leases import HOST, Leases
-from gateway.ledger.store import Database
+from gateway.ledger.store import open_store
 from gateway.repo import Repo
 from gateway.runtime import Gateway
 from gateway.server import build_server
 from gateway.tasks.worktrees import git_dir
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_stores]
 
 
 @asynccontextmanager
@@ -146,7 +146,7 @@ async def test_twenty_different_intents_committed_at_once_from_two_processes_all
         assert all((repo / "src" / f"f{i}.py").read_text() == f"VALUE = {i}\n" for i in range(20)), "checkout caught up"
         assert_usable(repo)
         assert {o["outcome"]["workspace"]["state"] for o in outcomes} == {"updated"}
-        assert Database.open(config.store_path).query("SELECT * FROM leases") == []
+        assert open_store(config).query("SELECT * FROM leases") == []
         assert Gateway(config).ledger.verify().ok
 
 
@@ -348,7 +348,7 @@ async def test_kill_right_after_a_claim_leaves_a_claim_with_its_worktree(config:
     big_repo(repo, 2000)  # so that making the worktree takes a while after the claim is committed
     async with started(config) as gateway:
         await submit(gateway, "T1", ["src/app.py"], ["grep -q 'return 42' src/app.py"])
-        store = Database.open(config.store_path)
+        store = open_store(config)
 
         def claimed() -> bool:
             return bool(store.query("SELECT 1 FROM tasks WHERE id = 'T1' AND state = 'claimed'"))
@@ -450,7 +450,7 @@ def test_malformed_tools_call_is_answered_and_recorded(config: Any) -> None:
 
 
 def test_a_lease_has_one_holder_and_a_dead_holder_loses_it(config: Any) -> None:
-    leases = Leases(Database.open(config.store_path))
+    leases = Leases(open_store(config))
     me = f"{HOST}|{os.getpid()}|a"
     assert leases.try_acquire("merge queue", me)
     assert not leases.try_acquire("merge queue", f"{HOST}|{os.getpid()}|b"), "a live holder keeps it"

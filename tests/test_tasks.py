@@ -14,7 +14,7 @@ from conftest import http_client, http_gateway, inproc_client, ledger_rows, reco
 from gateway.repo import Repo
 from gateway.runtime import Gateway
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_stores]
 
 
 def manifest(task_id: str = "T1", **changes: Any) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from gateway.process import gateway_cli as cli
 from gateway.repo import Repo
 from gateway.runtime import Gateway
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_stores]
 
 TIER3 = {"command": "cat /etc/hostname"}  # reads outside the workspace: tier 3, and harmless to run
 
