@@ -70,10 +70,11 @@ class PostgresServer:
         """A URL over TCP with the password (or, with ``password="${VAR}"``, a reference to it)."""
         return f"postgresql://gateway:{password or self.password}@127.0.0.1:{self.port}/{database}"
 
-    def fresh_database(self) -> str:
-        """A new database at the current schema, copied from the migrated template; answers its name."""
+    def fresh_database(self, migrated: bool = True) -> str:
+        """A new database at the current schema, copied from the migrated template (or, with
+        ``migrated=False``, an empty one); answers its name."""
         name = f"test_{os.getpid()}_{next(self._names)}"
-        self.admin(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+        self.admin(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE if migrated else 'template0'}")
         return name
 
     def admin(self, sql: str) -> None:
