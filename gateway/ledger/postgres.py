@@ -186,7 +186,7 @@ MIGRATIONS: list[tuple[int, str]] = [
 ]
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION, "a schema change needs a PostgreSQL migration as well as a SQLite one"
 
-_URL_PASSWORD = re.compile(r"(://[^/@:]*:)[^/@]*@")
+_URL_PASSWORD = re.compile(r"(://[^/@:]*:)[^/]*@")  # to the last @: an unencoded @ in a password
 _PARAM_PASSWORD = re.compile(r"((?:^|[?&\s])password=)[^&\s]*")
 _JSON_EXTRACT = re.compile(r"json_extract\(\s*(\w+)\s*,\s*'\$\.(\w+)'\s*\)")
 _LITERAL = re.compile(r"('(?:[^']|'')*')")
@@ -340,15 +340,18 @@ class PostgresStore:
         return bool(self.query("SELECT to_regclass('schema_version')")[0][0])
 
     def _connect(self) -> psycopg.Connection[Any]:
+        # no local here holds the password: a traceback that shows locals cannot show it
         try:
-            given = conninfo_to_dict(self.url)
+            return psycopg.connect(self._conninfo(), autocommit=True, row_factory=_rows)
         except psycopg.ProgrammingError:
             raise StoreUnavailable(f"the store URL {self.where} is not a valid PostgreSQL URL") from None
-        settings = {k: v for k, v in DEFAULTS.items() if k not in given}
-        try:
-            return psycopg.connect(make_conninfo(self.url, **settings), autocommit=True, row_factory=_rows)
         except psycopg.Error as exc:
             raise StoreUnavailable(f"cannot reach the store {self.where}: {self._reason(exc)}") from None
+
+    def _conninfo(self) -> str:
+        """The URL with the connection defaults it does not set itself."""
+        given = conninfo_to_dict(self.url)
+        return make_conninfo(self.url, **{k: v for k, v in DEFAULTS.items() if k not in given})
 
     def _lost(self, exc: BaseException) -> StoreUnavailable:
         # the log names the store and the cause; the caller (perhaps an agent) learns only that it failed
