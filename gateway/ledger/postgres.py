@@ -250,13 +250,6 @@ class PostgresStore:
         self.where = mask_url(url)
         self._local = threading.local()
 
-    @classmethod
-    def open(cls, url: str) -> PostgresStore:
-        """Connect and check the schema version (refused when older or newer than this gateway's)."""
-        store = cls(url)
-        check_version(store, store.schema_version())
-        return store
-
     @property
     def connection(self) -> psycopg.Connection[Any]:
         conn = getattr(self._local, "conn", None)
