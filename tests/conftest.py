@@ -92,10 +92,12 @@ STORES = ("sqlite", "postgresql")
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "both_stores: run the test on SQLite and on PostgreSQL (the store fixture)")
+    config.addinivalue_line("markers", "one_store: in a both_stores module, a test whose subject is not the store")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "store" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_stores"):
+    marked = metafunc.definition.get_closest_marker
+    if "store" in metafunc.fixturenames and marked("both_stores") and not marked("one_store"):
         metafunc.parametrize("store", STORES, indirect=True)
 
 

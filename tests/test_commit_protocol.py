@@ -203,6 +203,7 @@ async def test_quarantined_task_cannot_be_approved(config: Any) -> None:
     assert refused.is_error and "quarantined" in text_of(refused)
 
 
+@pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
 async def test_commit_class_upstream_tool_runs_only_through_intent_commit(config: Any, repo: Path) -> None:
     echo = str(Path(__file__).parent / "servers" / "echo_server.py")
     add_role(config, "operator", ["*"], max_tier=2, commit=True)

@@ -266,6 +266,7 @@ async def test_stale_locks_do_not_wedge_anything(config: Any, repo: Path) -> Non
         assert_usable(repo)
 
 
+@pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
 async def test_a_ref_lock_held_by_a_live_git_defers_the_intent(config: Any, repo: Path) -> None:
     """A fresh lock on main (a live git is updating it): the merge is not published, the intent stays approved
     (not the work's fault) and a later commit lands it."""
@@ -294,6 +295,7 @@ def big_repo(repo: Path, files: int) -> None:
     Repo(repo).run("commit", "-q", "-m", "generated")
 
 
+@pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
 async def test_kill_during_a_merge_of_a_large_repo_recovers_on_restart(config: Any, repo: Path) -> None:
     async with started(config) as gateway:
         await submit(gateway, "T1", ["src/app.py"], ["grep -q 'return 42' src/app.py"])
@@ -464,6 +466,7 @@ def test_a_lease_has_one_holder_and_a_dead_holder_loses_it(config: Any) -> None:
     assert not leases.try_acquire("merge queue", "elsewhere|1|e")
 
 
+@pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
 async def test_base_branch_moved_during_the_merge_is_merged_again_on_its_new_tip(config: Any, repo: Path) -> None:
     """Someone commits to main while the merge commit is being verified: the compare-and-swap refuses, the
     merge is made and verified again on the new tip, and nothing of theirs is lost."""

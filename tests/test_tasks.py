@@ -142,6 +142,7 @@ async def test_write_after_the_claim_expired_is_denied(config: Any) -> None:
     assert report.is_error and "expired" in text_of(report)
 
 
+@pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
 async def test_shell_write_outside_scope_is_caught_by_the_diff_and_quarantined(gateway: Gateway, config: Any) -> None:
     await submit(gateway, config)
     async with inproc_client(gateway, token(config, "worker", agent="w1")) as client:
@@ -167,6 +168,7 @@ async def test_shell_write_outside_scope_is_caught_by_the_diff_and_quarantined(g
     assert again.is_error and "quarantined" in text_of(again)
 
 
+@pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
 async def test_verifier_runs_only_the_manifest_commands(gateway: Gateway, config: Any, repo: Path) -> None:
     await submit(gateway, config, verification=["grep -q 'return 42' src/app.py", "touch verified.marker"])
     async with inproc_client(gateway, token(config, "worker", agent="w1")) as client:
