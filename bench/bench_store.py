@@ -1,7 +1,7 @@
 """The store on its own: ledger appends per second on SQLite and on PostgreSQL, from one writer and from
 several processes at once (each append is one write transaction: read the chain's last row, write the next).
 
-    .venv/bin/python bench/bench_store.py                          # starts a throwaway PostgreSQL (tests/pg.py)
+    .venv/bin/python bench/bench_store.py                          # a throwaway PostgreSQL, fsync on (tests/pg.py)
     .venv/bin/python bench/bench_store.py --url postgresql://gateway:${PGPASSWORD}@db/gateway_bench --appends 2000
 
 With ``--url`` the database is used as it is: give it an empty, scratch database (its ledger is appended to).
@@ -79,7 +79,7 @@ def main() -> None:
         binaries = server_binaries()
         if binaries is None:
             sys.exit("no PostgreSQL server binaries: install postgresql or pass --url")
-        server = PostgresServer.start(binaries)
+        server = PostgresServer.start(binaries, durable=True)  # fsync on, as a real server runs
     try:
         with tempfile.TemporaryDirectory() as scratch:
             print(f"{'store':<12} {'writers':>7} {'appends/s':>10}")

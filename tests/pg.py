@@ -6,7 +6,8 @@ and a unix socket dir in a temporary directory, with a fresh database per test.
     server.stop(); server.restart()      # what the "database lost mid-call" tests do
     server.close()
 
-The server runs with fsync off: a test cluster is thrown away, never recovered.
+The tests' server runs with fsync off (a test cluster is thrown away, never recovered); ``durable=True``
+keeps PostgreSQL's defaults, for benchmarks.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ def server_binaries() -> Path | None:
 
 
 class PostgresServer:
-    def __init__(self, bin_dir: Path, root: Path, port: int, password: str) -> None:
+    def __init__(self, bin_dir: Path, root: Path, port: int, password: str, durable: bool = False) -> None:
+        self.durable = durable
         self.bin_dir = bin_dir
         self.root = root
         self.port = port
@@ -45,9 +47,9 @@ class PostgresServer:
         self._names = itertools.count(1)
 
     @classmethod
-    def start(cls, bin_dir: Path) -> PostgresServer:
+    def start(cls, bin_dir: Path, durable: bool = False) -> PostgresServer:
         root = Path(tempfile.mkdtemp(prefix="gateway-pg-"))  # /tmp: the postgres user can enter it
-        server = cls(bin_dir, root, free_port(), "pw-" + secrets.token_hex(8))
+        server = cls(bin_dir, root, free_port(), "pw-" + secrets.token_hex(8), durable)
         server._chown(root)
         (root / "pwfile").write_text(server.password + "\n")
         server._chown(root / "pwfile")
@@ -88,8 +90,9 @@ class PostgresServer:
         """Start the server (again) and wait until it accepts connections."""
         assert self.process is None
         argv = [str(self.bin_dir / "postgres"), "-D", str(self.root / "data"), "-p", str(self.port)]
-        argv += ["-k", str(self.root), "-h", "127.0.0.1", "-c", "fsync=off", "-c", "full_page_writes=off"]
-        argv += ["-c", "synchronous_commit=off", "-c", "max_connections=200"]
+        argv += ["-k", str(self.root), "-h", "127.0.0.1", "-c", "max_connections=200"]
+        if not self.durable:
+            argv += ["-c", "fsync=off", "-c", "full_page_writes=off", "-c", "synchronous_commit=off"]
         log = open(self.root / "server.log", "ab")  # noqa: SIM115 (the server's whole life)
         self.process = subprocess.Popen(self._owner_argv(argv), stdout=log, stderr=log)
         log.close()
