@@ -16,8 +16,8 @@ from test_cli import gateway as run_gateway
 from test_cli import one_error_line
 
 from gateway.config import GatewayConfig
-from gateway.errors import ConfigError
-from gateway.ledger.postgres import mask_url, translate
+from gateway.errors import ConfigError, StoreUnavailable
+from gateway.ledger.postgres import PostgresStore, mask_url, translate
 from gateway.ledger.store import SCHEMA_VERSION, store_for
 from gateway.process import free_port
 from gateway.runtime import Gateway
@@ -145,3 +145,19 @@ def test_a_store_that_is_not_a_postgresql_url_is_refused_without_echoing_it(tmp_
     with pytest.raises(ConfigError) as refused:
         GatewayConfig.from_mapping({"store": "mysql://root:topsecret@db/gw"}, base=tmp_path)
     assert "postgresql://" in refused.value.message and "topsecret" not in refused.value.message
+
+
+def test_a_restarted_server_is_reconnected_to_but_a_transaction_it_cut_is_not_done(postgres: PostgresServer) -> None:
+    """A kept connection found dead (the server restarted since) is replaced without failing the read; a
+    transaction the restart cut short fails, and none of it is committed."""
+    store = PostgresStore(postgres.url(postgres.fresh_database()))
+    assert store.query("SELECT count(*) FROM revocations")[0][0] == 0
+    postgres.stop()
+    postgres.restart()
+    assert store.query("SELECT count(*) FROM revocations")[0][0] == 0, "the read reconnected"
+    with pytest.raises(StoreUnavailable, match="nothing was done"), store.transaction() as tx:
+        tx.execute("INSERT INTO revocations (jti, time) VALUES (?, ?)", ("cut", "now"))
+        postgres.stop()
+        postgres.restart()
+        tx.execute("INSERT INTO revocations (jti, time) VALUES (?, ?)", ("after", "now"))
+    assert store.query("SELECT jti FROM revocations") == []

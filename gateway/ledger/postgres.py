@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 
 import psycopg
 import structlog
+from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from gateway.errors import StoreUnavailable
@@ -317,15 +318,17 @@ class PostgresStore:
 
     def _retrying(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         """``work(connection)``, once more on a new connection if the kept one was found dead (the server
-        restarted since its last use): safe, since a failed read or BEGIN did nothing."""
+        restarted since its last use): safe, since a failed read or BEGIN did nothing. Never inside a
+        transaction: what it did so far is gone with the connection."""
         for attempt in (1, 2):
             reused = getattr(self._local, "conn", None) is not None
             conn = self.connection
+            idle = conn.info.transaction_status == pq.TransactionStatus.IDLE
             try:
                 return work(conn)
             except LOST as exc:
                 self._drop(conn)
-                if attempt == 2 or not reused:
+                if attempt == 2 or not reused or not idle:
                     raise self._lost(exc) from None
         raise AssertionError("unreachable")
 
