@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 NPM    := $(VENV)/npm
 
-.PHONY: demo test lint serve clean
+.PHONY: demo test lint serve clean postgresql
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,7 +37,11 @@ serve: $(VENV)/.installed
 /usr/bin/bwrap:
 	if [ "$$(id -u)" = 0 ]; then apt-get install -y -q bubblewrap >/dev/null || (apt-get update -q && apt-get install -y -q bubblewrap); fi
 
-test: $(VENV)/.installed $(NPM)/.installed /usr/bin/chromium /usr/bin/bwrap
+# The PostgreSQL store's tests start Debian's server themselves (tests/pg.py); only the package is needed.
+postgresql:
+	if [ "$$(id -u)" = 0 ] && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then apt-get install -y -q postgresql >/dev/null || (apt-get update -q && apt-get install -y -q postgresql); fi
+
+test: $(VENV)/.installed $(NPM)/.installed /usr/bin/chromium /usr/bin/bwrap postgresql
 	$(VENV)/bin/ruff check gateway tests bench
 	$(VENV)/bin/ruff format --check gateway tests bench
 	GATEWAY_TEST_NPM=$(CURDIR)/$(NPM)/node_modules $(VENV)/bin/pytest -q

@@ -25,13 +25,12 @@ import hashlib
 import hmac
 import json
 import secrets
-import sqlite3
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from gateway.errors import ConfigError
 from gateway.ledger.chain import Ledger, digest, utc_now
-from gateway.ledger.store import Database
+from gateway.ledger.store import Row, Store, Transaction
 from gateway.tasks.states import APPROVAL_MOVES, check_move
 from gateway.types import JSONObject, Principal
 
@@ -81,7 +80,7 @@ class RequestStateSeal:
 
 
 class Approvals:
-    def __init__(self, db: Database, ledger: Ledger, ttl_s: int = 3600) -> None:
+    def __init__(self, db: Store, ledger: Ledger, ttl_s: int = 3600) -> None:
         self.db = db
         self.ledger = ledger
         self.ttl_s = ttl_s
@@ -208,7 +207,7 @@ class Approvals:
             raise ConfigError(f"no approval {approval_id!r}")
         return _row(rows[0])
 
-    def _record(self, tx: sqlite3.Connection, row: sqlite3.Row, state: str, by: str, comment: str = "") -> None:
+    def _record(self, tx: Transaction, row: Row, state: str, by: str, comment: str = "") -> None:
         detail: JSONObject = {"action": state, "approval_id": row["id"], "by": by}
         if comment:
             detail["comment"] = comment
@@ -225,7 +224,7 @@ class Approvals:
         )
 
 
-def _row(row: sqlite3.Row) -> JSONObject:
+def _row(row: Row) -> JSONObject:
     data = dict(row)
     data["principal"] = json.loads(data["principal"])
     data["request"] = json.loads(data["request"])

@@ -22,7 +22,7 @@ import yaml
 from gateway.config import CONFIG_FILE, GatewayConfig, default_state_root
 from gateway.errors import ConfigError
 from gateway.identity.keys import KeyRing
-from gateway.ledger.store import Database
+from gateway.ledger.store import open_store
 from gateway.repo import Repo
 from gateway.types import JSONObject
 
@@ -104,7 +104,7 @@ def init_workspace(directory: Path, force: bool = False, state_dir: Path | None 
     keys = KeyRing(config.keys_dir)
     if not keys.kids():
         keys.create()
-    Database.open(config.store_path).close()
+    open_store(config).close()
     return config
 
 
@@ -146,7 +146,7 @@ def migrate_state(config: GatewayConfig, state_dir: Path | None = None) -> JSONO
         if entry.name != ".gitignore":
             shutil.move(str(entry), str(state / entry.name))
     shutil.rmtree(old)
-    db = Database.open(state / "gateway.db")
+    db = open_store(config.model_copy(update={"state_dir": state}))
     with db.transaction() as tx:
         for table, column, prefix in (("tasks", "worktree", old_trees), ("checkpoints", "workspace", old_trees)):
             tx.execute(

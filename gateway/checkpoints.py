@@ -25,7 +25,7 @@ from pathlib import Path
 
 from gateway.errors import ConfigError, ToolFailed
 from gateway.ledger.chain import utc_now
-from gateway.ledger.store import Database
+from gateway.ledger.store import Store
 from gateway.repo import Repo
 from gateway.types import JSONObject
 
@@ -34,7 +34,7 @@ MAX_COPY_BYTES = 64 * 1024 * 1024
 
 
 class Checkpoints:
-    def __init__(self, db: Database, directory: Path) -> None:
+    def __init__(self, db: Store, directory: Path) -> None:
         self.db = db
         self.directory = directory
 

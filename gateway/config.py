@@ -7,8 +7,8 @@ own ``args`` are read there. The state dir (keys, store,
 approvals, checkpoints, roles, policies, the decision log) lives outside the workspace, where no command an
 agent runs can reach it: by default under ``$XDG_STATE_HOME/mcp-gateway/`` (``~/.local/state``), in a
 directory named after the workspace; task worktrees live beside it, never inside it. ``${VAR}`` in an
-upstream's env and headers is taken from the environment when the config is loaded, so secrets stay out
-of the file.
+upstream's env and headers, and in ``store``, is taken from the environment when the config is loaded, so
+secrets stay out of the file.
 
     config = GatewayConfig.load("gateway.yaml")
     config.workspace, config.state_dir, config.upstreams["git"].command
@@ -235,6 +235,9 @@ class GatewayConfig(Strict):
     state_dir: Path | None = None
     # default: beside the state dir (<root>/worktrees, or <state_dir>-worktrees); never inside it
     worktrees_dir: Path | None = None
+    # the store: default the SQLite file <state_dir>/gateway.db; or postgresql://user:${PGPASSWORD}@host:5432/db
+    # (docs/store.md). Kept out of the model's repr: it may carry a password.
+    store: str | None = Field(default=None, repr=False)
     listen: str = "127.0.0.1:8787"
     workers: Annotated[int, Field(ge=1, le=64)] = 1  # gateway processes serving listen (serve --workers wins)
     # Host header values (host:port, "*" for any port) served over HTTP; empty: loopback names when bound to
@@ -261,6 +264,14 @@ class GatewayConfig(Strict):
             if not re.match(PREFIX_PATTERN, prefix) or "__" in prefix:
                 raise ValueError(f"upstream prefix {prefix!r} must match {PREFIX_PATTERN} without '__'")
         return upstreams
+
+    @field_validator("store")
+    @classmethod
+    def _store(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("postgresql://", "postgres://")):
+            # the value is not repeated: it may hold a password
+            raise ValueError("must be a postgresql:// URL (leave it out for the SQLite file in the state dir)")
+        return value
 
     @field_validator("listen")
     @classmethod
@@ -329,6 +340,7 @@ class GatewayConfig(Strict):
                         "opa_token": expand_env(self.policy.opa_token) if self.policy.opa_token else None,
                     }
                 ),
+                "store": expand_env(self.store) if self.store else None,
                 "upstreams": upstreams,
                 "notify": self.notify.model_copy(
                     update={

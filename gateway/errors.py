@@ -30,6 +30,17 @@ class ConfigError(GatewayError):
     code = "config_error"
 
 
+# The store could not be used: whatever depended on it was neither done nor acknowledged.
+class StoreError(GatewayError):
+    code = "store_error"
+
+
+class StoreUnavailable(StoreError):
+    """The database cannot be reached, or was lost mid-call. Messages name it with its password masked."""
+
+    code = "store_unavailable"
+
+
 # Refused before anything ran: the call was malformed.
 class InvalidRequest(GatewayError):
     code = "invalid_request"

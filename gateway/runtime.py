@@ -34,7 +34,7 @@ from gateway.identity.roles import LiveRoles
 from gateway.identity.tokens import Tokens
 from gateway.ledger.chain import Ledger
 from gateway.ledger.leases import Leases, alive
-from gateway.ledger.store import Database
+from gateway.ledger.store import open_store
 from gateway.notify import Notifier
 from gateway.pipeline import (
     ActOnTier,
@@ -132,7 +132,7 @@ class Gateway:
         config.check_layout()
         self.config = config
         self.telemetry = Telemetry.from_config(config)
-        self.db = Database.open(config.store_path)
+        self.db = open_store(config)  # reachable and at our schema version, or nothing starts
         self.ledger = Ledger.for_config(config, self.db)
         self.roles = LiveRoles(config.roles_dir)  # role edits reach every use below within a second
         self.keys = KeyRing(config.keys_dir)

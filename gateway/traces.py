@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from gateway.decision_log import flush_pending, mask_text, redact
 from gateway.errors import GatewayError
 from gateway.ledger.chain import digest
-from gateway.ledger.store import Database
+from gateway.ledger.store import Store, open_store
 from gateway.types import FILTER_OUTCOMES, JSONObject
 
 if TYPE_CHECKING:
@@ -299,15 +299,15 @@ class Trace:
 class Traces:
     """The read model over one store. Each query reads the ledger afresh (one scan, in seq order)."""
 
-    def __init__(self, db: Database, decision_log: Path | None = None) -> None:
+    def __init__(self, db: Store, decision_log: Path | None = None) -> None:
         self.db = db
         self.decision_log = decision_log
 
     @classmethod
-    def for_config(cls, config: GatewayConfig, db: Database | None = None) -> Traces:
+    def for_config(cls, config: GatewayConfig, db: Store | None = None) -> Traces:
         """The traces of a configured gateway: its store, and its decision log when it writes one."""
         decisions = config.decision_log_path if config.telemetry.decision_log else None
-        return cls(db or Database.open(config.store_path), decisions)
+        return cls(db or open_store(config), decisions)
 
     def list(self, filters: Filters | None = None, limit: int | None = None) -> list[TraceSummary]:
         """Traces with at least one matching call (all traces when no filter is set): refused first, then
@@ -384,7 +384,7 @@ class _Index:
         self.tasks: dict[str, str] = {}  # task id -> trace id
 
     @classmethod
-    def load(cls, db: Database) -> _Index:
+    def load(cls, db: Store) -> _Index:
         index = cls()
         rows = [json.loads(r["body"]) for r in db.query("SELECT body FROM ledger ORDER BY seq")]
         for task in db.query("SELECT id, trace_id FROM tasks"):
@@ -603,7 +603,7 @@ def _step(row: JSONObject, trace_id: str) -> Step:
 class _Proofs:
     """Where a call's arguments can be read back from, since the ledger keeps only their digest."""
 
-    def __init__(self, db: Database, decision_log: Path | None) -> None:
+    def __init__(self, db: Store, decision_log: Path | None) -> None:
         self.db = db
         self.decision_log = decision_log
 

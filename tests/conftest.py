@@ -1,6 +1,8 @@
-"""Shared fixtures: real git repositories, real gateway processes, real MCP clients.
+"""Shared fixtures: real git repositories, real gateway processes, real MCP clients, a real PostgreSQL.
 
 def test_x(gateway, token): ...                        # in-process Gateway on a fresh repo
+pytestmark = pytest.mark.both_stores                   # a module's tests run on SQLite and on PostgreSQL
+GATEWAY_TEST_STORE=postgresql pytest                   # every test's gateway on PostgreSQL
 with http_gateway(config.source) as url: ...           # `gateway serve --http` as a subprocess
 async with http_client(url, token(config, "worker")) as client: ...
 """
@@ -21,6 +23,7 @@ import yaml
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from pg import PASSWORD_VAR, PostgresServer, server_binaries
 
 from gateway.bootstrap import init_workspace
 from gateway.config import GatewayConfig
@@ -84,9 +87,49 @@ def workspace_for_tests(repo: Path) -> GatewayConfig:
     return reconfigure(init_workspace(repo), policy={"engine": "embedded", "deadline_s": 10.0})
 
 
+STORES = ("sqlite", "postgresql")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "both_stores: run the test on SQLite and on PostgreSQL (the store fixture)")
+    config.addinivalue_line("markers", "one_store: in a both_stores module, a test whose subject is not the store")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    marked = metafunc.definition.get_closest_marker
+    if "store" in metafunc.fixturenames and marked("both_stores") and not marked("one_store"):
+        metafunc.parametrize("store", STORES, indirect=True)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """Debian's PostgreSQL, started once for the session as the postgres user (see tests/pg.py)."""
+    binaries = server_binaries()
+    if binaries is None:
+        pytest.skip("PostgreSQL's server binaries are not installed (Debian: apt-get install postgresql)")
+    server = PostgresServer.start(binaries)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(PASSWORD_VAR, server.password)  # gateway.yaml names the variable, gateway processes inherit it
+        yield server
+    server.close()
+
+
 @pytest.fixture
-def config(repo: Path) -> GatewayConfig:
-    return workspace_for_tests(repo)
+def store(request: pytest.FixtureRequest) -> str | None:
+    """The test's store as gateway.yaml's ``store:`` says it: None for SQLite, else a fresh PostgreSQL
+    database's URL with ``${GATEWAY_TEST_PGPASSWORD}`` for its password. SQLite unless the test is marked
+    both_stores (then both) or GATEWAY_TEST_STORE=postgresql."""
+    kind = getattr(request, "param", os.environ.get("GATEWAY_TEST_STORE", "sqlite"))
+    if kind == "sqlite":
+        return None
+    server: PostgresServer = request.getfixturevalue("postgres")
+    return server.url(server.fresh_database(), password="${" + PASSWORD_VAR + "}")
+
+
+@pytest.fixture
+def config(repo: Path, store: str | None) -> GatewayConfig:
+    config = workspace_for_tests(repo)
+    return config if store is None else reconfigure(config, store=store)
 
 
 @pytest.fixture

@@ -22,12 +22,12 @@ from conftest import (
     token,
 )
 
-from gateway.ledger.store import Database
+from gateway.ledger.store import open_store
 from gateway.process import gateway_cli
 from gateway.repo import Repo
 from gateway.runtime import Gateway
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_stores]
 
 
 def merges(repo: Path) -> list[str]:
@@ -105,7 +105,7 @@ async def test_twenty_concurrent_commits_give_one_merge(config: Any, repo: Path)
 async def test_gateway_killed_mid_commit_reconciles_to_one_merge(config: Any, repo: Path) -> None:
     """SIGKILL while the post-merge verification runs (after the merge commit, before "committed")."""
     check = "grep -q 'return 42' src/app.py && sleep 5"
-    store = Database.open(config.store_path)
+    store = open_store(config)
 
     def verifying() -> bool:  # the post-merge command was judged (recorded) and is about to run or running
         query = (
@@ -203,6 +203,7 @@ async def test_quarantined_task_cannot_be_approved(config: Any) -> None:
     assert refused.is_error and "quarantined" in text_of(refused)
 
 
+@pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
 async def test_commit_class_upstream_tool_runs_only_through_intent_commit(config: Any, repo: Path) -> None:
     echo = str(Path(__file__).parent / "servers" / "echo_server.py")
     add_role(config, "operator", ["*"], max_tier=2, commit=True)

@@ -17,7 +17,7 @@ from gateway.ledger.chain import digest
 from gateway.process import gateway_cli as cli
 from gateway.runtime import Gateway
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_stores]
 
 MANIFEST = {
     "task_id": "T1",
@@ -192,6 +192,7 @@ async def test_manifests_intents_and_schema_failures_are_kept(gateway: Gateway, 
     assert by_tool["verify_run"]["trace_id"] == trace_id
 
 
+@pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
 def test_the_review_page_lists_dead_letters(config: Any) -> None:
     import anyio
 

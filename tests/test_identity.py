@@ -13,7 +13,7 @@ from mcp import Client, MCPError
 
 from gateway.runtime import Gateway
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_stores]
 
 ROLE_TOOLS = {
     "planner": {"fs_read", "fs_list", "fs_search", "git_status", "git_diff", "git_log"},
@@ -50,6 +50,7 @@ async def test_four_roles_see_different_tools_over_http(config: Any, mode: str) 
     assert len({frozenset(v) for v in lists.values()}) == 4
 
 
+@pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_four_roles_see_different_tools_over_stdio(config: Any, mode: str) -> None:
     for role in ROLE_TOOLS:

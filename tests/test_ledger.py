@@ -8,16 +8,33 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from gateway.config import GatewayConfig
 from gateway.ledger.chain import GENESIS, Ledger, Seal, canonical_json, chain_hash
-from gateway.ledger.store import Database
+from gateway.ledger.store import Store, open_store
+
+pytestmark = pytest.mark.both_stores
+
+Opener = Callable[[], Store]
 
 
-def ledger_at(tmp_path: Path) -> Ledger:
-    return Ledger(Database.open(tmp_path / "state" / "gateway.db"))
+@pytest.fixture
+def open_db(tmp_path: Path, store: str | None) -> Opener:
+    """A new handle on the test's store at each call, as another process would open it: the SQLite file in
+    tmp_path/state, or the test's PostgreSQL database."""
+    raw = {"state_dir": "state", **({"store": store} if store else {})}
+    config = GatewayConfig.from_mapping(raw, base=tmp_path)
+    config.state.mkdir()  # the ledger's head file lives there on either store
+    return lambda: open_store(config)
 
 
-def test_events_chain_from_genesis(tmp_path: Path) -> None:
-    ledger = ledger_at(tmp_path)
+def ledger_at(open_db: Opener) -> Ledger:
+    return Ledger(open_db())
+
+
+def test_events_chain_from_genesis(open_db: Opener) -> None:
+    ledger = ledger_at(open_db)
     first = ledger.append({"tool": "fs_read", "outcome": "ok"})
     second = ledger.append({"tool": "fs_write", "outcome": "denied"})
     assert first.seq == 1 and first.prev_hash == GENESIS
@@ -25,8 +42,8 @@ def test_events_chain_from_genesis(tmp_path: Path) -> None:
     assert ledger.verify().ok
 
 
-def test_edited_row_is_found(tmp_path: Path) -> None:
-    ledger = ledger_at(tmp_path)
+def test_edited_row_is_found(open_db: Opener) -> None:
+    ledger = ledger_at(open_db)
     for outcome in ["ok", "denied", "ok", "ok"]:
         ledger.append({"tool": "shell_run", "outcome": outcome})
     row = ledger.db.query("SELECT body FROM ledger WHERE seq = 2")[0]
@@ -39,8 +56,8 @@ def test_edited_row_is_found(tmp_path: Path) -> None:
     assert "hash" in (report.reason or "")
 
 
-def test_deleted_row_is_found(tmp_path: Path) -> None:
-    ledger = ledger_at(tmp_path)
+def test_deleted_row_is_found(open_db: Opener) -> None:
+    ledger = ledger_at(open_db)
     for _ in range(3):
         ledger.append({"outcome": "ok"})
     with ledger.db.transaction() as tx:
@@ -49,9 +66,9 @@ def test_deleted_row_is_found(tmp_path: Path) -> None:
     assert not report.ok and report.first_bad == 3
 
 
-def test_rehashed_row_breaks_the_link(tmp_path: Path) -> None:
+def test_rehashed_row_breaks_the_link(open_db: Opener) -> None:
     """Recomputing one row's hash after an edit still breaks the next row's prev_hash link."""
-    ledger = ledger_at(tmp_path)
+    ledger = ledger_at(open_db)
     for _ in range(3):
         ledger.append({"outcome": "ok"})
     body = json.loads(ledger.db.query("SELECT body FROM ledger WHERE seq = 2")[0]["body"])
@@ -62,12 +79,11 @@ def test_rehashed_row_breaks_the_link(tmp_path: Path) -> None:
     assert not report.ok and report.first_bad == 3
 
 
-def test_concurrent_appends_keep_one_chain(tmp_path: Path) -> None:
-    path = tmp_path / "state" / "gateway.db"
-    Database.open(path)
+def test_concurrent_appends_keep_one_chain(open_db: Opener) -> None:
+    open_db()
 
     def writer() -> None:
-        ledger = Ledger(Database(path))
+        ledger = Ledger(open_db())
         for _ in range(25):
             ledger.append({"outcome": "ok"})
 
@@ -76,16 +92,15 @@ def test_concurrent_appends_keep_one_chain(tmp_path: Path) -> None:
         t.start()
     for t in threads:
         t.join()
-    report = Ledger(Database(path)).verify()
+    report = Ledger(open_db()).verify()
     assert report.ok and report.checked == 100
 
 
 # --- authentication: a ledger an agent cannot rewrite ------------------------------------------------
 
 
-def sealed_at(tmp_path: Path, key: bytes = b"k" * 32) -> Ledger:
-    state = tmp_path / "state"
-    return Ledger(Database.open(state / "gateway.db"), Seal(key, state / "ledger.head"))
+def sealed_at(open_db: Opener, tmp_path: Path, key: bytes = b"k" * 32) -> Ledger:
+    return Ledger(open_db(), Seal(key, tmp_path / "state" / "ledger.head"))
 
 
 def rewrite(ledger: Ledger, keep: Callable[[dict[str, Any]], bool], edit: Callable[[dict[str, Any]], None]) -> None:
@@ -109,8 +124,8 @@ def rewrite(ledger: Ledger, keep: Callable[[dict[str, Any]], bool], edit: Callab
             prev = digest_
 
 
-def test_a_rewritten_and_rehashed_ledger_fails_authentication(tmp_path: Path) -> None:
-    ledger = sealed_at(tmp_path)
+def test_a_rewritten_and_rehashed_ledger_fails_authentication(open_db: Opener, tmp_path: Path) -> None:
+    ledger = sealed_at(open_db, tmp_path)
     for outcome in ["ok", "denied", "ok", "ok"]:
         ledger.append({"tool": "shell_run", "outcome": outcome})
     assert ledger.verify().ok and ledger.verify().authenticated
@@ -124,8 +139,8 @@ def test_a_rewritten_and_rehashed_ledger_fails_authentication(tmp_path: Path) ->
     assert not report.ok and report.first_bad == 2 and "HMAC" in (report.reason or "")
 
 
-def test_deleted_and_renumbered_rows_fail_authentication(tmp_path: Path) -> None:
-    ledger = sealed_at(tmp_path)
+def test_deleted_and_renumbered_rows_fail_authentication(open_db: Opener, tmp_path: Path) -> None:
+    ledger = sealed_at(open_db, tmp_path)
     for outcome in ["ok", "denied", "ok", "ok"]:
         ledger.append({"tool": "shell_run", "outcome": outcome})
     rewrite(ledger, keep=lambda body: body["outcome"] != "denied", edit=lambda body: None)
@@ -133,8 +148,8 @@ def test_deleted_and_renumbered_rows_fail_authentication(tmp_path: Path) -> None
     assert not report.ok and report.first_bad == 2 and "HMAC" in (report.reason or "")
 
 
-def test_cutting_off_the_newest_rows_is_found(tmp_path: Path) -> None:
-    ledger = sealed_at(tmp_path)
+def test_cutting_off_the_newest_rows_is_found(open_db: Opener, tmp_path: Path) -> None:
+    ledger = sealed_at(open_db, tmp_path)
     for outcome in ["ok", "ok", "denied", "denied"]:
         ledger.append({"tool": "shell_run", "outcome": outcome})
     with ledger.db.transaction() as tx:
@@ -143,24 +158,23 @@ def test_cutting_off_the_newest_rows_is_found(tmp_path: Path) -> None:
     assert not report.ok and "cut off" in (report.reason or "") and report.first_bad == 3
 
 
-def test_a_forged_head_or_a_wrong_key_fails(tmp_path: Path) -> None:
-    ledger = sealed_at(tmp_path)
+def test_a_forged_head_or_a_wrong_key_fails(open_db: Opener, tmp_path: Path) -> None:
+    ledger = sealed_at(open_db, tmp_path)
     for _ in range(3):
         ledger.append({"outcome": "ok"})
-    assert not sealed_at(tmp_path, key=b"x" * 32).verify().ok
+    assert not sealed_at(open_db, tmp_path, key=b"x" * 32).verify().ok
     head = json.loads((tmp_path / "state" / "ledger.head").read_text())
     (tmp_path / "state" / "ledger.head").write_text(json.dumps({**head, "seq": 1}))
     report = ledger.verify()
     assert not report.ok and "fails authentication" in (report.reason or "")
 
 
-def test_rows_written_before_authentication_stay_readable(tmp_path: Path) -> None:
+def test_rows_written_before_authentication_stay_readable(open_db: Opener, tmp_path: Path) -> None:
     """An older store (no HMACs) verifies as a plain chain; rows appended since are authenticated."""
-    path = tmp_path / "state" / "gateway.db"
-    plain = Ledger(Database.open(path))
+    plain = Ledger(open_db())
     for _ in range(3):
         plain.append({"outcome": "ok"})
-    sealed = sealed_at(tmp_path)
+    sealed = sealed_at(open_db, tmp_path)
     before = sealed.verify()
     assert before.ok and not before.authenticated and before.legacy == 3
     sealed.append({"outcome": "ok"})
@@ -171,12 +185,11 @@ def test_rows_written_before_authentication_stay_readable(tmp_path: Path) -> Non
     assert not sealed.verify().ok
 
 
-def test_the_head_moves_forward_only_across_processes(tmp_path: Path) -> None:
-    path = tmp_path / "state" / "gateway.db"
-    Database.open(path)
+def test_the_head_moves_forward_only_across_processes(open_db: Opener, tmp_path: Path) -> None:
+    open_db()
 
     def writer() -> None:
-        ledger = Ledger(Database(path), Seal(b"k" * 32, tmp_path / "state" / "ledger.head"))
+        ledger = Ledger(open_db(), Seal(b"k" * 32, tmp_path / "state" / "ledger.head"))
         for _ in range(25):
             ledger.append({"outcome": "ok"})
 
@@ -185,6 +198,6 @@ def test_the_head_moves_forward_only_across_processes(tmp_path: Path) -> None:
         t.start()
     for t in threads:
         t.join()
-    report = sealed_at(tmp_path).verify()
+    report = sealed_at(open_db, tmp_path).verify()
     assert report.ok and report.authenticated and report.checked == 100
     assert json.loads((tmp_path / "state" / "ledger.head").read_text())["seq"] == 100

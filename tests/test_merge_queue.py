@@ -28,13 +28,13 @@ from conftest import (
 from mcp import Client
 
 from gateway.ledger.leases import HOST, Leases
-from gateway.ledger.store import Database
+from gateway.ledger.store import open_store
 from gateway.repo import Repo
 from gateway.runtime import Gateway
 from gateway.server import build_server
 from gateway.tasks.worktrees import git_dir
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_stores]
 
 
 @asynccontextmanager
@@ -146,7 +146,7 @@ async def test_twenty_different_intents_committed_at_once_from_two_processes_all
         assert all((repo / "src" / f"f{i}.py").read_text() == f"VALUE = {i}\n" for i in range(20)), "checkout caught up"
         assert_usable(repo)
         assert {o["outcome"]["workspace"]["state"] for o in outcomes} == {"updated"}
-        assert Database.open(config.store_path).query("SELECT * FROM leases") == []
+        assert open_store(config).query("SELECT * FROM leases") == []
         assert Gateway(config).ledger.verify().ok
 
 
@@ -266,6 +266,7 @@ async def test_stale_locks_do_not_wedge_anything(config: Any, repo: Path) -> Non
         assert_usable(repo)
 
 
+@pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
 async def test_a_ref_lock_held_by_a_live_git_defers_the_intent(config: Any, repo: Path) -> None:
     """A fresh lock on main (a live git is updating it): the merge is not published, the intent stays approved
     (not the work's fault) and a later commit lands it."""
@@ -294,6 +295,7 @@ def big_repo(repo: Path, files: int) -> None:
     Repo(repo).run("commit", "-q", "-m", "generated")
 
 
+@pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
 async def test_kill_during_a_merge_of_a_large_repo_recovers_on_restart(config: Any, repo: Path) -> None:
     async with started(config) as gateway:
         await submit(gateway, "T1", ["src/app.py"], ["grep -q 'return 42' src/app.py"])
@@ -348,7 +350,7 @@ async def test_kill_right_after_a_claim_leaves_a_claim_with_its_worktree(config:
     big_repo(repo, 2000)  # so that making the worktree takes a while after the claim is committed
     async with started(config) as gateway:
         await submit(gateway, "T1", ["src/app.py"], ["grep -q 'return 42' src/app.py"])
-        store = Database.open(config.store_path)
+        store = open_store(config)
 
         def claimed() -> bool:
             return bool(store.query("SELECT 1 FROM tasks WHERE id = 'T1' AND state = 'claimed'"))
@@ -450,7 +452,7 @@ def test_malformed_tools_call_is_answered_and_recorded(config: Any) -> None:
 
 
 def test_a_lease_has_one_holder_and_a_dead_holder_loses_it(config: Any) -> None:
-    leases = Leases(Database.open(config.store_path))
+    leases = Leases(open_store(config))
     me = f"{HOST}|{os.getpid()}|a"
     assert leases.try_acquire("merge queue", me)
     assert not leases.try_acquire("merge queue", f"{HOST}|{os.getpid()}|b"), "a live holder keeps it"
@@ -464,6 +466,7 @@ def test_a_lease_has_one_holder_and_a_dead_holder_loses_it(config: Any) -> None:
     assert not leases.try_acquire("merge queue", "elsewhere|1|e")
 
 
+@pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
 async def test_base_branch_moved_during_the_merge_is_merged_again_on_its_new_tip(config: Any, repo: Path) -> None:
     """Someone commits to main while the merge commit is being verified: the compare-and-swap refuses, the
     merge is made and verified again on the new tip, and nothing of theirs is lost."""

@@ -19,6 +19,8 @@ from gateway.tasks.states import (
     check_move,
 )
 
+pytestmark = pytest.mark.both_stores
+
 TABLES = {"task": TASK_MOVES, "intent": INTENT_MOVES, "approval": APPROVAL_MOVES}
 
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import http_client, http_gateway, inproc_client, ledger_rows, reconfigure, text_of, token
+from conftest import http_client, http_gateway, inproc_client, ledger_rows, text_of, token
 
 from gateway.repo import Repo
 from gateway.runtime import Gateway
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_stores]
 
 
 def manifest(task_id: str = "T1", **changes: Any) -> dict[str, Any]:
@@ -129,19 +129,20 @@ def test_claims_from_many_processes_give_one_owner(config: Any) -> None:
 
 
 async def test_write_after_the_claim_expired_is_denied(config: Any) -> None:
-    config = reconfigure(config, tasks={"claim_ttl_s": 1})
     gateway = Gateway(config)
     await submit(gateway, config)
     async with inproc_client(gateway, token(config, "worker", agent="w1")) as client:
         await client.call_tool("task_claim", {"task_id": "T1"})
         assert not (await client.call_tool("fs_write", {"path": "src/new.py", "content": "x = 1\n"})).is_error
-        await anyio.sleep(1.5)
+        with gateway.db.transaction() as tx:  # the claim's time runs out (no sleep a slow machine could outlast)
+            tx.execute("UPDATE tasks SET claim_expires = ? WHERE id = 'T1'", ("2000-01-01T00:00:00+00:00",))
         late = await client.call_tool("fs_write", {"path": "src/late.py", "content": "x = 2\n"})
         report = await client.call_tool("task_report", {"record": record()})
     assert late.is_error and "paths.claim_not_held" in late.structured_content["decision"]["rules"]
     assert report.is_error and "expired" in text_of(report)
 
 
+@pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
 async def test_shell_write_outside_scope_is_caught_by_the_diff_and_quarantined(gateway: Gateway, config: Any) -> None:
     await submit(gateway, config)
     async with inproc_client(gateway, token(config, "worker", agent="w1")) as client:
@@ -167,6 +168,7 @@ async def test_shell_write_outside_scope_is_caught_by_the_diff_and_quarantined(g
     assert again.is_error and "quarantined" in text_of(again)
 
 
+@pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
 async def test_verifier_runs_only_the_manifest_commands(gateway: Gateway, config: Any, repo: Path) -> None:
     await submit(gateway, config, verification=["grep -q 'return 42' src/app.py", "touch verified.marker"])
     async with inproc_client(gateway, token(config, "worker", agent="w1")) as client:

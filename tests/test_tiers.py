@@ -15,7 +15,7 @@ from gateway.process import gateway_cli as cli
 from gateway.repo import Repo
 from gateway.runtime import Gateway
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_stores]
 
 TIER3 = {"command": "cat /etc/hostname"}  # reads outside the workspace: tier 3, and harmless to run
 
@@ -126,6 +126,7 @@ def git_stash_dropped(repo: Path) -> tuple[str, Any]:
     return "git stash drop", check
 
 
+@pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
 @pytest.mark.parametrize("operation", [git_branch_deleted, git_reset_hard, git_stash_dropped])
 async def test_rollback_restores_refs_and_stashes_a_tier_2_git_command_changed(
     operator: str, config: Any, repo: Path, operation: Any

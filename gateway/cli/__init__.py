@@ -9,9 +9,10 @@ runs, so ``gateway check`` and ``gateway hook claude-code`` start in a fraction 
     gateway check --role worker --tool fs_read --args '{"path": "README.md"}'
 
 Exit codes: 0 done (``check``: allowed), 1 done and the answer is "no" (a broken ledger, a failing policy
-test, a ceremony that left a task out, a replay that did not go through), 2 an error (bad usage or input,
-an unknown role, tool or id, a missing or unreadable file or config: one line on stderr), 3 ``check``:
-asks a person (tier 3), 4 ``check``: denied, 130 interrupted, 141 stdout closed early (``| head``).
+test, a ceremony that left a task out, a replay that did not go through, a store at another schema version
+than this gateway's), 2 an error (bad usage or input, an unknown role, tool or id, a missing or unreadable
+file or config, a store that is unreachable or at a schema version it cannot use: one line on stderr),
+3 ``check``: asks a person (tier 3), 4 ``check``: denied, 130 interrupted, 141 stdout closed early (``| head``).
 """
 
 from __future__ import annotations

@@ -220,6 +220,36 @@ def cmd_ledger_verify(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_db_status(args: argparse.Namespace) -> int:
+    from gateway.ledger.store import SCHEMA_VERSION, store_for
+
+    store = store_for(load_config(args))
+    version = store.schema_version()
+    if version == SCHEMA_VERSION:
+        state = "current"
+    elif version < SCHEMA_VERSION:
+        state = "behind: run 'gateway db upgrade'"
+    else:
+        state = "newer than this gateway: run a gateway as new as the one that upgraded it"
+    fields = {"store": store.where, "schema_version": version, "gateway_schema_version": SCHEMA_VERSION, "state": state}
+    emit(fields) if wants_json(args) else block(fields)
+    return 0 if version == SCHEMA_VERSION else 1
+
+
+def cmd_db_upgrade(args: argparse.Namespace) -> int:
+    from gateway.ledger.store import store_for
+
+    store = store_for(load_config(args))
+    before, after = store.upgrade()
+    if wants_json(args):
+        emit({"store": store.where, "from": before, "to": after})
+    elif before == after:
+        print(f"the store {store.where} is at schema version {after} already")
+    else:
+        print(f"upgraded the store {store.where} from schema version {before} to {after}")
+    return 0
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     import anyio
 

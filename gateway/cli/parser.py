@@ -165,6 +165,29 @@ def build_parser() -> argparse.ArgumentParser:
     json_option(verify, "the report")
     verify.set_defaults(handler=commands.cmd_ledger_verify)
 
+    db = Commands(
+        top.add(
+            "db",
+            "the store (gateway.yaml's store:, else the SQLite file in the state dir): its schema version",
+            ["gateway db status", "gateway db upgrade"],
+        ),
+        "db_command",
+    )
+    status = db.add(
+        "status",
+        "the store (a PostgreSQL URL's password masked) and its schema version; exit 1 unless it is this gateway's",
+        ["gateway db status", "gateway db status --json"],
+    )
+    json_option(status, "the store and its versions")
+    status.set_defaults(handler=commands.cmd_db_status)
+    upgrade = db.add(
+        "upgrade",
+        "apply the schema migrations the store lacks (in one transaction); prints the version from and to",
+        ["gateway db upgrade", "gateway db upgrade --json"],
+    )
+    json_option(upgrade, "the versions from and to")
+    upgrade.set_defaults(handler=commands.cmd_db_upgrade)
+
     check = top.add(
         "check",
         "the decision for one call, without running it (recorded as kind 'check'); exit 0 allow, 3 ask, 4 deny",

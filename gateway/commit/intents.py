@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 from typing import Any, Literal
 
 from gateway.errors import Denied, InvalidRequest
 from gateway.ledger.chain import Ledger, canonical_json, utc_now
-from gateway.ledger.store import Database
+from gateway.ledger.store import Row, Store, Transaction
 from gateway.tasks.states import INTENT_MOVES, check_move
 from gateway.types import JSONObject, Principal
 
@@ -40,7 +39,7 @@ def intent_id(task_id: str, action: str, arguments: JSONObject, attempt: int) ->
 
 
 class Intents:
-    def __init__(self, db: Database, ledger: Ledger) -> None:
+    def __init__(self, db: Store, ledger: Ledger) -> None:
         self.db = db
         self.ledger = ledger
 
@@ -146,13 +145,13 @@ class Intents:
                 self._event(tx, identifier, "requeue", None, why=why, **detail)
             return _intent(tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,)).fetchone())
 
-    def _locked(self, tx: sqlite3.Connection, identifier: str) -> JSONObject:
+    def _locked(self, tx: Transaction, identifier: str) -> JSONObject:
         row = tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,)).fetchone()
         if row is None:
             raise IntentRefused(f"no intent {identifier!r}")
         return _intent(row)
 
-    def _set(self, tx: sqlite3.Connection, identifier: str, **columns: Any) -> None:
+    def _set(self, tx: Transaction, identifier: str, **columns: Any) -> None:
         if "state" in columns:  # every state change is one the table allows
             row = tx.execute("SELECT state FROM intents WHERE id = ?", (identifier,)).fetchone()
             check_move(INTENT_MOVES, f"intent {identifier[:12]}", row["state"], str(columns["state"]))
@@ -161,7 +160,7 @@ class Intents:
             f"UPDATE intents SET {assignments}, updated = ? WHERE id = ?", (*columns.values(), utc_now(), identifier)
         )
 
-    def _event(self, tx: sqlite3.Connection, identifier: str, step: str, by: Principal | None, **detail: Any) -> None:
+    def _event(self, tx: Transaction, identifier: str, step: str, by: Principal | None, **detail: Any) -> None:
         trace = tx.execute("SELECT trace_id FROM intents WHERE id = ?", (identifier,)).fetchone()
         self.ledger.append_in(
             tx,
@@ -177,7 +176,7 @@ class Intents:
         )
 
 
-def _intent(row: sqlite3.Row) -> JSONObject:
+def _intent(row: Row) -> JSONObject:
     intent = dict(row)
     intent["arguments"] = json.loads(intent["arguments"])
     intent["outcome"] = json.loads(intent["outcome"]) if intent["outcome"] else None

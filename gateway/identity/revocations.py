@@ -8,18 +8,19 @@ revocations.is_revoked(jti)
 from __future__ import annotations
 
 from gateway.ledger.chain import utc_now
-from gateway.ledger.store import Database
+from gateway.ledger.store import Store
 
 
 class Revocations:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Store) -> None:
         self.db = db
 
     def revoke(self, jti: str, reason: str | None = None) -> bool:
         """Returns False when the jti was already revoked."""
         with self.db.transaction() as tx:
             cursor = tx.execute(
-                "INSERT OR IGNORE INTO revocations (jti, time, reason) VALUES (?, ?, ?)", (jti, utc_now(), reason)
+                "INSERT INTO revocations (jti, time, reason) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                (jti, utc_now(), reason),
             )
             return cursor.rowcount == 1
 

@@ -19,7 +19,7 @@ import hashlib
 import hmac
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.ledger.store import Database
+from gateway.ledger.store import Store, open_store
 from gateway.types import JSONObject
 
 if TYPE_CHECKING:
@@ -151,7 +151,7 @@ class Seal:
 
 
 class Ledger:
-    def __init__(self, db: Database, seal: Seal | None = None) -> None:
+    def __init__(self, db: Store, seal: Seal | None = None) -> None:
         self.db = db
         self.seal = seal
 
@@ -197,7 +197,7 @@ class Ledger:
         if self.seal is not None and head is None and not self.db.query("SELECT 1 FROM ledger WHERE mac IS NOT NULL"):
             legacy = 1 << 62  # a store written before authentication and not appended to since: all legacy
         prev, checked, head_seen = GENESIS, 0, head is None
-        for row in self.db.connection.execute("SELECT seq, body, prev_hash, hash, mac FROM ledger ORDER BY seq"):
+        for row in self._in_order():
             checked += 1
             why = self._bad_row(row, checked, prev, head, legacy)
             if why is not None:
@@ -209,6 +209,14 @@ class Ledger:
             why = f"the ledger ends at seq {checked}, before its authenticated head {head.seq}: rows were cut off"
             return VerifyReport(False, checked, checked + 1, why)
         return VerifyReport(True, checked, authenticated=head is not None, legacy=min(legacy, checked))
+
+    def _in_order(self, page: int = 5000) -> Iterator[Any]:
+        """Every row, oldest first, a page at a time: a long ledger is never held whole."""
+        seq = 0
+        sql = "SELECT seq, body, prev_hash, hash, mac FROM ledger WHERE seq > ? ORDER BY seq LIMIT ?"
+        while rows := self.db.query(sql, (seq, page)):
+            yield from rows
+            seq = rows[-1]["seq"]
 
     def _bad_row(self, row: Any, expected_seq: int, prev: str, head: Head | None, legacy: int) -> str | None:
         """Why one row breaks the chain or its authentication, or None."""
@@ -262,12 +270,12 @@ class Ledger:
         return closed
 
     @classmethod
-    def for_config(cls, config: GatewayConfig, db: Database | None = None) -> Ledger:
+    def for_config(cls, config: GatewayConfig, db: Store | None = None) -> Ledger:
         """The ledger of a configured gateway: its store, sealed with the key in its state dir."""
         from gateway.identity.keys import KeyRing
 
         seal = Seal(KeyRing(config.keys_dir).secret("ledger"), config.state / "ledger.head")
-        return cls(db or Database.open(config.store_path), seal)
+        return cls(db or open_store(config), seal)
 
     def since(self, seq: int, limit: int = 500) -> list[LedgerEvent]:
         """Events after ``seq``, oldest first: how a reader follows the ledger from its cursor."""

@@ -1,14 +1,20 @@
-"""The store: SQLite in WAL mode behind a small interface.
+"""The store behind a small interface: SQLite in WAL mode (the default), or PostgreSQL (``postgres.py``).
 
 Everything that must survive a crash (ledger, tasks, claims, intents, approvals, revocations,
-checkpoints) goes through ``Database.transaction()``. Writers take the write lock up front
-(``BEGIN IMMEDIATE``), so read-check-write sequences such as claiming a task are atomic across threads
-and processes. A PostgreSQL store would implement the same two methods with row locks.
+checkpoints) goes through ``transaction()``. Writers take the write lock up front (SQLite's
+``BEGIN IMMEDIATE``, PostgreSQL's transaction-scoped advisory lock), so read-check-write sequences such as
+claiming a task are atomic across threads, processes and replicas. Callers write portable SQL with ``?``
+placeholders; rows are read by column name or index on both stores.
 
-    db = Database.open(Path(".gateway/gateway.db"))
-    with db.transaction() as tx:
-        tx.execute("INSERT INTO revocations (jti, time) VALUES (?, ?)", (jti, now))
-    rows = db.query("SELECT jti FROM revocations")
+    store = open_store(config)          # gateway.yaml's ``store:``, else <state>/gateway.db
+    with store.transaction() as tx:
+        tx.execute("INSERT INTO revocations (jti, time) VALUES (?, ?) ON CONFLICT DO NOTHING", (jti, now))
+    rows = store.query("SELECT jti FROM revocations")
+
+Both stores carry a schema version (SQLite's ``user_version``, PostgreSQL's ``schema_version`` table) with
+the same numbers: ``SCHEMA_VERSION`` is what this gateway knows. A store newer than that is refused with
+both versions named; an older SQLite file is upgraded on open, an older PostgreSQL database is refused
+until ``gateway db upgrade`` (docs/store.md says why).
 """
 
 from __future__ import annotations
@@ -18,7 +24,12 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+from gateway.errors import StoreError
+
+if TYPE_CHECKING:
+    from gateway.config import GatewayConfig
 
 # Each entry upgrades the schema by one version; never edit an entry that has shipped, append a new one.
 MIGRATIONS: list[str] = [
@@ -142,15 +153,65 @@ MIGRATIONS: list[str] = [
 ]
 
 
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class Row(Protocol):
+    """A result row: ``row["seq"]`` or ``row[0]``; ``dict(row)`` gives its columns."""
+
+    def __getitem__(self, key: str | int) -> Any: ...
+    def keys(self) -> list[str]: ...
+
+
 class Transaction(Protocol):
     def execute(self, sql: str, params: Sequence[Any] = ...) -> Any: ...
 
 
 class Store(Protocol):
-    """What the rest of the gateway needs from a store."""
+    """What the rest of the gateway needs from a store (``Database`` and ``PostgresStore``)."""
+
+    where: str  # the store named for people: a path, or a URL with its password masked
 
     def transaction(self) -> Any: ...
-    def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]: ...
+    def after_commit(self, callback: Callable[[], None]) -> None: ...
+    def query(self, sql: str, params: Sequence[Any] = ()) -> Sequence[Row]: ...
+    def schema_version(self) -> int: ...
+    def upgrade(self) -> tuple[int, int]: ...
+    def close(self) -> None: ...
+
+
+def store_for(config: GatewayConfig) -> Store:
+    """The configured store, not yet opened (no connection, no schema check): ``gateway db status``."""
+    if config.store is not None:
+        from gateway.ledger.postgres import PostgresStore  # psycopg is loaded only by who uses it
+
+        return PostgresStore(config.store)
+    config.store_path.parent.mkdir(parents=True, exist_ok=True)
+    return Database(config.store_path)
+
+
+def open_store(config: GatewayConfig) -> Store:
+    """The configured store, ready: reachable and at this gateway's schema version (or a clear error)."""
+    store = store_for(config)
+    if isinstance(store, Database):
+        store.upgrade()  # a local file follows the gateway that opens it
+        return store
+    check_version(store, store.schema_version())
+    return store
+
+
+def check_version(store: Store, version: int, upgrading: bool = False) -> None:
+    """Refuse a store whose schema this gateway cannot use, naming both versions."""
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"the store {store.where} has schema version {version}, newer than this gateway knows "
+            f"({SCHEMA_VERSION}): run a gateway as new as the one that upgraded it"
+        )
+    if version < SCHEMA_VERSION and not upgrading:
+        raise StoreError(
+            f"the store {store.where} has schema version {version}; this gateway needs {SCHEMA_VERSION}: "
+            "run 'gateway db upgrade'"
+        )
 
 
 class Database:
@@ -158,6 +219,7 @@ class Database:
 
     def __init__(self, path: Path, synchronous: str = "NORMAL") -> None:
         self.path = path
+        self.where = str(path)
         self.synchronous = synchronous
         self._local = threading.local()
 
@@ -165,7 +227,7 @@ class Database:
     def open(cls, path: Path, synchronous: str = "NORMAL") -> Database:
         path.parent.mkdir(parents=True, exist_ok=True)
         db = cls(path, synchronous)
-        db._migrate()
+        db.upgrade()
         return db
 
     @property
@@ -209,10 +271,16 @@ class Database:
             conn.close()
             self._local.conn = None
 
-    def _migrate(self) -> None:
+    def schema_version(self) -> int:
+        return int(self.query("PRAGMA user_version")[0][0])
+
+    def upgrade(self) -> tuple[int, int]:
+        """Apply the migrations this file lacks, in one transaction; answers (from, to) versions."""
         with self.transaction() as tx:
             version = tx.execute("PRAGMA user_version").fetchone()[0]
+            check_version(self, version, upgrading=True)
             for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
                 for statement in filter(str.strip, script.split(";")):
                     tx.execute(statement)
                 tx.execute(f"PRAGMA user_version={number}")
+        return version, SCHEMA_VERSION

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from gateway.effects.paths import Workspace
 from gateway.effects.shell import describe_command
 from gateway.errors import Denied, InvalidRequest
 from gateway.ledger.chain import Ledger, digest, utc_now
-from gateway.ledger.store import Database
+from gateway.ledger.store import Row, Store, Transaction
 from gateway.policy.engine import PolicyEngine
 from gateway.repo import Repo
 from gateway.tasks.drift import drift, frozen_problems, frozen_violations, matches
@@ -65,7 +64,7 @@ def _now() -> datetime:
 
 class TaskBoard:
     def __init__(
-        self, db: Database, ledger: Ledger, engine: PolicyEngine, config: GatewayConfig, verification: Verification
+        self, db: Store, ledger: Ledger, engine: PolicyEngine, config: GatewayConfig, verification: Verification
     ) -> None:
         self.db = db
         self.ledger = ledger
@@ -266,7 +265,7 @@ class TaskBoard:
         if problems:
             raise InvalidRequest(f"manifest field 'frozen': {'; '.join(problems)}")
 
-    def _check_dependencies(self, tx: sqlite3.Connection, manifest: TaskManifest) -> None:
+    def _check_dependencies(self, tx: Transaction, manifest: TaskManifest) -> None:
         for dependency in manifest.depends_on:
             if dependency == manifest.task_id:
                 raise InvalidRequest("manifest field 'depends_on': a task cannot depend on itself")
@@ -300,8 +299,8 @@ class TaskBoard:
             self._check_dependencies(tx, manifest)
             version = task["manifest_version"]
             tx.execute(
-                "INSERT OR IGNORE INTO task_manifests (task_id, version, manifest, by, time, why) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO task_manifests (task_id, version, manifest, by, time, why) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 (task["id"], version, json.dumps(task["manifest"]), task["submitted_by"], task["created"], None),
             )
             tx.execute(
@@ -329,7 +328,7 @@ class TaskBoard:
         with self.db.transaction() as tx:
             return self._block_dependents(tx, task_id, why)
 
-    def _block_dependents(self, tx: sqlite3.Connection, task_id: str, why: str) -> list[str]:
+    def _block_dependents(self, tx: Transaction, task_id: str, why: str) -> list[str]:
         blocked: list[str] = []
         queue = [task_id]
         while queue:
@@ -352,7 +351,7 @@ class TaskBoard:
                 f"{what} under a live claim (the worker releases it, or the claim runs out)"
             )
 
-    def _fresh(self, tx: sqlite3.Connection, task_id: str, by: str, action: str, **detail: Any) -> None:
+    def _fresh(self, tx: Transaction, task_id: str, by: str, action: str, **detail: Any) -> None:
         self._set(
             tx,
             task_id,
@@ -669,11 +668,11 @@ class TaskBoard:
 
     # --- helpers ----------------------------------------------------------------------------------
 
-    def mark_committed(self, tx: sqlite3.Connection, task_id: str, merge_commit: str) -> None:
+    def mark_committed(self, tx: Transaction, task_id: str, merge_commit: str) -> None:
         self._set(tx, task_id, state="committed", note=f"merged as {merge_commit}")
         self._event(tx, task_id, "committed", merge_commit=merge_commit)
 
-    def merge_failed(self, tx: sqlite3.Connection, task_id: str, why: str, outcome: JSONObject) -> None:
+    def merge_failed(self, tx: Transaction, task_id: str, why: str, outcome: JSONObject) -> None:
         """A merge that was not published: the task goes back for a new attempt (or blocks when it has none
         left), and every task that depends on it hears why."""
         task = self._locked(tx, task_id)
@@ -707,7 +706,7 @@ class TaskBoard:
             self._write_blocker(tx, current, why, worker=account)
         return {"task_id": task["id"], "state": "blocked", "scope_violations": []}
 
-    def _after_failure(self, tx: sqlite3.Connection, task: JSONObject, why: str, **facts: Any) -> str:
+    def _after_failure(self, tx: Transaction, task: JSONObject, why: str, **facts: Any) -> str:
         """An attempt ended without success: back to open, or blocked (with the gateway's blocker report)
         when the task is out of attempts."""
         failures = task["failures"] + 1
@@ -725,16 +724,14 @@ class TaskBoard:
             self._write_blocker(tx, task, f"out of attempts: {why}")
         return state
 
-    def _write_blocker(
-        self, tx: sqlite3.Connection, task: JSONObject, why: str, worker: JSONObject | None = None
-    ) -> None:
+    def _write_blocker(self, tx: Transaction, task: JSONObject, why: str, worker: JSONObject | None = None) -> None:
         """The blocker report, written by the gateway from what it recorded: every attempt with its strategy,
         verification output, diff and violations, and the time spent. ``worker``: the worker's own account."""
         report = blocker_report(task, why, worker)
         self._set(tx, task["id"], blocker=json.dumps(report), note=f"BLOCKED: {why}"[:500])
         self._event(tx, task["id"], "blocker_report", outcome="error", by="gateway", why=why, blocker=report)
 
-    def _expire(self, tx: sqlite3.Connection, task: JSONObject) -> str:
+    def _expire(self, tx: Transaction, task: JSONObject) -> str:
         why = f"the claim of {task['owner']} expired at {task['claim_expires']} without a report"
         self._event(tx, task["id"], "claim_expired", outcome="error", owner=task["owner"], attempt=task["attempt"])
         return self._after_failure(tx, task, why)
@@ -770,7 +767,7 @@ class TaskBoard:
         if principal.task and principal.task != task_id:
             raise TaskRefused(f"this credential is bound to task {principal.task!r}, not {task_id!r}")
 
-    def _held(self, tx: sqlite3.Connection, task_id: str, principal: Principal) -> JSONObject:
+    def _held(self, tx: Transaction, task_id: str, principal: Principal) -> JSONObject:
         self._bound(principal, task_id)
         task = self._locked(tx, task_id)
         if task["state"] != "claimed" or task["owner"] != principal.agent:
@@ -779,13 +776,13 @@ class TaskBoard:
             raise TaskRefused(f"your claim on task {task_id!r} expired at {task['claim_expires']}; claim it again")
         return task
 
-    def _locked(self, tx: sqlite3.Connection, task_id: str) -> JSONObject:
+    def _locked(self, tx: Transaction, task_id: str) -> JSONObject:
         row = tx.execute("SELECT * FROM tasks WHERE id = ?", (task_id,)).fetchone()
         if row is None:
             raise TaskRefused(f"no task {task_id!r}")
         return _task(row)
 
-    def _set(self, tx: sqlite3.Connection, task_id: str, **columns: Any) -> None:
+    def _set(self, tx: Transaction, task_id: str, **columns: Any) -> None:
         if "state" in columns:  # every state change is one the table allows
             row = tx.execute("SELECT state FROM tasks WHERE id = ?", (task_id,)).fetchone()
             check_move(TASK_MOVES, f"task {task_id!r}", row["state"], str(columns["state"]))
@@ -795,7 +792,7 @@ class TaskBoard:
             (*columns.values(), utc_now(), task_id),
         )
 
-    def _event(self, tx: sqlite3.Connection, task_id: str, action: str, outcome: str = "ok", **detail: Any) -> None:
+    def _event(self, tx: Transaction, task_id: str, action: str, outcome: str = "ok", **detail: Any) -> None:
         principal = detail.pop("principal", None)
         trace = tx.execute("SELECT trace_id FROM tasks WHERE id = ?", (task_id,)).fetchone()
         self.ledger.append_in(
@@ -896,7 +893,7 @@ def acceptance_files(root: Path, patterns: list[str]) -> tuple[Path, ...]:
     return tuple(root / p for p in tracked if p and any(matches(g, p) for g in patterns))
 
 
-def _dependents(tx: sqlite3.Connection, task_id: str) -> list[JSONObject]:
+def _dependents(tx: Transaction, task_id: str) -> list[JSONObject]:
     """The tasks whose manifest names ``task_id`` in depends_on."""
     tasks = (_task(row) for row in tx.execute("SELECT * FROM tasks"))
     return [task for task in tasks if task_id in task["manifest"]["depends_on"]]
@@ -911,7 +908,7 @@ def _expired(task: JSONObject) -> bool:
     return expires is None or datetime.fromisoformat(expires) <= _now()
 
 
-def _task(row: sqlite3.Row) -> JSONObject:
+def _task(row: Row) -> JSONObject:
     task = dict(row)
     # validated again on the way out: a manifest recorded before a field existed gets the field's default
     task["manifest"] = TaskManifest.model_validate(json.loads(task["manifest"])).model_dump()

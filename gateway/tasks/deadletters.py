@@ -35,7 +35,7 @@ from gateway.identity.revocations import Revocations
 from gateway.identity.roles import RoleSet
 from gateway.ledger.chain import Ledger, digest, utc_now
 from gateway.ledger.leases import Leases, new_holder
-from gateway.ledger.store import Database
+from gateway.ledger.store import Store
 from gateway.pipeline import Authenticate, Call, Pipeline, Stage
 from gateway.types import JSONObject, Origin, Principal
 
@@ -66,7 +66,7 @@ class DeadLetterRefused(GatewayError):
 class DeadLetters:
     """The dead-letter store; every change commits with its ledger row."""
 
-    def __init__(self, db: Database, ledger: Ledger) -> None:
+    def __init__(self, db: Store, ledger: Ledger) -> None:
         self.db = db
         self.ledger = ledger
 
