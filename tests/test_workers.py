@@ -9,7 +9,8 @@ import json
 import subprocess
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,10 +24,10 @@ from test_tiers import TIER3
 
 from gateway.commit.executor import intent_lease
 from gateway.ledger.leases import Leases, new_holder
-from gateway.ledger.store import Database
+from gateway.ledger.store import open_store
 from gateway.runtime import Gateway
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_stores]  # the races run on SQLite and PostgreSQL
 
 RACERS = 20
 ROUNDS = 4  # races repeated until both worker processes served one
@@ -39,46 +40,64 @@ def gateway_cli(config: Any, *args: str) -> subprocess.CompletedProcess[str]:
 
 def started_by(config: Any, tool: str) -> list[str]:
     """The processes whose write-ahead ("started") rows record a call of ``tool``: who served it."""
-    rows = Database.open(config.store_path).query("SELECT body FROM ledger ORDER BY seq")
+    rows = open_store(config).query("SELECT body FROM ledger ORDER BY seq")
     bodies = [json.loads(r["body"]) for r in rows]
     return [b["detail"]["process"] for b in bodies if b.get("tool") == tool and b.get("outcome") == "started"]
 
 
-async def race(url: str, config: Any, role: str, tool: str, arguments: dict[str, Any], tag: str = "") -> dict[str, Any]:
-    """RACERS agents of ``role`` call ``tool`` at once, each on its own connection; answers agent -> result."""
+async def race(
+    urls: str | list[str], config: Any, role: str, tool: str, arguments: dict[str, Any], tag: str = ""
+) -> dict[str, Any]:
+    """RACERS agents of ``role`` call ``tool`` at once, each on its own connection, spread over ``urls`` in
+    turn (replicas) or all on one (worker processes); answers agent -> result."""
+    urls = [urls] if isinstance(urls, str) else urls
     results: dict[str, Any] = {}
 
-    async def one(agent: str) -> None:
+    async def one(agent: str, url: str) -> None:
         async with http_client(url, token(config, role, agent=agent)) as session:
             results[agent] = await session.call_tool(tool, arguments)
 
     async with anyio.create_task_group() as tg:
         for i in range(RACERS):
-            tg.start_soon(one, f"{role}-{tag}{i}")
+            tg.start_soon(one, f"{role}-{tag}{i}", urls[i % len(urls)])
     return results
 
 
-async def test_twenty_claims_and_twenty_commits_across_two_workers_give_one_owner_and_one_merge(
-    config: Any, repo: Path
+@contextmanager
+def serving(config: Any, topology: str) -> Iterator[list[str]]:
+    """Two gateway processes on one workspace and one store: ``serve --workers 2`` behind one address, or
+    two replicas (two ``gateway serve``) at two addresses, as behind a load balancer."""
+    if topology == "workers":
+        with http_gateway(config.source, workers=2) as url:
+            yield [url]
+    else:
+        with http_gateway(config.source) as first, http_gateway(config.source) as second:
+            yield [first, second]
+
+
+@pytest.mark.parametrize("topology", ["workers", "replicas"])
+async def test_twenty_claims_and_twenty_commits_across_two_processes_give_one_owner_and_one_merge(
+    config: Any, repo: Path, topology: str
 ) -> None:
-    """Which process accepts a connection is the kernel's choice: on a busy machine one worker may take a
-    whole burst. So each race repeats (a new task to claim; the same intent to commit again) until both
-    worker processes have served it, at most ROUNDS times, and every round must keep the invariant."""
+    """Replicas get the racers in turn. Which worker process accepts a connection is the kernel's choice: on a
+    busy machine one may take a whole burst, so each race repeats (a new task to claim; the same intent to
+    commit again) until both processes have served it, at most ROUNDS times; every round keeps the invariant."""
     async with started(config) as gateway:
         for n in range(1, ROUNDS + 1):
             await submit(gateway, f"T{n}", ["src/app.py"], ["grep -q 'return 42' src/app.py"])
-    with http_gateway(config.source, workers=2) as url:
+    with serving(config, topology) as urls:
         owners: list[str] = []
         for n in range(1, ROUNDS + 1):
-            claims = await race(url, config, "worker", "task_claim", {"task_id": f"T{n}"}, tag=f"r{n}")
+            claims = await race(urls, config, "worker", "task_claim", {"task_id": f"T{n}"}, tag=f"r{n}")
             won = [agent for agent, result in claims.items() if not result.is_error]
-            assert len(won) == 1, [text_of(r) for r in claims.values()]
-            assert all("claimed by" in text_of(r) for a, r in claims.items() if a != won[0])
+            assert len(won) == 1, {a: text_of(r) for a, r in claims.items() if "claimed by" not in text_of(r)}
+            others = [text_of(r) for a, r in claims.items() if a != won[0]]
+            assert all("claimed by" in text for text in others), others
             owners.append(won[0])
             if len(set(started_by(config, "task_claim"))) == 2:
                 break
-        assert len(set(started_by(config, "task_claim"))) == 2, "both worker processes took claims"
-        async with http_client(url, token(config, "worker", agent=owners[0])) as owner:
+        assert len(set(started_by(config, "task_claim"))) == 2, "both processes took claims"
+        async with http_client(urls[-1], token(config, "worker", agent=owners[0])) as owner:
             written = await owner.call_tool("fs_write", {"path": "src/app.py", "content": "def f():\n    return 42\n"})
             assert not written.is_error, text_of(written)
             record = {"task_id": "T1", "status": "done", "files_changed": ["src/app.py"]}
@@ -88,7 +107,7 @@ async def test_twenty_claims_and_twenty_commits_across_two_workers_give_one_owne
             intent_id = await approve(gateway, "T1")
         outcomes = []
         for n in range(1, ROUNDS + 1):
-            commits = await race(url, config, "committer", "intent_commit", {"intent_id": intent_id}, tag=f"r{n}")
+            commits = await race(urls, config, "committer", "intent_commit", {"intent_id": intent_id}, tag=f"r{n}")
             outcomes += [r.structured_content for r in commits.values()]
             if len(set(started_by(config, "intent_commit"))) == 2:
                 break
@@ -96,8 +115,41 @@ async def test_twenty_claims_and_twenty_commits_across_two_workers_give_one_owne
     assert len({o["outcome"]["merge_commit"] for o in outcomes}) == 1
     assert sum(1 for o in outcomes if not o.get("replayed")) == 1
     assert len(merges(repo)) == 1
-    assert len(set(started_by(config, "intent_commit"))) == 2, "both worker processes took commits"
-    assert Database.open(config.store_path).query("SELECT * FROM leases") == [], "every lease released"
+    assert len(set(started_by(config, "intent_commit"))) == 2, "both processes took commits"
+    assert open_store(config).query("SELECT * FROM leases") == [], "every lease released"
+    assert gateway_cli(config, "ledger", "verify").returncode == 0
+
+
+async def test_a_replica_killed_mid_commit_is_reconciled_by_the_other(config: Any, repo: Path) -> None:
+    """SIGKILL to one replica while its post-merge verification runs; the other replica, running all along
+    (it does not restart, so its start-up reconcile never sees this), settles the intent when a committer
+    retries there: the merge was not published, so it runs once, there."""
+    from conftest import kill_when, killable_gateway
+    from test_commit_protocol import approved_merge
+
+    _, intent_id = await approved_merge(config, verification=["grep -q 'return 42' src/app.py && sleep 5"])
+    store = open_store(config)
+
+    def verifying() -> bool:  # the post-merge command was judged (recorded) and is about to run or running
+        query = (
+            "SELECT 1 FROM ledger WHERE json_extract(body, '$.kind') = 'verify' AND json_extract(body, '$.tool') = ?"
+        )
+        return bool(store.query(query, ("intent_commit",)))
+
+    with http_gateway(config.source) as survivor, killable_gateway(config.source) as (doomed, kill):
+
+        async def commit() -> None:
+            async with http_client(doomed, token(config, "committer")) as client:
+                await client.call_tool("intent_commit", {"intent_id": intent_id})
+
+        await kill_when(kill, verifying, commit)
+        assert Gateway(config).intents.get(intent_id)["state"] == "executing"
+        assert merges(repo) == [], "a merge is published only after its verification passed"
+        async with http_client(survivor, token(config, "committer", agent="retry")) as client:
+            retried = (await client.call_tool("intent_commit", {"intent_id": intent_id})).structured_content
+    assert retried["state"] == "committed", retried
+    assert len(merges(repo)) == 1
+    assert Gateway(config).board.get("T1")["state"] == "committed"
     assert gateway_cli(config, "ledger", "verify").returncode == 0
 
 
@@ -165,6 +217,7 @@ async def seen_by_every_worker(probe: Callable[[], Awaitable[bool]], streak: int
             seen = seen + 1 if await probe() else 0
 
 
+@pytest.mark.one_store
 async def test_a_role_edit_reaches_every_worker_without_a_restart(config: Any) -> None:
     """Tools removed from a role leave tools/list, a lowered max_tier makes a tier-2 write ask (the policy's
     data.roles, in each process's decision workers, past its decision cache), and a removed role file
@@ -204,6 +257,7 @@ async def test_a_role_edit_reaches_every_worker_without_a_restart(config: Any) -
         await seen_by_every_worker(refused)
 
 
+@pytest.mark.one_store
 async def test_a_policy_edit_reaches_every_worker(config: Any) -> None:
     rule = (
         'deny contains {"rule": "secrets.frozen", "reason": "task_list is frozen"} '
@@ -256,7 +310,7 @@ def test_the_ledger_stays_one_chain_when_two_processes_append_at_once(config: An
         assert writer.wait(60) == 0, writer.stderr.read() if writer.stderr else ""
     verified = gateway_cli(config, "ledger", "verify")
     assert verified.returncode == 0, verified.stdout + verified.stderr
-    rows = [json.loads(r["body"]) for r in Database.open(config.store_path).query("SELECT body FROM ledger")]
+    rows = [json.loads(r["body"]) for r in open_store(config).query("SELECT body FROM ledger")]
     by_writer = [r["detail"].get("writer") for r in rows if r["tool"] == "fs_read"]
     assert by_writer.count("a") == by_writer.count("b") == 150
     assert by_writer != sorted(by_writer), "the two writers interleaved"

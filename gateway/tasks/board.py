@@ -44,6 +44,7 @@ from gateway.tasks.worktrees import (
     is_clean,
     prepare_worktree,
     remove_stale_locks,
+    worktree_lock,
 )
 from gateway.types import JSONObject, Principal, ProgressFn
 
@@ -171,10 +172,14 @@ class TaskBoard:
         """A claimed task without a usable worktree (a crash between the claim and its worktree): make it, at
         the attempt's base, and record the repair."""
         path = self.config.worktrees / task["id"]
-        prepare_worktree(self.repo, path, task["branch"], task["base_commit"], keep_work=True)
-        with self.db.transaction() as tx:
-            self._set(tx, task["id"], worktree=str(path))
-            self._event(tx, task["id"], "worktree_repaired", worktree=str(path), attempt=task["attempt"])
+        with worktree_lock(path):
+            task = self.get(task["id"])  # the claim (or another repair) may have made it while we waited
+            if task["state"] != "claimed" or _usable(task["worktree"]):
+                return
+            prepare_worktree(self.repo, path, task["branch"], task["base_commit"], keep_work=True)
+            with self.db.transaction() as tx:
+                self._set(tx, task["id"], worktree=str(path))
+                self._event(tx, task["id"], "worktree_repaired", worktree=str(path), attempt=task["attempt"])
 
     def repair_all(self) -> list[str]:
         """On start: stale git locks in task worktrees go (a crash's, never a live git's), and every claimed
@@ -437,11 +442,16 @@ class TaskBoard:
             )  # fmt: skip
         path = self.config.worktrees / task_id
         saved = f"{ATTEMPTS_REF}{task_id}/{attempt - 1}" if attempt > 1 else None
-        await anyio.to_thread.run_sync(lambda: prepare_worktree(self.repo, path, task["branch"], base, save_as=saved))
-        with self.db.transaction() as tx:
-            self._set(tx, task_id, worktree=str(path))
-            if saved and self.repo.run("rev-parse", "-q", "--verify", saved, check=False).strip():
-                self._event(tx, task_id, "attempt_saved", attempt=attempt - 1, ref=saved)
+
+        def prepare() -> None:
+            with worktree_lock(path):
+                prepare_worktree(self.repo, path, task["branch"], base, save_as=saved)
+                with self.db.transaction() as tx:
+                    self._set(tx, task_id, worktree=str(path))
+                    if saved and self.repo.run("rev-parse", "-q", "--verify", saved, check=False).strip():
+                        self._event(tx, task_id, "attempt_saved", attempt=attempt - 1, ref=saved)
+
+        await anyio.to_thread.run_sync(prepare)
         claim = Claim(
             task_id=task_id, owner=principal.agent, expires_at=expires.isoformat(timespec="seconds"), attempt=attempt
         )

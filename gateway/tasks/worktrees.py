@@ -12,8 +12,12 @@ changed_files(repo, base_commit, "task/T1")     # ["src/a.py", ...], deletions i
 
 from __future__ import annotations
 
+import fcntl
+import os
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from gateway.checkpoints import snapshot
@@ -21,6 +25,20 @@ from gateway.repo import Repo
 
 ATTEMPTS_REF = "refs/gateway/attempts/"
 PROCESS_STARTED = time.time()  # a git lock file older than this outlived the process that took it
+
+
+@contextmanager
+def worktree_lock(path: Path) -> Iterator[None]:
+    """One process at a time makes or repairs the worktree at ``path``: a claim making it and another
+    process repairing it (it saw the claim before the worktree) would both run ``git worktree add``. A file
+    lock beside it, so it holds across worker processes and replicas that share the worktrees dir."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.parent / f".{path.name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 def prepare_worktree(
