@@ -21,6 +21,8 @@ once, so whatever else the machine does hits every target alike.
     mcp-proxy http     SDK clients -> one mcp-proxy --port -> echo over stdio (its only server mode)  / direct http
     gateway http       SDK clients -> one `gateway serve --http` -> that same HTTP echo server       / direct http
     gateway http w2    the same with `--workers 2` (skipped when `gateway serve --help` lacks it)    / direct http
+    gateway http pg r2 two replicas (two `gateway serve --http`) on one PostgreSQL store (a throwaway
+                       server, tests/pg.py, fsync on), the clients alternating between them           / direct http
     fs_read stdio, http  the built-in tool through the gateway (no upstream hop)              / direct, same transport
     in-process         the gateway's pipeline called directly, no MCP transport (fs_read, echo)
 
@@ -267,7 +269,7 @@ class InProcess:
 # --- the workspace ----------------------------------------------------------------------------------
 
 
-def workspace(base: Path, echo_url: str) -> tuple[GatewayConfig, str]:
+def workspace(base: Path, echo_url: str, store: str | None = None) -> tuple[GatewayConfig, str]:
     repo = base / "repo"
     repo.mkdir(parents=True)
     git = Repo(repo)
@@ -285,6 +287,8 @@ def workspace(base: Path, echo_url: str) -> tuple[GatewayConfig, str]:
         "echo": {"command": sys.executable, "args": [str(ECHO)], "env": {}, "read_only": ["echo"]},
         "echoh": {"url": echo_url, "read_only": ["echo"]},  # the very server the direct HTTP row calls
     }
+    if store is not None:
+        raw["store"] = store
     config.source.write_text(yaml.safe_dump(raw))
     config = GatewayConfig.load(config.source)
     from gateway.runtime import Gateway
@@ -450,6 +454,7 @@ PARTS = (
     "mcpp-http",
     "gw-http",
     "gw-http-w2",
+    "gw-http-pg-r2",
     "fs-http",
     "inproc",
     "decisions",
@@ -544,10 +549,48 @@ def targets_for(
             workers = started(HttpServer("the HTTP gateway, 2 workers", serve, "gw-http-w2", "/healthz", log))
             sessions = over_http(workers, "echoh__echo", text)
             add("gw-http-w2", "echo: gateway, HTTP, --workers 2", sessions, "direct-http")
+    if want("gw-http-pg-r2"):
+        replicas = postgres_replicas(echo, stack)
+        if isinstance(replicas, Skip):
+            skipped.append(("echo: gateway, HTTP, 2 replicas on PostgreSQL", replicas))
+        else:
+            urls, pg_bearer = replicas
+            sessions = [
+                McpSession(lambda url=urls[i % 2]: HttpClient(url, pg_bearer), "echoh__echo", text) for i in range(n)
+            ]
+            add("gw-http-pg-r2", "echo: gateway, HTTP, 2 replicas on PostgreSQL", sessions, "direct-http")
     if want("fs-http"):
         # the same server as gw-http: bursts never overlap, so each one's CPU is its own target's
         add("fs-http", "fs_read: gateway, HTTP", over_http(gateway, "fs_read", read), "direct-http", gateway.meter.name)
     return targets, skipped
+
+
+PG_PASSWORD_VAR = "GATEWAY_BENCH_PGPASSWORD"  # gateway.yaml names it; the replicas get it from the environment
+
+
+def postgres_replicas(echo: HttpServer, stack: ExitStack) -> tuple[list[str], str] | Skip:
+    """A throwaway PostgreSQL (durable, as a real one runs), a workspace whose store it is, and two
+    ``gateway serve --http`` replicas of it in one CPU group; answers their URLs and a token, or why not."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from pg import PostgresServer, server_binaries
+
+    binaries = server_binaries()
+    if binaries is None:
+        return Skip("no PostgreSQL server binaries (Debian: apt-get install postgresql)")
+    server = PostgresServer.start(binaries, durable=True)
+    stack.callback(server.close)
+    os.environ[PG_PASSWORD_VAR] = ENV[PG_PASSWORD_VAR] = server.password
+    scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gateway-bench-pg-")))
+    store = server.url(server.fresh_database(), password="${" + PG_PASSWORD_VAR + "}")
+    config, bearer = workspace(scratch, f"{echo.url}/mcp", store=store)
+    serve = lambda port: gateway_command(config, "--http", f"127.0.0.1:{port}")  # noqa: E731
+    urls = []
+    for n in (1, 2):
+        log = config.state / f"bench-replica-{n}.log"
+        replica = HttpServer(f"gateway replica {n}", serve, "gw-http-pg-r2", "/healthz", log)
+        stack.callback(replica.stop)
+        urls.append(replica.url)
+    return urls, bearer
 
 
 async def run_inprocess(args: argparse.Namespace, config: GatewayConfig, bearer: str) -> list[Result]:

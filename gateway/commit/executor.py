@@ -36,7 +36,6 @@ from gateway.errors import GatewayError, InvalidArguments, ToolFailed
 from gateway.repo import Repo
 from gateway.tasks.board import TaskBoard
 from gateway.tools.catalog import Catalog
-from gateway.tools.forwarded import Forwarded
 from gateway.types import JSONObject, Principal, ProgressFn, ToolInvocation
 
 log = structlog.get_logger("gateway.commit")
@@ -216,6 +215,8 @@ class Committer:
                 principal=Principal(agent="gateway", role="committer"),
             )
         )
+        from gateway.tools.forwarded import Forwarded  # with the upstream tools (the SDK's types): not for `check`
+
         if isinstance(result, Forwarded):  # an upstream's answer passed on as sent
             text = result.text
         else:

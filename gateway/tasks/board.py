@@ -172,7 +172,7 @@ class TaskBoard:
         """A claimed task without a usable worktree (a crash between the claim and its worktree): make it, at
         the attempt's base, and record the repair."""
         path = self.config.worktrees / task["id"]
-        with worktree_lock(path):
+        with worktree_lock(self._worktree_lock(task["id"])):
             task = self.get(task["id"])  # the claim (or another repair) may have made it while we waited
             if task["state"] != "claimed" or _usable(task["worktree"]):
                 return
@@ -180,6 +180,9 @@ class TaskBoard:
             with self.db.transaction() as tx:
                 self._set(tx, task["id"], worktree=str(path))
                 self._event(tx, task["id"], "worktree_repaired", worktree=str(path), attempt=task["attempt"])
+
+    def _worktree_lock(self, task_id: str) -> Path:
+        return self.config.state / "locks" / f"worktree-{task_id}.lock"
 
     def repair_all(self) -> list[str]:
         """On start: stale git locks in task worktrees go (a crash's, never a live git's), and every claimed
@@ -444,7 +447,7 @@ class TaskBoard:
         saved = f"{ATTEMPTS_REF}{task_id}/{attempt - 1}" if attempt > 1 else None
 
         def prepare() -> None:
-            with worktree_lock(path):
+            with worktree_lock(self._worktree_lock(task_id)):
                 prepare_worktree(self.repo, path, task["branch"], base, save_as=saved)
                 with self.db.transaction() as tx:
                     self._set(tx, task_id, worktree=str(path))

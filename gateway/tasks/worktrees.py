@@ -28,12 +28,12 @@ PROCESS_STARTED = time.time()  # a git lock file older than this outlived the pr
 
 
 @contextmanager
-def worktree_lock(path: Path) -> Iterator[None]:
-    """One process at a time makes or repairs the worktree at ``path``: a claim making it and another
-    process repairing it (it saw the claim before the worktree) would both run ``git worktree add``. A file
-    lock beside it, so it holds across worker processes and replicas that share the worktrees dir."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path.parent / f".{path.name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+def worktree_lock(lock: Path) -> Iterator[None]:
+    """One process at a time makes or repairs a task's worktree: a claim making it and another process
+    repairing it (it saw the claim before the worktree) would both run ``git worktree add``. ``lock`` is a
+    file in the state dir, which worker processes and replicas share, so the lock holds across them."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
