@@ -44,7 +44,7 @@ postgresql:
 test: $(VENV)/.installed $(NPM)/.installed /usr/bin/chromium /usr/bin/bwrap postgresql
 	$(VENV)/bin/ruff check gateway tests bench
 	$(VENV)/bin/ruff format --check gateway tests bench
-	GATEWAY_TEST_NPM=$(CURDIR)/$(NPM)/node_modules $(VENV)/bin/pytest -q
+	GATEWAY_TEST_NPM=$(CURDIR)/$(NPM)/node_modules $(VENV)/bin/pytest -q -n 2 --dist loadfile
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check --fix gateway tests bench
