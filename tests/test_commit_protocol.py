@@ -102,6 +102,37 @@ async def test_twenty_concurrent_commits_give_one_merge(config: Any, repo: Path)
     assert len(merges(repo)) == 1
 
 
+async def test_a_commit_waits_for_the_peer_holding_the_intent_even_before_it_begins(config: Any, repo: Path) -> None:
+    """A peer that has taken the intent's lease but not yet moved it to "executing" is still its executor: a
+    concurrent commit waits for it (here it lets go without running), never answers the unchanged "approved"."""
+    from gateway.commit.executor import intent_lease
+    from gateway.ledger.leases import new_holder
+    from gateway.types import Principal
+
+    gateway, intent_id = await approved_merge(config)
+    leases, peer = gateway.committer.queue.leases, new_holder()
+    assert leases.try_acquire(intent_lease(intent_id), peer)
+    answers: list[dict[str, Any]] = []
+
+    async def no_progress(progress: float, total: float | None, message: str | None) -> None:
+        return None
+
+    async with gateway.running(), anyio.create_task_group() as tg:
+
+        async def commit() -> None:
+            principal = Principal(agent="committer", role="committer")
+            answers.append(await gateway.committer.commit(intent_id, principal, no_progress))
+
+        tg.start_soon(commit)
+        with anyio.move_on_after(1):  # long enough for a wrong early answer to arrive (a right one never does)
+            while not answers:
+                await anyio.sleep(0.01)
+        assert answers == [], "answered while the peer still held the intent"
+        leases.release(intent_lease(intent_id), peer)
+    assert answers[0]["state"] == "committed" and not answers[0].get("replayed"), answers
+    assert len(merges(repo)) == 1
+
+
 async def test_gateway_killed_mid_commit_reconciles_to_one_merge(config: Any, repo: Path) -> None:
     """SIGKILL while the post-merge verification runs (after the merge commit, before "committed")."""
     check = "grep -q 'return 42' src/app.py && sleep 5"

@@ -116,23 +116,26 @@ class Committer:
         self.repo = Repo(config.workspace)
 
     async def commit(self, identifier: str, principal: Principal, progress: ProgressFn) -> JSONObject:
-        intent = self.intents.get(identifier)
-        if intent["state"] in SETTLED:
-            return answer(intent, replayed=True)
-        # The executor holds the intent's lease from before "executing" until it is settled, so another
-        # gateway process reconciling on its start tells a live execution from a crash's leftover.
-        async with self.queue.leases.attempt(intent_lease(identifier)) as held:
-            if held is not None:
-                if self.intents.get(identifier)["state"] == "executing":
-                    # executing, yet its lease was free: its executor died (another replica, killed mid-commit).
-                    # Settle it from git as a restart would, then run it only if it had not happened.
-                    await self._reconcile(self.intents.get(identifier))
-                if self.intents.begin(identifier, principal):
-                    return await self._execute(intent, principal, progress)
-                settled = self.intents.get(identifier)
-                if settled["state"] in SETTLED:
-                    return answer(settled, replayed=True)
-        return answer(await self._wait_for_peer(identifier, progress), replayed=True)
+        # The executor holds the intent's lease from before "executing" until it is settled, so a call that
+        # finds it held waits for that peer's outcome, and another gateway process reconciling on its start
+        # (or a retry here) tells a live execution from a crash's leftover.
+        lease = intent_lease(identifier)
+        while True:
+            intent = self.intents.get(identifier)
+            if intent["state"] in SETTLED:
+                return answer(intent, replayed=True)
+            async with self.queue.leases.attempt(lease) as held:
+                if held is not None:
+                    intent = self.intents.get(identifier)  # read again under the lease: no peer moves it now
+                    if intent["state"] == "executing":
+                        # executing, yet its lease was free: its executor died (another replica, killed
+                        # mid-commit). Settle it from git as a restart would; run it only if it had not happened.
+                        await self._reconcile(intent)
+                    if self.intents.begin(identifier, principal):
+                        return await self._execute(intent, principal, progress)
+                    continue  # settled meanwhile: answered above
+            # a peer holds it: wait until it lets go, then look again (settled, or ours to run: it gave it back)
+            await self._wait_for_peer(lease, progress)
 
     async def _execute(self, intent: JSONObject, principal: Principal, progress: ProgressFn) -> JSONObject:
         identifier = intent["id"]
@@ -254,19 +257,17 @@ class Committer:
         found = out.split()
         return found[0] if found else None
 
-    async def _wait_for_peer(self, identifier: str, progress: ProgressFn) -> JSONObject:
-        """Another call is executing this intent: wait for its outcome rather than run it again."""
+    async def _wait_for_peer(self, lease: str, progress: ProgressFn) -> None:
+        """Another call holds this intent (it is executing it, or about to): wait until it lets go."""
         with anyio.move_on_after(WAIT_FOR_PEER_S):
             waited = 0.0
-            while True:
-                intent = self.intents.get(identifier)
-                if intent["state"] != "executing":
-                    return intent
+            while await anyio.to_thread.run_sync(self.queue.leases.held, lease):
                 await anyio.sleep(0.1)
                 waited += 0.1
                 if round(waited, 1) % 5 == 0:
                     await progress(waited, None, "waiting for the concurrent commit of this intent")
-        raise IntentRefused(f"intent {identifier[:12]} is still executing in another call; try again later")
+            return
+        raise IntentRefused(f"{lease} is still executing in another call; try again later")
 
 
 def answer(intent: JSONObject, replayed: bool = False) -> JSONObject:

@@ -21,6 +21,7 @@ import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import anyio
 
@@ -57,6 +58,11 @@ def alive(holder: str) -> bool:
     return True
 
 
+def _live(row: Any, now: datetime) -> bool:
+    """A lease row whose holder still has it: not expired, and not a process of this host that is gone."""
+    return datetime.fromisoformat(row["expires"]) > now and alive(row["holder"])
+
+
 def new_holder() -> str:
     """A holder id: this host, this process, and a nonce (two holds in one process are two holders)."""
     return f"{HOST}|{os.getpid()}|{secrets.token_hex(4)}"
@@ -70,10 +76,8 @@ class Leases:
         now = _now()
         with self.db.transaction() as tx:
             row = tx.execute("SELECT holder, expires FROM leases WHERE name = ?", (name,)).fetchone()
-            if row is not None and row["holder"] != holder:
-                expired = datetime.fromisoformat(row["expires"]) <= now
-                if not expired and alive(row["holder"]):
-                    return False
+            if row is not None and row["holder"] != holder and _live(row, now):
+                return False
             expires = (now + timedelta(seconds=ttl_s)).isoformat()
             tx.execute(
                 "INSERT INTO leases (name, holder, acquired, expires) VALUES (?, ?, ?, ?) "
@@ -91,6 +95,11 @@ class Leases:
     def release(self, name: str, holder: str) -> None:
         with self.db.transaction() as tx:
             tx.execute("DELETE FROM leases WHERE name = ? AND holder = ?", (name, holder))
+
+    def held(self, name: str) -> bool:
+        """Whether a live holder has ``name`` now: what a waiter for another's work polls."""
+        rows = self.db.query("SELECT holder, expires FROM leases WHERE name = ?", (name,))
+        return bool(rows) and _live(rows[0], _now())
 
     def holder_of(self, name: str) -> str | None:
         rows = self.db.query("SELECT holder FROM leases WHERE name = ?", (name,))
