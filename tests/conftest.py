@@ -201,6 +201,18 @@ async def kill_when(
         tg.cancel_scope.cancel()
 
 
+async def commit_then_kill(
+    config: GatewayConfig, url: str, kill: Callable[[], None], intent_id: str, condition: Callable[[], bool]
+) -> None:
+    """A committer commits ``intent_id`` through the killable gateway at ``url``, killed once ``condition()``."""
+
+    async def commit() -> None:
+        async with http_client(url, token(config, "committer")) as client:
+            await client.call_tool("intent_commit", {"intent_id": intent_id})
+
+    await kill_when(kill, condition, commit)
+
+
 @asynccontextmanager
 async def http_client(url: str, bearer: str | None, mode: str = "auto", **kwargs: Any) -> AsyncIterator[Client]:
     headers = {"Authorization": f"Bearer {bearer}"} if bearer else None

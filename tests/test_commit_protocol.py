@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +12,10 @@ import anyio
 import pytest
 from conftest import (
     add_role,
+    commit_then_kill,
     http_client,
     http_gateway,
     inproc_client,
-    kill_when,
     killable_gateway,
     ledger_rows,
     reconfigure,
@@ -49,6 +50,13 @@ async def verified_task(config: Any, verification: list[str] | None = None) -> G
     async with inproc_client(gateway, token(config, "verifier", agent="verifier")) as client:
         assert (await client.call_tool("verify_run", {"task_id": "T1"})).structured_content["passed"]
     return gateway
+
+
+def post_merge_verifying(config: Any) -> Callable[[], bool]:
+    """Whether a merge's post-merge command was judged (recorded): it is about to run or running."""
+    store = open_store(config)
+    query = "SELECT 1 FROM ledger WHERE json_extract(body, '$.kind') = 'verify' AND json_extract(body, '$.tool') = ?"
+    return lambda: bool(store.query(query, ("intent_commit",)))
 
 
 async def approved_merge(config: Any, **kwargs: Any) -> tuple[Gateway, str]:
@@ -136,22 +144,9 @@ async def test_a_commit_waits_for_the_peer_holding_the_intent_even_before_it_beg
 async def test_gateway_killed_mid_commit_reconciles_to_one_merge(config: Any, repo: Path) -> None:
     """SIGKILL while the post-merge verification runs (after the merge commit, before "committed")."""
     check = "grep -q 'return 42' src/app.py && sleep 5"
-    store = open_store(config)
-
-    def verifying() -> bool:  # the post-merge command was judged (recorded) and is about to run or running
-        query = (
-            "SELECT 1 FROM ledger WHERE json_extract(body, '$.kind') = 'verify' AND json_extract(body, '$.tool') = ?"
-        )
-        return bool(store.query(query, ("intent_commit",)))
-
     _, intent_id = await approved_merge(config, verification=[check])
     with killable_gateway(config.source) as (url, kill):
-
-        async def commit() -> None:
-            async with http_client(url, token(config, "committer")) as client:
-                await client.call_tool("intent_commit", {"intent_id": intent_id})
-
-        await kill_when(kill, verifying, commit)
+        await commit_then_kill(config, url, kill, intent_id, post_merge_verifying(config))
     killed = Gateway(config)
     assert killed.intents.get(intent_id)["state"] == "executing"
     assert merges(repo) == [], "a merge is published only after its verification passed"

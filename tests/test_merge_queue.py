@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import pytest
 from conftest import (
+    commit_then_kill,
     http_client,
     http_gateway,
     inproc_client,
@@ -314,12 +315,7 @@ async def test_kill_during_a_merge_of_a_large_repo_recovers_on_restart(config: A
             return private is not None and (private / "index.lock").exists()
 
         with killable_gateway(config.source) as (url, kill):
-
-            async def run() -> None:
-                async with http_client(url, token(config, "committer")) as session:
-                    await session.call_tool("intent_commit", {"intent_id": first})
-
-            await kill_when(kill, merging, run)
+            await commit_then_kill(config, url, kill, first, merging)
         private = git_dir(integration)
         # what the kill left (almost always the index lock; on a loaded machine git may just have finished)
         left = [name for name in ("index.lock", "MERGE_HEAD") if (private / name).exists()]

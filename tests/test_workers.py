@@ -124,25 +124,12 @@ async def test_a_replica_killed_mid_commit_is_reconciled_by_the_other(config: An
     """SIGKILL to one replica while its post-merge verification runs; the other replica, running all along
     (it does not restart, so its start-up reconcile never sees this), settles the intent when a committer
     retries there: the merge was not published, so it runs once, there."""
-    from conftest import kill_when, killable_gateway
-    from test_commit_protocol import approved_merge
+    from conftest import commit_then_kill, killable_gateway
+    from test_commit_protocol import approved_merge, post_merge_verifying
 
     _, intent_id = await approved_merge(config, verification=["grep -q 'return 42' src/app.py && sleep 5"])
-    store = open_store(config)
-
-    def verifying() -> bool:  # the post-merge command was judged (recorded) and is about to run or running
-        query = (
-            "SELECT 1 FROM ledger WHERE json_extract(body, '$.kind') = 'verify' AND json_extract(body, '$.tool') = ?"
-        )
-        return bool(store.query(query, ("intent_commit",)))
-
     with http_gateway(config.source) as survivor, killable_gateway(config.source) as (doomed, kill):
-
-        async def commit() -> None:
-            async with http_client(doomed, token(config, "committer")) as client:
-                await client.call_tool("intent_commit", {"intent_id": intent_id})
-
-        await kill_when(kill, verifying, commit)
+        await commit_then_kill(config, doomed, kill, intent_id, post_merge_verifying(config))
         assert Gateway(config).intents.get(intent_id)["state"] == "executing"
         assert merges(repo) == [], "a merge is published only after its verification passed"
         async with http_client(survivor, token(config, "committer", agent="retry")) as client:
