@@ -168,18 +168,19 @@ class TaskBoard:
             return Workspace(Path(task["worktree"]), self.config.protected_paths())
         return None
 
-    def repair(self, task: JSONObject) -> None:
+    def repair(self, task: JSONObject) -> bool:
         """A claimed task without a usable worktree (a crash between the claim and its worktree): make it, at
-        the attempt's base, and record the repair."""
+        the attempt's base, and record the repair. False when there was nothing to repair (any longer)."""
         path = self.config.worktrees / task["id"]
         with worktree_lock(self._worktree_lock(task["id"])):
             task = self.get(task["id"])  # the claim (or another repair) may have made it while we waited
             if task["state"] != "claimed" or _usable(task["worktree"]):
-                return
+                return False
             prepare_worktree(self.repo, path, task["branch"], task["base_commit"], keep_work=True)
             with self.db.transaction() as tx:
                 self._set(tx, task["id"], worktree=str(path))
                 self._event(tx, task["id"], "worktree_repaired", worktree=str(path), attempt=task["attempt"])
+        return True
 
     def _worktree_lock(self, task_id: str) -> Path:
         return self.config.state / "locks" / f"worktree-{task_id}.lock"
@@ -194,8 +195,7 @@ class TaskBoard:
                 cleaned += [f"removed a stale {name} in {tree.name}" for name in remove_stale_locks(private, "*.lock")]
         for row in self.db.query("SELECT * FROM tasks WHERE state = 'claimed'"):
             task = _task(row)
-            if not _usable(task["worktree"]):
-                self.repair(task)
+            if not _usable(task["worktree"]) and self.repair(task):
                 cleaned.append(f"made the missing worktree of claimed task {task['id']} again")
         if cleaned:
             self.ledger.append({"kind": "recovery", "outcome": "ok", "detail": {"what": "tasks", "cleaned": cleaned}})
