@@ -86,7 +86,8 @@ class Call:
     arguments: JSONObject
     origin: Origin
     # what the ledger records it as: "call" (a tools/call), or a decision without a run: "check" (gateway
-    # check), "hook" (Claude Code's own tools), "verify" (a verification command the gateway runs itself)
+    # check), "hook" (Claude Code's own tools), "verify" (a verification command the gateway runs itself),
+    # "ceremony_check" (a merge the merge ceremony is about to make, judged as the intent_commit it is)
     kind: str = "call"
     # the MCP request: a tool call, or a read of an upstream's resource (``tool`` is then its URI until
     # Resolve names it) or prompt; the last two are judged as reads of that upstream
@@ -373,6 +374,10 @@ class Judged:
     async def __call__(self, call: Call) -> None:
         assert call.decision is not None
         call.outcome = "allowed" if call.decision.action == "allow" else "asked"
+
+
+# a call decided, not run, and recorded (Gateway.judge_call): what the gateway asks before it acts itself
+Judge = Callable[[Call], Awaitable[Call]]
 
 
 class HookVerdict:

@@ -168,7 +168,7 @@ class Gateway:
         self.queue = MergeQueue(config, self.ledger, self.leases, self.verification)
         self.committer = Committer(self.intents, self.board, self.catalog, config, self.queue)
         self.catalog.add(intent_tools(self.intents, self.committer, self.board, self.catalog))
-        self.ceremony = Ceremony(self.board, self.intents, self.committer, self.ledger)
+        self.ceremony = Ceremony(self.board, self.intents, self.committer, self.ledger, self.judge_call)
         self.catalog.add(ceremony_tools(self.ceremony))
         self.deadletters = DeadLetters(self.db, self.ledger)  # handoffs refused as malformed, kept whole
         # escalations pushed to people (gateway.yaml notify); one pass at a time across processes

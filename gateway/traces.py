@@ -397,8 +397,9 @@ class _Index:
         grouped: dict[str, list[JSONObject]] = {}
         for row in rows:
             # decisions without a run are calls too (one row each): "hook" (Claude Code's built-in tools),
-            # "check" (gateway check), "verify" (a verification command, before it runs)
-            if row.get("kind") in ("call", "hook", "check", "verify") and row.get("call_id"):
+            # "check" (gateway check), "verify" (a verification command, before it runs), "ceremony_check"
+            # (a merge the merge ceremony asked about)
+            if row.get("kind") in ("call", "hook", "check", "verify", "ceremony_check") and row.get("call_id"):
                 grouped.setdefault(row["call_id"], []).append(row)
         for call_id, call_rows in grouped.items():
             view = _call_view(call_id, call_rows)

@@ -178,13 +178,30 @@ async def test_requeue_amend_and_abandon(config: Any, repo: Path) -> None:
     assert again.returncode == 2 and "abandoned" in again.stderr
 
 
-async def test_the_agent_that_worked_a_task_cannot_verify_or_commit_it(config: Any, repo: Path) -> None:
+async def test_the_agent_that_worked_a_task_cannot_verify_approve_or_commit_it(config: Any, repo: Path) -> None:
     async with started(config) as gateway:
         await submit(gateway, "T1", ["src/**"], CHECK)
         await work(gateway, "T1", FIX, agent="solo")
         own = await call(gateway, token(config, "verifier", agent="solo"), "verify_run", {"task_id": "T1"})
         assert own.is_error and own.structured_content["decision"]["rules"] == ["duty.worker_grades_own_work"]
-        intent_id = await approve(gateway, "T1")  # by another verifier
+        verified = await call(gateway, token(config, "verifier", agent="verifier"), "verify_run", {"task_id": "T1"})
+        assert verified.structured_content["passed"], text_of(verified)
+        proposed = await call(
+            gateway,
+            token(config, "planner", agent="planner"),
+            "intent_propose",
+            {"task_id": "T1", "action": "merge", "arguments": {}},
+        )
+        intent_id = proposed.structured_content["intent_id"]
+        solo = token(config, "verifier", agent="solo")
+        own_approval = await call(gateway, solo, "intent_approve", {"intent_id": intent_id})
+        assert own_approval.is_error
+        assert own_approval.structured_content["decision"]["rules"] == ["duty.worker_grades_own_work"]
+        assert "may not approve a merge of it" in text_of(own_approval)
+        assert gateway.intents.get(intent_id)["state"] == "proposed"
+        verifier = token(config, "verifier", agent="verifier")
+        approved = await call(gateway, verifier, "intent_approve", {"intent_id": intent_id})
+        assert approved.structured_content["state"] == "approved", text_of(approved)
         own_commit = await call(
             gateway, token(config, "committer", agent="solo"), "intent_commit", {"intent_id": intent_id}
         )
@@ -266,6 +283,32 @@ async def test_ceremony_merges_three_leaves_one_out_and_blocks_its_dependents(co
         assert len(ceremonies) == 1 and ceremonies[0].detail["merged"] == ["T1", "T2", "T3"]
         steps = [r.detail for r in ledger_rows(gateway, kind="task") if r.detail["action"] == "ceremony"]
         assert {d["task_id"]: d["status"] for d in steps}["T4"] == "LEFT_OUT"
+
+
+async def test_the_ceremony_does_not_merge_the_work_of_the_agent_that_runs_it(config: Any, repo: Path) -> None:
+    async with started(config) as gateway:
+        await submit(gateway, "T1", ["src/a.py"], ["test -f src/a.py"])
+        await work(gateway, "T1", {"src/a.py": "A = 1\n"}, agent="solo")
+        await approve(gateway, "T1")  # verified and approved by others
+        await submit(gateway, "T2", ["src/b.py"], ["test -f src/b.py"])
+        await work(gateway, "T2", {"src/b.py": "B = 1\n"})
+        await approve(gateway, "T2")
+        result = await call(gateway, token(config, "committer", agent="solo"), "merge_ceremony", {})
+        report = result.structured_content
+        assert result.is_error and report["merged"] == ["T2"], report
+        [refused] = report["left_out"]
+        assert refused["task_id"] == "T1" and refused["rules"] == ["duty.worker_grades_own_work"]
+        assert "solo worked task 'T1' and may not commit it" in refused["why"]
+        assert report["tasks"]["T1"]["status"] == "REFUSED" and refused["dependents_blocked"] == []
+        assert gateway.board.get("T1")["state"] == "verified" and not (repo / "src" / "a.py").exists()
+        # the refusal is a judged intent_commit in T1's trace, and the ceremony step there says why
+        [judged] = [r for r in ledger_rows(gateway, kind="ceremony_check") if r.outcome == "denied"]
+        assert judged.trace_id == gateway.board.get("T1")["trace_id"] and judged.tool == "intent_commit"
+        trace = gateway_cli(config, "trace", "show", gateway.board.get("T1")["trace_id"])
+        assert "REFUSED" in trace.stdout and "may not commit it" in trace.stdout, trace.stdout
+        # another committer merges it
+        again = await call(gateway, token(config, "committer", agent="committer"), "merge_ceremony", {})
+        assert again.structured_content["merged"] == ["T1"], again.structured_content
 
 
 async def test_an_expired_claim_is_recorded_when_it_expires(config: Any, repo: Path) -> None:

@@ -4,12 +4,16 @@ queue, leave out a failing one and carry on, block its dependents, and write the
 Triage: SUCCESS (verified, with an approved merge intent for its current attempt: queued for merge),
 AWAITING_APPROVAL (verified, no approved intent yet), FAILED (blocked, or back to open after failed
 attempts), CRASHED (its claim expired without a report: recorded as a failed attempt), SCOPE_VIOLATION
-(quarantined: never merged), RUNNING (a live claim), PENDING (not started or not yet verified). Each merge
-is an ordinary intent commit (exactly once, verified on the merge commit with the manifest's and the
-workspace's integration checks, published only when they pass), so nothing merged is ever reverted: a task
-that fails is simply not published, and every task that depends on it is blocked with the reason.
+(quarantined: never merged), RUNNING (a live claim), PENDING (not started or not yet verified). Before
+each merge the ceremony asks the policy about it exactly as about an ``intent_commit`` of that intent by the
+same principal (with the task's policy section: who worked it, who proposed and approved the intent), so the
+separation-of-duty rule holds here too: a merge the policy refuses (or would ask a person about) is left out
+as REFUSED with the reason and rules, recorded in the task's trace; its dependents wait. Each merge is an
+ordinary intent commit (exactly once, verified on the merge commit with the manifest's and the workspace's
+integration checks, published only when they pass), so nothing merged is ever reverted: a task that fails
+is simply not published, and every task that depends on it is blocked with the reason.
 
-    report = await Ceremony(board, intents, committer, ledger).run(principal, progress)
+    report = await Ceremony(board, intents, committer, ledger, judge=gateway.judge_call).run(principal, progress)
 """
 
 from __future__ import annotations
@@ -20,18 +24,20 @@ from typing import Any
 from gateway.commit.executor import Committer
 from gateway.commit.intents import Intents
 from gateway.ledger.chain import Ledger, utc_now
+from gateway.pipeline import Call, Judge
 from gateway.tasks.board import TaskBoard
-from gateway.types import JSONObject, Principal, ProgressFn
+from gateway.types import JSONObject, Origin, Principal, ProgressFn
 
 DONE = ("committed", "abandoned")
 
 
 class Ceremony:
-    def __init__(self, board: TaskBoard, intents: Intents, committer: Committer, ledger: Ledger) -> None:
+    def __init__(self, board: TaskBoard, intents: Intents, committer: Committer, ledger: Ledger, judge: Judge) -> None:
         self.board = board
         self.intents = intents
         self.committer = committer
         self.ledger = ledger
+        self.judge = judge
 
     async def run(self, principal: Principal, progress: ProgressFn) -> JSONObject:
         crashed = set(self.board.sweep())  # claims that ran out are failed attempts before anything else
@@ -44,6 +50,11 @@ class Ceremony:
             waiting = [d for d in task["manifest"]["depends_on"] if self.board.get(d)["state"] != "committed"]
             if waiting:
                 triage[task_id] = {"status": "SKIPPED", "why": f"waits for {', '.join(waiting)}"}
+                continue
+            refusal = await self._refusal(triage[task_id]["intent_id"], principal)
+            if refusal is not None:
+                triage[task_id] = {"status": "REFUSED", **refusal}
+                left_out.append({"task_id": task_id, **refusal, "dependents_blocked": []})
                 continue
             await progress(len(merged), None, f"merging {task_id}")
             result = await self.committer.commit(triage[task_id]["intent_id"], principal, progress)
@@ -76,6 +87,26 @@ class Ceremony:
         for task_id, outcome in triage.items():
             self.board.note(task_id, "ceremony", ceremony_id=report["ceremony_id"], **outcome)
         return report
+
+    async def _refusal(self, intent_id: str, principal: Principal) -> JSONObject | None:
+        """Why the policy does not let ``principal`` commit the intent now, judged (and recorded, in the
+        task's trace) as that ``intent_commit`` call; None when it allows it."""
+        call = Call(
+            tool="intent_commit",
+            arguments={"intent_id": intent_id},
+            origin=Origin(transport="inprocess", protocol_version="ceremony"),
+            kind="ceremony_check",
+            principal=principal,
+        )
+        judged = await self.judge(call)
+        decision = judged.decision
+        if judged.error is None and decision is not None and decision.action == "allow":
+            return None
+        if judged.error is not None:
+            why = judged.error.message
+        else:  # tier 3: a person decides, one intent_commit at a time, not a batch
+            why = "the policy asks a person about this merge: commit it with intent_commit"
+        return {"why": why, "rules": list(decision.rules) if decision is not None else []}
 
     def _triage(self, task: JSONObject, crashed: bool) -> JSONObject:
         state = task["state"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import secrets
 import shutil
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +29,7 @@ from gateway.decision_log import mask_text
 from gateway.effects.paths import Workspace
 from gateway.errors import ToolFailed
 from gateway.ledger.chain import digest
-from gateway.pipeline import Call
+from gateway.pipeline import Call, Judge
 from gateway.repo import Repo
 from gateway.sandbox import Sandbox
 from gateway.tools.shell import run_confined, sandbox_env
@@ -38,7 +38,6 @@ from gateway.types import JSONObject, Origin, Principal, ProgressFn, ToolInvocat
 if TYPE_CHECKING:
     import mcp_types as mt
 
-Judge = Callable[[Call], Awaitable[Call]]
 SCRATCH_PREFIX = "_scratch-"
 
 
