@@ -159,6 +159,27 @@ def test_lists_are_tables_on_a_terminal_and_json_otherwise(config: GatewayConfig
     assert keys[0].split() == ["KID", "USE"] and keys[1].endswith("signs and verifies")
 
 
+def test_a_manifest_written_as_people_write_yaml_is_accepted(config: GatewayConfig, tmp_path: Path) -> None:
+    natural = (
+        "schema_version: 1\ntask_id: Y1\nobjective: fix it\nallowed_paths: [src/**]\nverification: ['true']\n"
+        "deadline: 2030-11-23T18:00:00Z\n"
+    )
+    (tmp_path / "t1.yaml").write_text(natural)
+    submitted = gateway(config, "task", "submit", str(tmp_path / "t1.yaml"))
+    assert submitted.returncode == 0, submitted.stderr
+    amendment = natural.replace("fix it", "fix it well").replace("18:00:00Z", "19:30:00+01:00")
+    (tmp_path / "t1-v2.yaml").write_text(amendment)
+    amended = gateway(config, "task", "amend", "Y1", str(tmp_path / "t1-v2.yaml"))
+    assert amended.returncode == 0, amended.stderr
+    manifest = json.loads(gateway(config, "task", "show", "Y1").stdout)["manifest"]
+    assert (manifest["deadline"], manifest["schema_version"]) == ("2030-11-23T19:30:00+01:00", "1")
+    # still validated: a date without a time zone, or another schema version, is refused with the field named
+    (tmp_path / "t2.yaml").write_text(natural.replace("Y1", "T2").replace("2030-11-23T18:00:00Z", "2030-11-23"))
+    assert "deadline needs a time zone" in one_error_line(gateway(config, "task", "submit", str(tmp_path / "t2.yaml")))
+    (tmp_path / "t3.yaml").write_text(natural.replace("Y1", "T3").replace("schema_version: 1", "schema_version: 2"))
+    assert "schema_version" in one_error_line(gateway(config, "task", "submit", str(tmp_path / "t3.yaml")))
+
+
 # --- a closed pipe -------------------------------------------------------------------------------------
 
 

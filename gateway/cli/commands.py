@@ -481,10 +481,18 @@ def print_task(task: dict[str, Any]) -> None:
 
 
 def read_manifest(path: str) -> dict[str, Any]:
+    """A manifest file, YAML or JSON (YAML is a superset of JSON). Times stay the text they were written as:
+    an unquoted ``deadline: 2030-11-23T18:00:00Z`` is the string the manifest wants, not a datetime."""
     import yaml
 
+    class TimesAsText(yaml.SafeLoader):
+        yaml_implicit_resolvers = {
+            first: [(tag, pattern) for tag, pattern in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+            for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+        }
+
     try:
-        raw = yaml.safe_load(Path(path).read_text())  # YAML is a superset of JSON: either works
+        raw = yaml.load(Path(path).read_text(), Loader=TimesAsText)  # a SafeLoader
     except (OSError, yaml.YAMLError) as exc:
         raise invalid(f"cannot read the manifest {path}: {exc}") from None
     if not isinstance(raw, dict):

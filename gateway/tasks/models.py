@@ -62,7 +62,8 @@ class TaskManifest(Artifact):
         "or 'path.py:Class.method'",
     )
     # the handoff envelope (optional; validated when present)
-    schema_version: Literal["1"] | None = None
+    # "1" or 1: an unquoted 1 in YAML is a number; either way it is kept as "1"
+    schema_version: Literal["1"] | Annotated[int, Field(ge=1, le=1)] | None = None
     preconditions: list[Annotated[str, Field(min_length=1, max_length=1000)]] = Field(default_factory=list)
     deadline: str | None = Field(default=None, description="RFC 3339; a claim after it is refused")
     expected_artifact: Literal["ExecutionRecord"] | None = None
@@ -88,6 +89,11 @@ class TaskManifest(Artifact):
             if symbol and (not path.endswith(".py") or not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)?", symbol)):
                 raise ValueError(f"frozen entry {entry!r}: a symbol is 'path.py:name' or 'path.py:Class.method'")
         return entries
+
+    @field_validator("schema_version")
+    @classmethod
+    def _schema_version(cls, value: str | int | None) -> str | None:
+        return None if value is None else str(value)
 
     @field_validator("deadline")
     @classmethod
