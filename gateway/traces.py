@@ -784,6 +784,11 @@ def step_summary(step: Step) -> str:
                 f"{', '.join(map(str, d.get('changed') or []))}" + _why(d)
             ),
             "abandon": lambda: f"ABANDONED by {clean(d.get('by'))}" + _why(d),
+            "escalation_refused": lambda: (
+                f"{clean(d.get('asked'))} by {clean(d.get('by'))} REFUSED: "
+                f"{clean((d.get('error') or {}).get('message'), 300)}"
+                + (f" (asked because: {clean(d.get('why'), 200)})" if d.get("why") else "")
+            ),
             "ceremony": lambda: f"merge ceremony {clean(d.get('ceremony_id'))}: {clean(d.get('status'))}" + _why(d),
         }.get(action)
         return said() if said else _generic(d, skip=("task_id", "action"))

@@ -176,6 +176,15 @@ async def test_requeue_amend_and_abandon(config: Any, repo: Path) -> None:
         assert dependent["state"] == "blocked" and "abandoned" in dependent["blocker"]["why"]
     again = gateway_cli(config, "task", "amend", "T1", str(config.workspace.parent / "v2.yaml"))
     assert again.returncode == 2 and "abandoned" in again.stderr
+    # each refused escalation is one ledger row in the task's trace, saying who asked and why it was refused
+    async with started(config) as gateway:
+        refused = [r for r in ledger_rows(gateway, kind="task") if r.detail["action"] == "escalation_refused"]
+        assert [(r.detail["asked"], r.outcome) for r in refused] == [("requeue", "denied"), ("amend", "denied"),
+                                                                     ("amend", "denied")]  # fmt: skip
+        assert "live claim" in refused[0].detail["error"]["message"] and refused[0].detail["by"]
+        assert {r.trace_id for r in refused} == {gateway.board.get("T1")["trace_id"]}
+        trace = gateway_cli(config, "trace", "show", gateway.board.get("T1")["trace_id"])
+    assert "amend by" in trace.stdout and "REFUSED: task 'T1' is abandoned" in trace.stdout, trace.stdout
 
 
 async def test_the_agent_that_worked_a_task_cannot_verify_approve_or_commit_it(config: Any, repo: Path) -> None:

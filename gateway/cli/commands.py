@@ -403,6 +403,7 @@ def cmd_rollback(args: argparse.Namespace) -> int:
 def cmd_task(args: argparse.Namespace) -> int:
     import anyio
 
+    from gateway.errors import GatewayError
     from gateway.tasks.models import TaskManifest
     from gateway.tasks.tools import parse_artifact
 
@@ -421,23 +422,43 @@ def cmd_task(args: argparse.Namespace) -> int:
         task = gateway.board.get(args.target)
         emit(task) if wants_json(args) else print_task(task)
         return 0
-    if args.task_command == "requeue":
-        show(gateway.board.requeue(args.target, by=by, why=args.why))
-        return 0
-    if args.task_command == "abandon":
-        show(gateway.board.abandon(args.target, by=by, why=args.why))
-        return 0
-    if args.task_command == "amend":
-        if not args.file:
-            raise invalid("task amend needs the task ID and the new manifest FILE")
-        manifest = parse_artifact(TaskManifest, read_manifest(args.file), "manifest")
-        if manifest.task_id != args.target:
-            raise invalid(f"the manifest in {args.file} is for task {manifest.task_id!r}, not {args.target!r}")
-        show(anyio.run(lambda: gateway.board.amend(manifest, by=by, why=args.why)))
+    if args.task_command in ("requeue", "abandon", "amend"):
+        try:
+            show(escalate(gateway, args, by))
+        except GatewayError as refused:  # a person's refused escalation is recorded like a done one
+            gateway.board.note(
+                args.target,
+                "escalation_refused",
+                outcome=refused.outcome,
+                asked=args.task_command,
+                by=by,
+                why=args.why,
+                error=refused.as_dict(),
+            )
+            raise
         return 0
     manifest = parse_artifact(TaskManifest, read_manifest(args.target), "manifest")
     show(anyio.run(lambda: gateway.board.submit(manifest, by=by, trace_id=None)))
     return 0
+
+
+def escalate(gateway: Gateway, args: argparse.Namespace, by: str) -> dict[str, Any]:
+    """``gateway task requeue | abandon | amend``: what the board answers, or the error it refuses with."""
+    import anyio
+
+    from gateway.tasks.models import TaskManifest
+    from gateway.tasks.tools import parse_artifact
+
+    if args.task_command == "requeue":
+        return gateway.board.requeue(args.target, by=by, why=args.why)
+    if args.task_command == "abandon":
+        return gateway.board.abandon(args.target, by=by, why=args.why)
+    if not args.file:
+        raise invalid("task amend needs the task ID and the new manifest FILE")
+    manifest = parse_artifact(TaskManifest, read_manifest(args.file), "manifest")
+    if manifest.task_id != args.target:
+        raise invalid(f"the manifest in {args.file} is for task {manifest.task_id!r}, not {args.target!r}")
+    return anyio.run(lambda: gateway.board.amend(manifest, by=by, why=args.why))
 
 
 def print_tasks(tasks: list[dict[str, Any]]) -> None:

@@ -46,7 +46,7 @@ from gateway.tasks.worktrees import (
     remove_stale_locks,
     worktree_lock,
 )
-from gateway.types import JSONObject, Principal, ProgressFn
+from gateway.types import JSONObject, Outcome, Principal, ProgressFn
 
 log = structlog.get_logger("gateway.tasks")
 
@@ -153,10 +153,11 @@ class TaskBoard:
     def all(self) -> list[JSONObject]:
         return [_task(row) for row in self.db.query("SELECT * FROM tasks ORDER BY created, id")]
 
-    def note(self, task_id: str, action: str, **detail: Any) -> None:
-        """A step in the task's trace that changes nothing (the merge ceremony's triage of it)."""
+    def note(self, task_id: str, action: str, outcome: Outcome = "ok", **detail: Any) -> None:
+        """A step in the task's trace that changes nothing (the merge ceremony's triage of it, a person's
+        escalation the board refused)."""
         with self.db.transaction() as tx:
-            self._event(tx, task_id, action, **detail)
+            self._event(tx, task_id, action, outcome, **detail)
 
     def workspace(self, task: JSONObject) -> Workspace | None:
         """The task's worktree; a claimed task whose worktree a crash (or a person) removed gets it back here,
