@@ -137,6 +137,15 @@ async def test_exhausted_limits_block_with_a_gateway_blocker_report(config: Any,
         assert shown.returncode == 0 and "rewrite answer()" in shown.stdout
         trace = gateway_cli(config, "trace", "show", task["trace_id"])
         assert "STRATEGY SHIFT: rewrite answer()" in trace.stdout, trace.stdout[-2000:]
+        # the planner reads the same blocker report and attempts over MCP (task_show, read-only, tier 1)
+        read = await call(gateway, token(config, "planner", agent="planner"), "task_show", {"task_id": "T1"})
+        shown_task = read.structured_content
+        assert not read.is_error and shown_task["blocker"] == report and shown_task["state"] == "blocked"
+        assert [a["outcome"] for a in shown_task["history"]] == ["failed", "failed"] and "worktree" not in shown_task
+        [row] = [r for r in ledger_rows(gateway) if r.tool == "task_show"]
+        assert (row.outcome, row.decision["tier"]) == ("ok", 1)
+        hidden = await call(gateway, token(config, "worker", agent="w"), "task_show", {"task_id": "T1"})
+        assert hidden.is_error and "no tool named 'task_show'" in text_of(hidden)
 
 
 async def test_requeue_amend_and_abandon(config: Any, repo: Path) -> None:

@@ -16,14 +16,14 @@ from gateway.runtime import Gateway
 pytestmark = [pytest.mark.anyio, pytest.mark.both_stores]
 
 ROLE_TOOLS = {
-    "planner": {"fs_read", "fs_list", "fs_search", "git_status", "git_diff", "git_log"},
+    "planner": {"fs_read", "fs_list", "fs_search", "git_status", "git_diff", "git_log", "task_show"},
     "worker": {"fs_write", "fs_edit", "fs_delete", "shell_run"},
     "verifier": {"fs_read", "git_diff"},
     "committer": {"git_status", "git_log"},
 }
 NEVER = {
     "planner": {"fs_write", "fs_edit", "fs_delete", "shell_run"},
-    "worker": {"intent_commit", "intent_approve", "verify_run", "task_submit"},
+    "worker": {"intent_commit", "intent_approve", "verify_run", "task_submit", "task_show"},
     "verifier": {"fs_write", "shell_run", "intent_commit"},
     "committer": {"fs_write", "shell_run", "fs_read"},
 }

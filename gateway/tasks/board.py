@@ -109,6 +109,12 @@ class TaskBoard:
             for t in tasks
         ]
 
+    def show(self, task_id: str) -> JSONObject:
+        """A task as the planner reads it (``task_show``): its manifest and version, state and note, claim,
+        attempts (``history``), strategy, latest verification and red phase, and the blocker report; not
+        where its worktree lives (a path into the gateway's state, no agent's business)."""
+        return {key: value for key, value in self.get(task_id).items() if key != "worktree"}
+
     def task_for(self, principal: Principal) -> JSONObject | None:
         """The task a worker is working on: the one its token names, else the one it last claimed."""
         if principal.task:

@@ -1,5 +1,5 @@
 """The task tools of ARCHITECTURE.md section 5, each granted by role files:
-task_submit, task_amend, task_list, task_claim, task_renew, task_release, task_report, verify_run.
+task_submit, task_amend, task_list, task_show, task_claim, task_renew, task_release, task_report, verify_run.
 
 Results are JSON text plus structuredContent. Artifacts are validated strictly; the error names the field.
 
@@ -77,6 +77,9 @@ def task_tools(board: TaskBoard) -> list[ToolSpec]:
     async def task_list(args: NoArgs, inv: ToolInvocation) -> mt.CallToolResult:
         return json_result({"tasks": board.list()})
 
+    async def task_show(args: TaskArgs, inv: ToolInvocation) -> mt.CallToolResult:
+        return json_result(board.show(args.task_id))
+
     async def task_claim(args: ClaimArgs, inv: ToolInvocation) -> mt.CallToolResult:
         shift = (
             None
@@ -119,6 +122,15 @@ def task_tools(board: TaskBoard) -> list[ToolSpec]:
             "List tasks with their state, owner and whether they are ready to claim.",
             NoArgs,
             task_list,
+            read_only=True,
+        ),
+        tool(
+            "task_show",
+            "One task in full (planner): its manifest, state, attempts with their outcomes, strategy, latest "
+            "verification and, when it is blocked, the blocker report the gateway wrote (what each attempt "
+            "tried and why it failed, the worker's hypothesis). Read it before amending or re-planning a task.",
+            TaskArgs,
+            task_show,
             read_only=True,
         ),
         tool(
