@@ -748,10 +748,12 @@ def step_summary(step: Step) -> str:
                 f"reported: task branch commit {_short(d.get('commit'))}"
                 + (f"; changed but not reported: {_listed(d['unreported'])}" if d.get("unreported") else "")
                 + (f"; reported but unchanged: {_listed(d['phantom'])}" if d.get("phantom") else "")
+                + _drift_words(d.get("drift"))
             ),
             "quarantine": lambda: (
-                f"QUARANTINED (scope violation): commit {_short(d.get('commit'))} changed "
-                f"{_listed(d.get('violations') or [])} outside the allowed paths"
+                f"QUARANTINED ({', '.join(sorted({_violation_code(v) for v in d.get('violations') or []}))}): "
+                f"commit {_short(d.get('commit'))} {_listed([_violation_words(v) for v in d.get('violations') or []])}"
+                + _drift_words(d.get("drift"))
             ),
             "verify": lambda: (
                 f"verification {'passed' if d.get('passed') else 'FAILED'} on {_short(d.get('commit'))}"
@@ -832,6 +834,49 @@ def step_summary(step: Step) -> str:
             f"; removed {_listed(removed)}" if removed else ""
         )
     return _generic(d)
+
+
+# what each kind of violation a report can be quarantined for did, in words (board.report names them)
+VIOLATION_WORDS = {
+    "SCOPE_VIOLATION": "changed {path} outside the allowed paths",
+    "ACCEPTANCE_EDITED": "edited {path}, which grades the task (acceptance)",
+    "FROZEN_PATH": "changed {path}, which the manifest froze",
+}
+
+
+def _violation_code(violation: Any) -> str:
+    # rows written before violations carried their kind list bare paths outside the allowed paths
+    return clean(violation.get("code")) if isinstance(violation, dict) else "SCOPE_VIOLATION"
+
+
+def _violation_words(violation: Any) -> str:
+    """'changed src/x.py outside the allowed paths', 'FROZEN_SIGNATURE src/a.py:f: (x) became (x, y)'."""
+    code = _violation_code(violation)
+    path = clean(violation.get("path") if isinstance(violation, dict) else violation, 200)
+    if code in VIOLATION_WORDS:
+        return VIOLATION_WORDS[code].format(path=path)
+    detail = str(violation.get("detail") or path) if isinstance(violation, dict) else path
+    return f"{code} {clean(detail.removeprefix(code + ' '), 300)}"
+
+
+def _drift_words(figures: Any) -> str:
+    """An attempt's drift figures (gateway/tasks/drift.py) as one phrase: '; drift: 2 files (+12 -3), ...'."""
+    if not isinstance(figures, dict):
+        return ""
+    words = [f"{figures.get('files_changed')} files (+{figures.get('lines_added')} -{figures.get('lines_removed')})"]
+    if figures.get("files_outside_scope"):
+        words.append(f"{figures['files_outside_scope']} outside the allowed paths")
+    if figures.get("churn_vs_previous") is not None:
+        words.append(f"{figures['churn_vs_previous']} lines of churn against the previous attempt")
+    if figures.get("public_symbols_removed"):
+        words.append(f"public symbols removed: {_listed(figures['public_symbols_removed'])}")
+    renamed = [r for r in figures.get("public_symbols_renamed") or [] if isinstance(r, dict)]
+    if renamed:
+        pairs = [f"{r.get('from')} -> {r.get('to')}" for r in renamed]
+        words.append(f"renamed: {_listed(pairs)}")
+    if figures.get("files_unparsable"):
+        words.append(f"unparsable: {_listed(figures['files_unparsable'])}")
+    return "; drift: " + ", ".join(words)
 
 
 def _why(d: JSONObject) -> str:

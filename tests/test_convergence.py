@@ -273,10 +273,24 @@ async def test_a_frozen_signature_change_is_caught(config: Any, repo: Path) -> N
         async with client(gateway, token(config, "worker", agent="w")) as worker:
             await worker.call_tool("task_claim", {"task_id": "T1"})
             await worker.call_tool("fs_write", {"path": "src/app.py", "content": "def answer(x):\n    return 42\n"})
+            sneaky = "python3 -c \"import pathlib; p = pathlib.Path('docs'); p.mkdir(); (p / 'x.md').write_text('x')\""
+            await worker.call_tool("shell_run", {"command": sneaky})
             reported = await worker.call_tool("task_report", {"record": {"task_id": "T1", "status": "done"}})
         violations = reported.structured_content["scope_violations"]
-        assert reported.is_error and [v["code"] for v in violations] == ["FROZEN_SIGNATURE"]
+        assert reported.is_error and [v["code"] for v in violations] == ["SCOPE_VIOLATION", "FROZEN_SIGNATURE"]
         assert gateway.board.get("T1")["state"] == "quarantined"
+        await submit(gateway, "T2", ["src/b.py"], ["test -f src/b.py"])
+        await work(gateway, "T2", {"src/b.py": "def b():\n    return 7\n"})
+        # the trace says what each violation was, in words, and each attempt's drift figures
+        quarantined = gateway_cli(config, "trace", "show", gateway.board.get("T1")["trace_id"]).stdout
+        clean_report = gateway_cli(config, "trace", "show", gateway.board.get("T2")["trace_id"]).stdout
+    [line] = [line for line in quarantined.splitlines() if "task.quarantine" in line]
+    assert "QUARANTINED (FROZEN_SIGNATURE, SCOPE_VIOLATION)" in line and '{"' not in line, line
+    assert "changed docs/x.md outside the allowed paths" in line, line
+    assert "FROZEN_SIGNATURE src/app.py:answer: () became (x)" in line, line
+    assert "drift: 2 files (+3 -2), 1 outside the allowed paths" in line, line
+    [line] = [line for line in clean_report.splitlines() if "task.report" in line]
+    assert "drift: 1 files (+2 -0)" in line, line
 
 
 async def test_ceremony_merges_three_leaves_one_out_and_blocks_its_dependents(config: Any, repo: Path) -> None:

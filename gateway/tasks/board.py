@@ -544,7 +544,8 @@ class TaskBoard:
                 history = _closed(history, "quarantined", "violations", violations=violations)
                 note = ", ".join(sorted({v["code"] for v in violations}))
                 self._set(tx, record.task_id, state=state, claim_expires=None, note=note, history=json.dumps(history))
-                self._event(tx, record.task_id, "quarantine", outcome="denied", commit=commit, violations=violations)
+                facts = {"commit": commit, "violations": violations, "drift": figures}
+                self._event(tx, record.task_id, "quarantine", outcome="denied", **facts)
             elif record.status == "failed":
                 state = self._after_failure(tx, current, "the worker reported failure")
             else:
