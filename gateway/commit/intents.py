@@ -123,7 +123,7 @@ class Intents:
     def finish(
         self, identifier: str, state: str, outcome: JSONObject, after: Any = None, by: Principal | None = None
     ) -> JSONObject:
-        """executing -> committed | failed | compensated, with ``after(tx)`` in the same transaction."""
+        """executing -> committed | failed, with ``after(tx)`` in the same transaction."""
         with self.db.transaction() as tx:
             intent = self._locked(tx, identifier)
             if intent["state"] != "executing":
