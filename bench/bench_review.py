@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,7 +63,7 @@ def append_copies(db_path: Path, n: int) -> None:
     conn.close()
 
 
-def timed(what: str, action) -> None:  # noqa: ANN001
+def timed(what: str, action: Callable[[], object]) -> None:
     start = time.perf_counter()
     result = action()
     elapsed = (time.perf_counter() - start) * 1000
