@@ -1,12 +1,18 @@
 # The gateway as a service: streamable HTTP on :8787, the workspace mounted at /workspace.
 #   docker build -t mcp-policy-gateway .
 #   docker run -d --name gateway -p 127.0.0.1:8787:8787 -v "$PWD:/workspace" -v gateway-state:/var/lib/gateway \
-#       --security-opt seccomp=unconfined mcp-policy-gateway
-#   docker exec gateway gateway token issue --role developer --agent claude-code   # a credential for an agent
+#       --user "$(id -u):$(id -g)" --security-opt seccomp=unconfined mcp-policy-gateway
+#   docker exec --user "$(id -u):$(id -g)" gateway gateway token issue --role developer --agent claude-code   # a credential for an agent
 # On first start it runs `gateway init` in /workspace: gateway.yaml there, the state (keys, store, roles,
 # policies) in /var/lib/gateway, outside the workspace (keep it on a volume). Behind a proxy or a DNS name,
 # list the Host values clients use in gateway.yaml (`allowed_hosts: ["gateway.internal:8787"]`): requests
 # with any other Host header are refused (DNS-rebinding protection).
+# The image runs as uid 10001, but a bind-mounted workspace belongs to the host user: to let the gateway write
+# gateway.yaml and task worktrees there, run as that user, any uid works:
+#   docker run ... --user "$(id -u):$(id -g)" -v "$PWD:/workspace" -v gateway-state:/var/lib/gateway ...
+# /var/lib/gateway (the state: XDG_STATE_HOME) and /var/lib/gateway/home (HOME: npm's cache, git) are
+# world-writable with the sticky bit, like /tmp: whichever uid starts first makes its own owner-only state dir
+# there. Use one uid per state volume (a volume first used as 10001 needs `chown -R` to move to another uid).
 # Commands run in bubblewrap, which needs user namespaces: Docker's default seccomp profile blocks them, so
 # run with a profile that allows unshare (e.g. --security-opt seccomp=unconfined), or set
 # `sandbox: {mode: off}` in gateway.yaml and accept unconfined commands (docs/sandbox.md).
@@ -30,8 +36,9 @@ COPY roles ./roles
 RUN pip install --no-cache-dir .
 
 # pip installs the default roles and policies under share/mcp-policy-gateway, where `gateway init` finds them.
-ENV PYTHONUNBUFFERED=1 XDG_STATE_HOME=/var/lib/gateway
-RUN mkdir -p /var/lib/gateway && chown gateway /var/lib/gateway
+ENV PYTHONUNBUFFERED=1 XDG_STATE_HOME=/var/lib/gateway HOME=/var/lib/gateway/home
+RUN mkdir -p /var/lib/gateway/home && chown gateway /var/lib/gateway /var/lib/gateway/home \
+    && chmod 1777 /var/lib/gateway /var/lib/gateway/home
 VOLUME /var/lib/gateway
 USER gateway
 WORKDIR /workspace

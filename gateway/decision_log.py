@@ -372,3 +372,72 @@ def read_entries(path: Path) -> list[JSONObject]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+class DecisionLogIndex:
+    """Where each entry of a decision log file starts, read once per process: each ``find`` parses only the
+    lines appended since the last one, then reads back just the entries asked for (the review pages show a
+    page of calls; the file holds every decision ever made). A file that got shorter (replaced) is indexed
+    again from the start; a last line still being written waits for the next ``find``.
+
+        index = DecisionLogIndex(state_dir / "decisions.jsonl")
+        entries = index.find({"5f0c..."}, {"9a1b..."})   # {decision id or call id: entry}
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._offset = 0
+        self._by_decision: dict[str, int] = {}
+        self._by_call: dict[str, int] = {}  # the first entry naming each call
+
+    def find(self, decision_ids: set[str], call_ids: set[str]) -> dict[str, JSONObject]:
+        """The entries with these decision ids (keyed by decision id), and for calls none of whose entries was
+        asked for by decision id, the first entry naming the call (keyed by call id)."""
+        flush_pending(self.path)  # the UI runs in the gateway: its own newest entries may be buffered
+        with self._lock:
+            if not self._catch_up():
+                return {}
+            wanted = {i: self._by_decision[i] for i in decision_ids if i in self._by_decision}
+            for call_id in call_ids:
+                if call_id in self._by_call:
+                    wanted.setdefault(call_id, self._by_call[call_id])
+            found: dict[str, JSONObject] = {}
+            with self.path.open("rb") as file:
+                for key, offset in wanted.items():
+                    file.seek(offset)
+                    found[key] = json.loads(file.readline())
+            return found
+
+    def _catch_up(self) -> bool:
+        """Index the lines appended since the last call; False when there is no file."""
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            return False
+        if size < self._offset:
+            self._offset, self._by_decision, self._by_call = 0, {}, {}
+        if size == self._offset:
+            return True
+        with self.path.open("rb") as file:
+            file.seek(self._offset)
+            offset = self._offset
+            for line in file:
+                if not line.endswith(b"\n"):
+                    break  # being written: read it next time
+                self._note(line, offset)
+                offset += len(line)
+            self._offset = offset
+        return True
+
+    def _note(self, line: bytes, offset: int) -> None:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(entry, dict) or not isinstance(entry.get("input"), dict):
+            return
+        if isinstance(entry.get("decision_id"), str):
+            self._by_decision[entry["decision_id"]] = offset
+        if isinstance(entry.get("call_id"), str):
+            self._by_call.setdefault(entry["call_id"], offset)

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import json
 import shlex
+import threading
 from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gateway.decision_log import flush_pending, mask_text, redact
+from gateway.decision_log import DecisionLogIndex, mask_text, redact
 from gateway.errors import GatewayError
 from gateway.ledger.chain import digest
 from gateway.ledger.store import Store, open_store
@@ -297,11 +298,18 @@ class Trace:
 
 
 class Traces:
-    """The read model over one store. Each query reads the ledger afresh (one scan, in seq order)."""
+    """The read model over one store. The ledger is read once per Traces object and then only past the newest
+    row it has seen (``_LedgerRows``), so a page costs what it shows: filters run over small unmasked call
+    views in memory, and only the calls a page shows are masked and get their arguments read back. Keep one
+    Traces per process (the web app does) for that; a new one reads the ledger once."""
 
     def __init__(self, db: Store, decision_log: Path | None = None) -> None:
         self.db = db
         self.decision_log = decision_log
+        self._rows = _LedgerRows()
+        self._proofs = _Proofs(db, DecisionLogIndex(decision_log) if decision_log is not None else None)
+        self._index: _Index | None = None
+        self._index_lock = threading.Lock()
 
     @classmethod
     def for_config(cls, config: GatewayConfig, db: Store | None = None) -> Traces:
@@ -309,10 +317,18 @@ class Traces:
         decisions = config.decision_log_path if config.telemetry.decision_log else None
         return cls(db or open_store(config), decisions)
 
+    def _current(self) -> _Index:
+        """The traces as of the newest ledger row, built again only when rows or tasks changed since."""
+        version = self._rows.refresh(self.db)
+        with self._index_lock:
+            if self._index is None or self._index.version != version:
+                self._index = _Index.build(self._rows.snapshot(), version)
+            return self._index
+
     def list(self, filters: Filters | None = None, limit: int | None = None) -> list[TraceSummary]:
         """Traces with at least one matching call (all traces when no filter is set): refused first, then
         asked, then the rest; newest first within each group."""
-        index = _Index.load(self.db)
+        index = self._current()
         filters = filters or Filters()
         found = [
             index.summary(trace_id)
@@ -324,52 +340,153 @@ class Traces:
         return found[:limit] if limit else found
 
     def get(self, ref: str) -> Trace:
-        index = _Index.load(self.db)
+        index = self._current()
         trace_id = index.resolve(ref)
-        _Proofs(self.db, self.decision_log).attach(_calls(index.traces[trace_id]), index)
-        return Trace(index.summary(trace_id), index.traces[trace_id])
+        entries = [_shown(e) if isinstance(e, CallView) else e for e in index.traces[trace_id]]
+        self._proofs.attach(_calls(entries), index.tasks)
+        return Trace(index.summary(trace_id), entries)
 
     def calls(self, filters: Filters | None = None) -> list[CallView]:
         """Matching calls across all traces: refused first, then asked, then the rest; newest first in each."""
-        index = _Index.load(self.db)
+        self._rows.refresh(self.db)
+        rows = self._rows.snapshot()
         filters = filters or Filters()
-        found = [c for c in index.calls.values() if filters.matches(c)]
-        found.sort(key=lambda c: c.seq, reverse=True)
+        found = [c for c in reversed(rows.calls) if filters.matches(c)]
         found.sort(key=lambda c: (not c.refused, c.outcome != "asked"))
-        _Proofs(self.db, self.decision_log).attach(found, index)
-        return found
+        shown = [_shown(c) for c in found]
+        self._proofs.attach(shown, rows.tasks)
+        return shown
 
     def page(self, filters: Filters | None = None, offset: int = 0, size: int = 50, at: int | None = None) -> CallPage:
         """Matching calls newest first (ledger order, which is time order), ``size`` from ``offset``, counting only
         calls that began at or before ledger row ``at`` (default: the newest), so the pages hold still while new
-        calls arrive. Arguments are read back for the page's calls only."""
-        index = _Index.load(self.db)
+        calls arrive. Only the page's calls are masked and get their arguments read back."""
+        self._rows.refresh(self.db)
+        rows = self._rows.snapshot()
         filters = filters or Filters()
-        at = max((c.seq for c in index.calls.values()), default=0) if at is None else at
+        at = (rows.calls[-1].seq if rows.calls else 0) if at is None else at
         any_outcome = replace(filters, outcome=None)
-        base = [c for c in index.calls.values() if c.seq <= at and any_outcome.matches(c)]
-        outcomes = {o: n for o in FILTER_OUTCOMES if (n := sum(1 for c in base if outcome_is(c, o)))}
-        found = [c for c in base if filters.matches(c)]
-        found.sort(key=lambda c: c.seq, reverse=True)
-        shown = found[offset : offset + size]
-        _Proofs(self.db, self.decision_log).attach(shown, index)
+        base = [c for c in reversed(rows.calls) if c.seq <= at and any_outcome.matches(c)]  # newest first
+        counted = Counter(c.outcome for c in base)
+        counted["allowed"] = sum(1 for c in base if c.action == "allow")
+        counted["approved"] = sum(1 for c in base if (c.approval or {}).get("answer") == "approved")
+        outcomes = {o: counted[o] for o in FILTER_OUTCOMES if counted[o]}
+        found = [c for c in base if filters.matches(c)] if filters.outcome else base
+        shown = [_shown(c) for c in found[offset : offset + size]]
+        self._proofs.attach(shown, rows.tasks)
         return CallPage(shown, len(found), offset, size, at, outcomes)
 
     def call(self, call_id: str) -> CallView:
         """One call by its id, arguments attached; UnknownTrace if there is none."""
-        index = _Index.load(self.db)
-        found = index.calls.get(call_id)
+        self._rows.refresh(self.db)
+        rows = self._rows.snapshot()
+        found = rows.by_id.get(call_id)
         if found is None:
             raise UnknownTrace(f"no call {clean(call_id, 80)!r}")
-        _Proofs(self.db, self.decision_log).attach([found], index)
-        return found
+        shown = _shown(found)
+        self._proofs.attach([shown], rows.tasks)
+        return shown
 
     def refused_credentials(self, limit: int = 50) -> list[JSONObject]:
         """Requests refused before any principal existed (kind "auth"): newest first."""
-        rows = self.db.query(
-            "SELECT body FROM ledger WHERE json_extract(body, '$.kind') = 'auth' ORDER BY seq DESC LIMIT ?", (limit,)
-        )
-        return [json.loads(r["body"]) for r in rows]
+        self._rows.refresh(self.db)
+        return self._rows.snapshot().auth[-limit:][::-1]
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """What ``_LedgerRows`` holds at one moment: lists that later reads only append to, never change."""
+
+    rows: list[JSONObject]  # every ledger row, parsed, in seq order
+    calls: list[CallView]  # unmasked views, in order of their first row
+    by_id: dict[str, CallView]
+    auth: list[JSONObject]  # rows of kind "auth", oldest first
+    tasks: dict[str, str]  # task id -> trace id
+
+
+class _LedgerRows:
+    """The ledger as one process has read it: each row parsed once, and each refresh reads only rows past the
+    newest seq seen (seq is assigned under the store's write lock, so no row commits behind a later one).
+    Call views are kept unmasked: they are only filtered and counted here, and masked when shown (``_shown``).
+    A ledger that got shorter (a new store) is read again from the start."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._reset()
+
+    def _reset(self) -> None:
+        self.seq = 0
+        self.version = 0
+        self._snapshot = _Snapshot([], [], {}, [], {})
+        self._call_rows: dict[str, list[JSONObject]] = {}
+        self._task_traces: dict[str, str] = {}  # trace id -> task id
+
+    def refresh(self, db: Store) -> int:
+        """Read what is new; answers a version that changes whenever anything read changed."""
+        with self._lock:
+            newest = db.query("SELECT max(seq) AS s FROM ledger")[0]["s"] or 0
+            if newest < self.seq:
+                self._reset()
+            tasks = {r["id"]: r["trace_id"] for r in db.query("SELECT id, trace_id FROM tasks")}
+            if newest == self.seq and tasks == self._snapshot.tasks:
+                return self.version
+            fresh = [
+                _decode(r["body"]) for r in db.query("SELECT body FROM ledger WHERE seq > ? ORDER BY seq", (self.seq,))
+            ]
+            old = self._snapshot
+            calls, by_id = list(old.calls), dict(old.by_id)
+            new_tasks = tasks != old.tasks
+            if new_tasks:
+                self._task_traces = {trace: task for task, trace in tasks.items()}
+            touched: dict[str, None] = {}
+            for row in fresh:
+                # decisions without a run are calls too (one row each): "hook" (Claude Code's built-in tools),
+                # "check" (gateway check), "verify" (a verification command, before it runs), "ceremony_check"
+                # (a merge the merge ceremony asked about)
+                if row.get("kind") in ("call", "hook", "check", "verify", "ceremony_check") and row.get("call_id"):
+                    self._call_rows.setdefault(row["call_id"], []).append(row)
+                    touched[row["call_id"]] = None
+            positions = {c.call_id: i for i, c in enumerate(calls)} if touched or new_tasks else {}
+            for call_id in touched:
+                view = _call_view(call_id, self._call_rows[call_id])
+                view.task = (view.principal or {}).get("task") or self._task_traces.get(view.trace_id or "")
+                if call_id in positions:
+                    calls[positions[call_id]] = view
+                else:
+                    positions[call_id] = len(calls)
+                    calls.append(view)
+                by_id[call_id] = view
+            if new_tasks:  # a task's trace may hold calls read before the task was
+                for i, view in enumerate(calls):
+                    task = (view.principal or {}).get("task") or self._task_traces.get(view.trace_id or "")
+                    if task != view.task:
+                        calls[i] = by_id[view.call_id] = replace(view, task=task)
+            auth = old.auth + [r for r in fresh if r.get("kind") == "auth"]
+            self._snapshot = _Snapshot(old.rows + fresh, calls, by_id, auth, tasks)
+            self.seq = fresh[-1]["seq"] if fresh else self.seq
+            self.version += 1
+            return self.version
+
+    def snapshot(self) -> _Snapshot:
+        with self._lock:
+            return self._snapshot
+
+
+def _decode(body: str) -> JSONObject:
+    """One ledger row's body (a function of its own so a test can count the rows read)."""
+    return json.loads(body)
+
+
+def _shown(view: CallView) -> CallView:
+    """A call as anyone sees it: a copy with its error, reasons and effects masked (``redact``, ``mask_text``)."""
+    effects = redact({k: v for k, v in view.effects.items() if v})[0]
+    return replace(
+        view,
+        error=redact(view.error)[0] if view.error else view.error,
+        reasons=[mask_text(str(r)) for r in view.reasons],
+        effects=effects,
+        effects_summary=effects_summary(effects),
+    )
 
 
 def _calls(entries: list[CallView | Step]) -> list[CallView]:
@@ -377,34 +494,26 @@ def _calls(entries: list[CallView | Step]) -> list[CallView]:
 
 
 class _Index:
-    def __init__(self) -> None:
+    """The traces: calls (copies of the snapshot's views) and steps, grouped by trace and nested."""
+
+    def __init__(self, version: int = 0) -> None:
+        self.version = version
         self.calls: dict[str, CallView] = {}
         self.traces: dict[str, list[CallView | Step]] = {}
         self.task_traces: dict[str, str] = {}  # trace id -> task id
         self.tasks: dict[str, str] = {}  # task id -> trace id
 
     @classmethod
-    def load(cls, db: Store) -> _Index:
-        index = cls()
-        rows = [json.loads(r["body"]) for r in db.query("SELECT body FROM ledger ORDER BY seq")]
-        for task in db.query("SELECT id, trace_id FROM tasks"):
-            index.task_traces[task["trace_id"]] = task["id"]
-            index.tasks[task["id"]] = task["trace_id"]
-        index._build(rows)
+    def build(cls, snapshot: _Snapshot, version: int) -> _Index:
+        index = cls(version)
+        index.tasks = dict(snapshot.tasks)
+        index.task_traces = {trace: task for task, trace in snapshot.tasks.items()}
+        for view in snapshot.calls:  # the index nests steps in its calls: its own copies
+            index.calls[view.call_id] = replace(view, steps=[], links=[])
+        index._build(snapshot.rows)
         return index
 
     def _build(self, rows: list[JSONObject]) -> None:
-        grouped: dict[str, list[JSONObject]] = {}
-        for row in rows:
-            # decisions without a run are calls too (one row each): "hook" (Claude Code's built-in tools),
-            # "check" (gateway check), "verify" (a verification command, before it runs), "ceremony_check"
-            # (a merge the merge ceremony asked about)
-            if row.get("kind") in ("call", "hook", "check", "verify", "ceremony_check") and row.get("call_id"):
-                grouped.setdefault(row["call_id"], []).append(row)
-        for call_id, call_rows in grouped.items():
-            view = _call_view(call_id, call_rows)
-            view.task = (view.principal or {}).get("task") or self.task_traces.get(view.trace_id or "")
-            self.calls[call_id] = view
         approval_trace: dict[str, str] = {}
         approval_calls: dict[str, list[CallView]] = {}
         checkpoint_trace: dict[str, str] = {}
@@ -530,9 +639,7 @@ def _call_view(call_id: str, rows: list[JSONObject]) -> CallView:
     last = finals[-1] if finals else rows[-1]
     detail = last.get("detail") or {}
     decision = last.get("decision") or first.get("decision")
-    error = detail.get("error")
-    if error:
-        error = redact(error)[0]
+    error = detail.get("error")  # unmasked, like the reasons and effects: ``_shown`` masks what is shown
     if decision:
         rules, reasons, decided_by = list(decision.get("rules") or []), list(decision.get("reasons") or []), "policy"
     else:
@@ -540,9 +647,7 @@ def _call_view(call_id: str, rows: list[JSONObject]) -> CallView:
         rules = [f"gateway.{code}"] if code else []
         reasons = [error["message"]] if error and error.get("message") else []
         decided_by = "gateway"
-    reasons = [mask_text(str(r)) for r in reasons]
-    # the ledger keeps effects as described; what is shown has credential-looking values masked
-    effects = redact({k: v for k, v in (last.get("effects") or first.get("effects") or {}).items() if v})[0]
+    effects = last.get("effects") or first.get("effects") or {}
     return CallView(
         call_id=call_id,
         trace_id=last.get("trace_id") or first.get("trace_id"),
@@ -560,7 +665,7 @@ def _call_view(call_id: str, rows: list[JSONObject]) -> CallView:
         decided_by=decided_by,
         error=error,
         effects=effects,
-        effects_summary=effects_summary(effects),
+        effects_summary=[],  # made by ``_shown``, from the masked effects
         arguments_digest=last.get("arguments_digest"),
         decision_id=detail.get("decision_id"),
         approval=detail.get("approval"),
@@ -602,26 +707,38 @@ def _step(row: JSONObject, trace_id: str) -> Step:
 
 
 class _Proofs:
-    """Where a call's arguments can be read back from, since the ledger keeps only their digest."""
+    """Where a call's arguments can be read back from, since the ledger keeps only their digest. Reads only
+    what the calls given need: their decision log entries (through the log's index), their approvals, and
+    the intents only when a shown call proposed one."""
 
-    def __init__(self, db: Store, decision_log: Path | None) -> None:
+    def __init__(self, db: Store, decision_log: DecisionLogIndex | None) -> None:
         self.db = db
         self.decision_log = decision_log
 
-    def attach(self, calls: list[CallView], index: _Index) -> None:
+    def attach(self, calls: list[CallView], tasks: dict[str, str]) -> None:
+        """Set ``arguments``, ``arguments_source`` and ``approval_state`` of these (shown, masked) calls."""
         if not calls:
             return
-        logged = self._logged({c.decision_id for c in calls if c.decision_id}, {c.call_id for c in calls})
+        logged = (
+            self.decision_log.find({c.decision_id for c in calls if c.decision_id}, {c.call_id for c in calls})
+            if self.decision_log is not None
+            else {}
+        )
+        approval_ids = sorted({str(c.approval["id"]) for c in calls if c.approval and c.approval.get("id")})
+        digests = sorted({c.arguments_digest for c in calls if c.arguments_digest})
+        states = {r["id"]: r["state"] for r in self._approvals("id, state", "id", approval_ids)}
         approvals: dict[str, JSONObject] = {}
-        states: dict[str, str] = {}
-        for row in self.db.query("SELECT id, state, arguments_digest, request FROM approvals ORDER BY created"):
-            states[row["id"]] = row["state"]
+        for row in self._approvals("arguments_digest, request", "arguments_digest", digests):
             request = json.loads(row["request"] or "{}")
             if isinstance(request.get("arguments"), dict):
                 approvals.setdefault(row["arguments_digest"], request["arguments"])
         intents = [
             {"task_id": r["task_id"], "action": r["action"], "arguments": json.loads(r["arguments"])}
-            for r in self.db.query("SELECT task_id, action, arguments FROM intents")
+            for r in (
+                self.db.query("SELECT task_id, action, arguments FROM intents")
+                if any(c.tool == "intent_propose" for c in calls)
+                else []
+            )
         ]
         for call in calls:
             if call.approval and call.approval.get("id") in states:
@@ -640,7 +757,7 @@ class _Proofs:
             candidates: list[JSONObject] = [{"intent_id": call.intent_id}] if call.intent_id else []
             tool = call.tool or ""
             if tool.startswith("task_") or tool == "verify_run":
-                candidates += [{"task_id": t} for t in {call.task, *index.tasks} if t]
+                candidates += [{"task_id": t} for t in {call.task, *tasks} if t]
             if tool == "intent_propose":
                 candidates += intents
             for candidate in candidates:
@@ -649,26 +766,14 @@ class _Proofs:
                     call.arguments_source = "rebuilt from the task and intent records; matches the recorded digest"
                     break
 
-    def _logged(self, decision_ids: set[str], call_ids: set[str]) -> dict[str, JSONObject]:
-        if self.decision_log is None:
-            return {}
-        flush_pending(self.decision_log)  # the UI runs in the gateway: its own newest entries may be buffered
-        if not self.decision_log.exists():
-            return {}
-        found: dict[str, JSONObject] = {}
-        with self.decision_log.open(encoding="utf-8") as lines:
-            for line in lines:
-                try:
-                    entry = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if not isinstance(entry, dict) or not isinstance(entry.get("input"), dict):
-                    continue
-                if entry.get("decision_id") in decision_ids:
-                    found[entry["decision_id"]] = entry
-                elif entry.get("call_id") in call_ids:
-                    found.setdefault(entry["call_id"], entry)
-        return found
+    def _approvals(self, columns: str, key: str, values: list[str]) -> list[Any]:
+        """Approval rows whose ``key`` is one of ``values``, oldest first (in chunks: bound parameters are few)."""
+        rows: list[Any] = []
+        for i in range(0, len(values), 500):
+            chunk = values[i : i + 500]
+            marks = ", ".join("?" * len(chunk))
+            rows += self.db.query(f"SELECT {columns} FROM approvals WHERE {key} IN ({marks}) ORDER BY created", chunk)
+        return rows
 
     def _from_log(self, call: CallView, entry: JSONObject) -> tuple[JSONObject | None, str | None]:
         arguments = entry["input"].get("arguments")

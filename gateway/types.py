@@ -149,7 +149,8 @@ class ToolSpec:
     An upstream's resources and prompts are judged as calls too, each with a read-only ToolSpec of its own.
 
     ``argument_roles`` maps an argument name to what it means for effects: ``read``, ``write``,
-    ``delete`` (paths), ``command`` (a shell string) or ``url``. Built-in tools declare theirs; for upstream
+    ``delete`` (paths), ``command`` (a shell string), ``url``, or ``resource`` (a resource URI; ``file://``
+    is a path read). Built-in tools declare theirs; for upstream
     tools they come from gateway.yaml, since upstream annotations are untrusted hints.
     """
 

@@ -50,6 +50,16 @@ def test_dockerfile_by_reading() -> None:
     assert "bubblewrap" in dockerfile and "safe.directory /workspace" in dockerfile
     ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()}
     assert {".git", ".venv", "tests"} <= ignored
+    # any uid may run it (--user "$(id -u):$(id -g)" to own files in a bind-mounted workspace): the state dir
+    # (XDG_STATE_HOME) and HOME are made, sticky and world-writable, before USER, on the state volume
+    env = dict(re.findall(r"(\w+)=(\S+)", " ".join(re.findall(r"^ENV (.+)$", dockerfile, re.M))))
+    volume = re.search(r"^VOLUME (\S+)$", dockerfile, re.M)
+    assert volume and env["XDG_STATE_HOME"] == volume.group(1) and env["HOME"].startswith(volume.group(1) + "/")
+    made = re.search(r"^RUN mkdir -p (\S+) .*\n.*chmod 1777 (.+)$", dockerfile, re.M)
+    assert made and made.group(1) == env["HOME"] and set(made.group(2).split()) == {env["XDG_STATE_HOME"], env["HOME"]}
+    assert dockerfile.index(made.group(0)) < dockerfile.index("\nUSER ")
+    as_you = '--user "$(id -u):$(id -g)"'
+    assert as_you in dockerfile and as_you in (ROOT / "README.md").read_text()
     for source in re.findall(r"^COPY (.+) \S+$", dockerfile, re.M):
         for name in source.split():
             assert (ROOT / name).exists(), f"COPY {name}: not in the repository"

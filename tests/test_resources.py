@@ -17,6 +17,7 @@ from gateway.runtime import Gateway
 pytestmark = pytest.mark.anyio
 
 UPSTREAM = str(Path(__file__).parent / "servers" / "conformance_upstream.py")
+FILES = str(Path(__file__).parent / "servers" / "file_resources.py")
 
 
 @pytest.fixture
@@ -168,3 +169,29 @@ async def test_prompt_arguments_are_validated(federated: tuple[Gateway, Any]) ->
             await client.get_prompt("conf__nope")
     assert "invalid_arguments" in missing.value.error.message and "arg2" in missing.value.error.message
     assert "no prompt named 'conf__nope'" in unknown.value.error.message
+
+
+async def test_file_resources_are_judged_as_reads_of_their_paths(config: Any) -> None:
+    add_role(config, "reader", ["files__*"], max_tier=1)
+    config = reconfigure(
+        config,
+        upstreams={"files": {"command": sys.executable, "args": [FILES, str(config.workspace)], "read_only": ["*"]}},
+    )
+    gateway = Gateway(config)
+    readme = (config.workspace / "README.md").resolve().as_uri()
+    async with inproc_client(gateway, token(config, "reader")) as client:
+        assert "contents of README.md" in str(await client.read_resource(readme))
+        for uri in (Path("/etc/hostname").as_uri(), (config.workspace / ".env").resolve().as_uri()):
+            with pytest.raises(MCPError):
+                await client.read_resource(uri)
+    finals = [r for r in rows_for(gateway, "resources/read") if r.outcome != "started"]
+    assert [(r.tool, r.outcome, r.effects["reads"]) for r in finals] == [
+        ("files__readme", "ok", ["README.md"]),
+        ("files__hostname", "asked", ["/etc/hostname"]),  # tier 3, above the role's max_tier: as fs_read is
+        ("files__env", "asked", [".env"]),
+    ]
+    assert [(r.decision["tier"], r.decision["rules"]) for r in finals] == [
+        (1, ["roles.granted", "tiers.read"]),
+        (3, ["paths.outside_workspace"]),
+        (3, ["secrets.access"]),
+    ]

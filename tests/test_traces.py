@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import sqlite3
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,8 @@ import pytest
 from conftest import add_role, inproc_client, make_repo, token, workspace_for_tests
 from rich.console import Console
 
+import gateway.traces as traces_module
+from gateway.ledger.store import Database
 from gateway.process import gateway_cli as cli
 from gateway.repo import Repo
 from gateway.runtime import Gateway
@@ -214,3 +218,90 @@ def test_empty_workspace_lists_nothing(tmp_path: Path) -> None:
     result = cli(config, "trace", "list")
     assert result.returncode == 0 and "no traces match" in result.stdout
     assert json.loads(cli(config, "trace", "list", "--json").stdout) == {"traces": []}
+
+
+def big_copy(config: Any, path: Path, copies: int) -> Database:
+    """The workspace's store copied to ``path`` with ``copies`` more calls: copies of its own call rows, with new
+    seq, call ids and a new trace per 50 (not chained: the review pages read, they do not verify)."""
+    with sqlite3.connect(config.store_path) as source, sqlite3.connect(path) as target:
+        source.backup(target)
+    db = Database(path)
+    append_copies(db, copies)
+    return db
+
+
+def append_copies(db: Database, copies: int) -> None:
+    rows = [json.loads(r["body"]) for r in db.query("SELECT body FROM ledger ORDER BY seq")]
+    calls = [r for r in rows if r.get("kind") == "call" and r.get("outcome") != "started"]
+    seq = rows[-1]["seq"]
+    batch = []
+    for i in range(copies):
+        seq += 1
+        row = {**calls[i % len(calls)], "seq": seq, "call_id": f"copy-{seq}", "trace_id": f"copies-{seq // 50}"}
+        batch.append((seq, json.dumps(row), "x", "x", None))
+    with db.transaction() as tx:
+        tx.executemany("INSERT INTO ledger (seq, body, prev_hash, hash, mac) VALUES (?, ?, ?, ?, ?)", batch)
+
+
+def counting(monkeypatch: pytest.MonkeyPatch, name: str) -> Counter[str]:
+    """Count the calls of gateway.traces.<name>."""
+    counts: Counter[str] = Counter()
+    real = getattr(traces_module, name)
+
+    def counted(*args: Any) -> Any:
+        counts[name] += 1
+        return real(*args)
+
+    monkeypatch.setattr(traces_module, name, counted)
+    return counts
+
+
+FILTERS = [
+    Filters(),
+    Filters(outcome="denied"),
+    Filters(outcome="allowed", role="worker"),
+    Filters(agent="worker", tool="shell_run"),
+    Filters(rule="paths"),
+    Filters(tier=3),
+    Filters(task="T1", outcome="ok"),
+]
+
+
+def test_a_page_of_a_big_ledger_reads_and_masks_only_what_it_shows(
+    workspace: tuple[Any, dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config, _ = workspace
+    db = big_copy(config, tmp_path / "big.db", 5_000)
+    traces = Traces(db, config.decision_log_path)  # one per process, as the web app keeps it
+    shown, decoded = counting(monkeypatch, "_shown"), counting(monkeypatch, "_decode")
+    first = traces.page(size=100)
+    rows = db.query("SELECT count(*) AS n FROM ledger")[0]["n"]
+    assert first.total > 5_000 and len(first.calls) == 100
+    assert shown["_shown"] == 100 and decoded["_decode"] == rows  # every row parsed once, 100 calls masked
+    again = traces.page(Filters(outcome="denied"), offset=100, size=25)
+    assert shown["_shown"] == 125 and decoded["_decode"] == rows  # nothing read again
+    append_copies(db, 30)
+    after = traces.page(size=50)
+    assert decoded["_decode"] == rows + 30 and shown["_shown"] == 175  # only the new rows
+    assert after.total == first.total + 30 and after.calls[0].call_id == f"copy-{rows + 30}"
+    assert again.total > 100 and all(c.outcome == "denied" for c in again.calls)
+
+    # the same answers as a Traces that reads the whole ledger at once, for every filter and page
+    fresh = Traces(db, config.decision_log_path)
+    everything = fresh.calls(Filters(tool="shell_run"))  # masked: the slow way, for one filter
+    for filters in FILTERS:
+        for offset, size in ((0, 25), (4_000, 100)):
+            ours, theirs = traces.page(filters, offset, size), fresh.page(filters, offset, size)
+            assert [c.as_dict() for c in ours.calls] == [c.as_dict() for c in theirs.calls], filters
+            assert (ours.total, ours.outcomes, ours.at) == (theirs.total, theirs.outcomes, theirs.at), filters
+    assert fresh.page(Filters(tool="shell_run"), size=500).total == len(everything)
+    assert [s.as_dict() for s in traces.list()] == [s.as_dict() for s in fresh.list()]
+    assert traces.get("T1").as_dict() == fresh.get("T1").as_dict()
+
+
+def test_shown_calls_are_masked_and_carry_their_arguments(workspace: tuple[Any, dict[str, Any]]) -> None:
+    config, _ = workspace
+    page = Traces.for_config(config).page(Filters(agent="worker", tool="shell_run"), size=500)
+    secret = next(c for c in page.calls if "API_TOKEN" in json.dumps(c.arguments))
+    assert "hunter2" not in json.dumps(secret.as_dict()) and secret.effects_summary
+    assert secret.arguments_source and "decision log" in secret.arguments_source

@@ -1,7 +1,8 @@
 """Arguments become Effects: the describe stage's facts, with no judgement.
 
-A tool's ``argument_roles`` say which argument is a path (read, write, delete), a shell command or a
-URL. Built-in tools declare them; upstream tools get them from gateway.yaml. An argument that cannot
+A tool's ``argument_roles`` say which argument is a path (read, write, delete), a shell command, a
+URL, or a resource URI (an upstream's resources: a ``file://`` URI is a read of that path, judged like
+fs_read). Built-in tools declare them; upstream tools get them from gateway.yaml. An argument that cannot
 be read as its role says (a path that is not a string, say) is recorded as opaque.
 
     effects = describe(spec, {"path": "src/a.py", "content": "..."}, workspace)
@@ -11,6 +12,7 @@ be read as its role says (a path that is not a string, say) is recorded as opaqu
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from gateway.effects import network, shell
 from gateway.effects.paths import Workspace, suspicious_unicode
@@ -50,6 +52,8 @@ def describe(spec: ToolSpec, arguments: JSONObject, workspace: Workspace) -> Eff
                 merge(facts, shell.describe_command(item, workspace, cwd))
             elif role == "url":
                 merge(facts, network.describe_url(item, workspace, via=spec.name))
+            elif role == "resource":
+                _resource(facts, item, workspace)
             else:
                 _path(facts, role, item, workspace, recursive=arguments.get("recursive") is True)
     return Effects.model_validate(facts)
@@ -60,6 +64,19 @@ def merge(facts: dict[str, Any], more: Effects) -> None:
     for key in LIST_FIELDS:
         facts[key].extend(getattr(more, key))
     facts["privileged"] = facts["privileged"] or more.privileged
+
+
+def _resource(facts: dict[str, Any], uri: str, workspace: Workspace) -> None:
+    """A resource URI: ``file://`` names a path on the upstream's machine, which is this one for a stdio
+    upstream and the one the policy must assume for any other, so it is a read of that path. Other schemes
+    name no path here."""
+    parts = urlsplit(uri)
+    if parts.scheme.lower() != "file":
+        return
+    if parts.netloc not in ("", "localhost") or parts.query or parts.fragment:
+        facts["opaque"].append(f"resource {uri!r}: a file URI with a host, query or fragment")
+        return
+    _path(facts, "read", unquote(parts.path), workspace, recursive=False)
 
 
 def _path(facts: dict[str, Any], role: str, raw: str, workspace: Workspace, recursive: bool) -> None:

@@ -221,7 +221,8 @@ class Upstream:
 
     def _resource_spec(self, name: str, uri: str | None, template: str | None = None) -> ToolSpec:
         """A resource (``uri``) or a template's resources as something the pipeline can judge: read-only by
-        definition, its one argument the URI (the resource's own, or one the template matches)."""
+        definition, its one argument the URI (the resource's own, or one the template matches), which names
+        a path read when it is a ``file://`` URI (so paths.rego judges it as it judges fs_read)."""
         pattern = {"const": uri} if uri is not None else {"type": "string", "pattern": template_regex(template or "")}
 
         async def handler(inv: ToolInvocation) -> Forwarded:
@@ -238,6 +239,7 @@ class Upstream:
                 "additionalProperties": False,
             },
             handler=handler,
+            argument_roles={"uri": "resource"},
             read_only=True,
             upstream_name=uri or template,
         )
