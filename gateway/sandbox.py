@@ -116,6 +116,7 @@ class Confinement:
             "read_only_inside": [str(p) for p in self.protect],
             "hides": ["gateway state", "other worktrees", "home key files"] if self.confined else [],
             "network": list(self.network) if self.network else "none",
+            "unix_sockets": "socketpair only" if self.confined else "any",  # gateway/seccomp.py
             "limits": self.limits,
         }
 
