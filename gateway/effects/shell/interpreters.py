@@ -262,7 +262,7 @@ def _make(d: Describer, call: Call) -> None:
         return
     where = os.path.join(*(w.value for w in directories)) if directories else ""
     if where:
-        d.read(Word.of(where), call)
+        d.unknown_paths([Word.of(where)], call)  # its recipes may touch anything there
     if any(name in ("-f", "--file", "--makefile") and word is None for name, word in opts.flags):
         d.opaque(f"{call.name} -f names no makefile the analysis can see")  # `make -f - <<EOF` parses so
     for word in opts.values("-f", "--file", "--makefile"):
