@@ -6,15 +6,20 @@ the command, and relays each connection the command makes to it over a Unix sock
 egress proxy (gateway/egress.py), which lets through only the hosts the decision named. It uses the
 standard library only and is started with ``python -I``, so nothing in the workspace can change it.
 
-    python -I egress_inside.py /run/gateway-egress.sock -- /bin/bash -c 'pip download requests'
+The sandbox's seccomp filter (gateway/seccomp.py, read from the descriptor given) forbids new Unix
+sockets, which this launcher needs for every connection: it puts the filter on the command alone, in the
+forked child before exec, and makes itself undumpable so the command cannot trace it or write its memory.
+
+    python -I egress_inside.py /run/gateway-egress.sock 3 -- /bin/bash -c 'pip download requests'
 """
 
 import contextlib
+import importlib.util
 import os
 import socket
-import subprocess
 import sys
 import threading
+from types import ModuleType
 
 LISTEN = ("127.0.0.1", 3128)
 
@@ -53,27 +58,49 @@ def serve(listener: socket.socket, path: str) -> None:
         threading.Thread(target=forward, args=(client, path), daemon=True).start()
 
 
+def load_seccomp() -> ModuleType:
+    """gateway/seccomp.py beside this file (``python -I`` puts no directory of ours on sys.path)."""
+    spec = importlib.util.spec_from_file_location("seccomp", os.path.join(os.path.dirname(__file__), "seccomp.py"))
+    assert spec is not None and spec.loader is not None
+    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # dataclasses look it up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def read_all(fd: int) -> bytes:
+    with os.fdopen(fd, "rb") as source:
+        return source.read()
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) < 4 or argv[2] != "--":
-        print("usage: egress_inside.py SOCKET -- COMMAND...", file=sys.stderr)
+    if len(argv) < 5 or argv[3] != "--" or not argv[2].isdigit():
+        print("usage: egress_inside.py SOCKET SECCOMP_FD -- COMMAND...", file=sys.stderr)
         return 2
-    path, command = argv[1], argv[3:]
+    path, command = argv[1], argv[4:]
+    seccomp = load_seccomp()
+    program = read_all(int(argv[2]))
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(LISTEN)
     listener.listen(64)
-    threading.Thread(target=serve, args=(listener, path), daemon=True).start()
     proxy = f"http://{LISTEN[0]}:{LISTEN[1]}"
     env = dict(os.environ)
     for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
         env[name] = proxy
     for name in ("no_proxy", "NO_PROXY"):
         env.pop(name, None)
-    try:
-        return subprocess.call(command, env=env)
-    except OSError as exc:
-        print(f"egress: cannot run {command[0]}: {exc}", file=sys.stderr)
-        return 127
+    seccomp.undumpable()  # before the fork: the child's exec makes it dumpable again, this process stays not
+    child = os.fork()  # before any thread starts, so the child may call into libc freely
+    if child == 0:
+        try:
+            seccomp.install(program)
+            os.execvpe(command[0], command, env)
+        except OSError as exc:
+            print(f"egress: cannot run {command[0]}: {exc}", file=sys.stderr, flush=True)
+        os._exit(127)
+    threading.Thread(target=serve, args=(listener, path), daemon=True).start()
+    _, status = os.waitpid(child, 0)
+    return os.waitstatus_to_exitcode(status)
 
 
 if __name__ == "__main__":

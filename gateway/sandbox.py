@@ -13,7 +13,8 @@ bash is complete. This module is the wall that holds when the analysis is wrong.
 - no network, unless the decision for the call allowed egress (``Confinement.network``), and then only to
   the hosts it allowed, through the gateway's egress proxy (gateway/egress.py);
 - no capabilities, no new privileges, its own PID, IPC, UTS and user namespaces, and limits on file
-  size, processes, CPU time and open files (``prlimit``).
+  size, processes, CPU time and open files (``prlimit``);
+- no new Unix-domain socket (gateway/seccomp.py), so no host socket is reachable by its path.
 
 If bubblewrap cannot start, nothing runs: ``SandboxUnavailable`` says how to install it. An operator can
 opt out only explicitly (``sandbox.mode: off`` in gateway.yaml); every such call is marked unconfined in
@@ -27,22 +28,26 @@ the ledger, the decision log (``input.context.sandbox``) and ``gateway trace``.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from gateway import egress_inside
+from gateway import egress_inside, seccomp
 from gateway.config import SandboxConfig
 from gateway.errors import ToolFailed
 from gateway.types import JSONObject
 
 ANY_HOST = "*"  # network: the whole network (an upstream server the operator lets out), not a host list
 EGRESS_SOCKET = "/run/gateway-egress.sock"  # where the call's egress proxy appears inside the sandbox
+SECCOMP_FD = 3  # the seccomp filter's descriptor, for bwrap (or, with egress, the launcher inside)
 # Where credentials usually live, relative to $HOME: never visible to a confined command.
 CREDENTIAL_PATHS = (
     ".ssh",
@@ -111,6 +116,7 @@ class Confinement:
             "read_only_inside": [str(p) for p in self.protect],
             "hides": ["gateway state", "other worktrees", "home key files"] if self.confined else [],
             "network": list(self.network) if self.network else "none",
+            "unix_sockets": "socketpair only" if self.confined else "any",  # gateway/seccomp.py
             "limits": self.limits,
         }
 
@@ -171,13 +177,19 @@ class Sandbox:
         if not confinement.confined:
             return list(argv)
         self.check()
+        return self._argv(confinement, argv, egress)
+
+    def _argv(self, confinement: Confinement, argv: Sequence[str], egress: Path | None = None) -> list[str]:
         bwrap = self._bwrap(confinement)
         if confinement.proxied:
             if egress is None:
                 raise SandboxUnavailable("the command was not run: its network egress needs the egress proxy")
             bwrap[bwrap.index("--chdir") : bwrap.index("--chdir")] = ["--bind", str(egress), EGRESS_SOCKET]
-            argv = [sys.executable, "-I", egress_inside.__file__, EGRESS_SOCKET, "--", *argv]
-        return [*bwrap, "--", *self._limits(confinement), "--", *argv]
+            # the launcher connects to the proxy by a Unix socket: it puts the filter on the command alone
+            argv = [sys.executable, "-I", egress_inside.__file__, EGRESS_SOCKET, str(SECCOMP_FD), "--", *argv]
+        else:
+            bwrap[1:1] = ["--seccomp", str(SECCOMP_FD)]
+        return self._with_filter([*bwrap, "--", *self._limits(confinement), "--", *argv])
 
     def check(self) -> None:
         """Raise SandboxUnavailable, naming the fix, unless bubblewrap can start a sandbox here."""
@@ -201,11 +213,13 @@ class Sandbox:
             return False, f"{self.config.bwrap!r} not found on PATH"
         if shutil.which("prlimit") is None:
             return False, "'prlimit' (util-linux) not found on PATH"
-        probe = self.confine(writable=[], cwd=Path("/"))
         try:
-            done = subprocess.run(
-                [*self._bwrap(probe), "--", "true"], capture_output=True, text=True, timeout=30, check=False
-            )
+            seccomp.program()  # a machine whose syscall numbers the filter does not know gets no sandbox
+            probe = self._argv(self.confine(writable=[], cwd=Path("/")), ["true"])
+        except seccomp.UnsupportedArch as exc:
+            return False, str(exc)
+        try:
+            done = subprocess.run(probe, capture_output=True, text=True, timeout=30, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return False, f"bubblewrap did not run: {exc}"
         if done.returncode != 0:
@@ -243,6 +257,10 @@ class Sandbox:
         args += ["--chdir", str(c.cwd)]
         return args
 
+    def _with_filter(self, argv: list[str]) -> list[str]:
+        """``argv`` with the seccomp filter open as SECCOMP_FD (bwrap takes it by number, not by path)."""
+        return ["/bin/sh", "-c", f'exec "$@" {SECCOMP_FD}<"$0"', _filter_file(), *argv]
+
     def _limits(self, c: Confinement) -> list[str]:
         limits = c.limits
         args = ["prlimit", f"--fsize={int(limits['file_size_mb']) * 1024 * 1024}"]
@@ -250,6 +268,28 @@ class Sandbox:
         if "cpu_s" in limits:
             args.append(f"--cpu={limits['cpu_s']}")
         return args
+
+
+_FILTERS: dict[int, str] = {}  # process id -> its filter file (a forked process writes its own)
+
+
+def _filter_file() -> str:
+    """The compiled filter in an owner-only file, one per process (written again if a tmp cleaner took
+    it), removed when that process exits; raises seccomp.UnsupportedArch on a machine it does not know."""
+    path = _FILTERS.get(os.getpid())
+    if path is None or not os.path.exists(path):
+        fd, path = tempfile.mkstemp(prefix="gateway-seccomp-", suffix=".bpf")
+        with os.fdopen(fd, "wb") as out:
+            out.write(seccomp.program())
+        _FILTERS[os.getpid()] = path
+        atexit.register(_remove_filter, path, os.getpid())
+    return path
+
+
+def _remove_filter(path: str, owner: int) -> None:
+    if os.getpid() == owner:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def _hide(path: Path, read_only: bool) -> list[str]:

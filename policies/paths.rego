@@ -58,6 +58,15 @@ findings contains {"tier": 3, "rule": "paths.git_internals", "reason": msg} if {
 	msg := sprintf("changes git's internals (hooks, config): %s", [concat(", ", hits)])
 }
 
+# The gateway's own configuration (`gateway init` writes gateway.yaml at the workspace root): a change to
+# it (roles, upstream commands, the sandbox's mode) changes what every later call may do. The sandbox keeps
+# it read-only; the policy says so before anything runs.
+findings contains {"tier": 3, "rule": "paths.gateway_config", "reason": msg} if {
+	hits := sort([p | some p in candidates; lower(p) == "gateway.yaml"])
+	count(hits) > 0
+	msg := sprintf("changes the gateway's own configuration: %s", [concat(", ", hits)])
+}
+
 findings contains {"tier": 3, "rule": "paths.ci_config", "reason": msg} if {
 	might_be_internal
 	hits := sort([p | some p in candidates; ci_config(p)])

@@ -64,9 +64,11 @@ described_programs := {
 # tier 3 is about: other processes, the network, deletion, dynamic evaluation or decoding, or a path
 # outside the workspace. That is a heuristic over the text, not an analysis: it catches the obvious
 # one-liners, and a script file written first gets tier 2 whatever it does. Editors' and shells' command
-# options (`vim -c ':!rm -rf src'`, `pwsh -c`, `osascript -e`, `emacs --eval`) are always tier 3.
+# options (`vim -c ':!rm -rf src'`, `pwsh -c`, `osascript -e`, `emacs --eval`) and makefile text given to
+# make (`make -f - <<EOF`, `--eval`: its recipes are shell commands) are always tier 3.
 always_ask_interpreters := {
 	"vim", "vi", "nvim", "gvim", "view", "ex", "vimdiff", "rvim", "emacs", "pwsh", "powershell", "osascript",
+	"make", "gmake",
 }
 
 # What a one-liner may not reach for without a person looking (no (?i), no look-ahead: RE2 and OPA).

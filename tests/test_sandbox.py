@@ -7,6 +7,11 @@ from __future__ import annotations
 
 import http.server
 import json
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,9 +20,12 @@ from typing import Any
 import pytest
 from conftest import add_role, inproc_client, ledger_rows, reconfigure, text_of, token
 
+from gateway import seccomp
+from gateway.config import SandboxConfig
 from gateway.decision_log import read_entries
 from gateway.repo import Repo
 from gateway.runtime import Gateway
+from gateway.sandbox import Sandbox, SandboxUnavailable
 
 pytestmark = pytest.mark.anyio
 
@@ -164,6 +172,8 @@ async def test_approved_egress_reaches_only_the_hosts_it_named(dev: tuple[Gatewa
         "except urllib.error.HTTPError as exc:\n    print('proxy said', exc.code)\n"
         f"try:\n    socket.create_connection(('127.0.0.1', {port}), timeout=5)\n    print('DIRECT-REACHED')\n"
         "except OSError as exc:\n    print('direct:', exc)\n"
+        "try:\n    socket.socket(socket.AF_UNIX)\n    print('UNIX-SOCKET-MADE')\n"
+        "except OSError as exc:\n    print('unix:', exc)\n"
     )
     command = f"curl -s {web} && python3 sneak.py"
     async with inproc_client(gateway, bearer) as client:
@@ -174,6 +184,8 @@ async def test_approved_egress_reaches_only_the_hosts_it_named(dev: tuple[Gatewa
     out = ran["stdout"]
     assert out.startswith("hello from the host") and "proxy said 403" in out, ran
     assert "OTHER-NAME-REACHED" not in out and "DIRECT-REACHED" not in out
+    # the launcher reaches the proxy by a Unix socket; the command it runs still cannot make one
+    assert "unix: [Errno 1] Operation not permitted" in out and "UNIX-SOCKET-MADE" not in out
     egress = [(r.outcome, r.detail) for r in ledger_rows(gateway, kind="egress")]
     assert [outcome for outcome, _ in egress] == ["ok", "denied"]
     assert egress[0][1]["target"] == f"127.0.0.1:{port}" and "localhost" in egress[1][1]["refused"]
@@ -232,3 +244,81 @@ async def test_a_stdio_upstream_runs_confined(config: Any, repo: Path, home: Pat
     assert "cannot read" in text_of(key) and "cannot read" in text_of(ssh)
     assert "# demo repo" in text_of(readme)
     assert gateway.pool.upstreams["echo"].confinement is not None
+
+
+@pytest.fixture
+def host_socket() -> Iterator[tuple[socket.socket, str]]:
+    """A host listener on a Unix socket outside /tmp, in a directory the sandbox shows read-only (/var/tmp):
+    what a database or a container runtime socket looks like to a command."""
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as where:
+        path = f"{where}/db.sock"
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(path)
+        listener.listen(8)
+        listener.setblocking(False)
+        try:
+            yield listener, path
+        finally:
+            listener.close()
+
+
+async def test_no_host_unix_socket_is_reachable_but_socketpair_works(
+    dev: tuple[Gateway, str], host_socket: tuple[socket.socket, str]
+) -> None:
+    """The network namespace does not cover sockets in the filesystem; the seccomp filter does."""
+    gateway, bearer = dev
+    listener, path = host_socket
+    script = f"""
+        test -S {path} && echo socket-visible
+        curl -s --max-time 5 --unix-socket {path} http://db/ 2>&1; echo curl=$?
+        python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect("{path}"); print("CONNECTED")' 2>&1
+        python3 -c 'import socket; a, b = socket.socketpair(); a.send(b"x"); print("pair", b.recv(1))'
+        python3 -c 'import asyncio; asyncio.run(asyncio.sleep(0)); print("asyncio-ok")'
+    """
+    result = await run_script(gateway, bearer, script)
+    out = result["stdout"] + result["stderr"]
+    assert "socket-visible" in out, out  # the path is there: only the filter stands in the way
+    assert "curl=0" not in out and "CONNECTED" not in out and "Operation not permitted" in out
+    assert "pair b'x'" in out and "asyncio-ok" in out
+    with pytest.raises(BlockingIOError):
+        listener.accept()  # nothing ever reached the host listener
+
+
+def test_the_filter_refuses_unix_sockets_and_datagram_pairs() -> None:
+    probe = (
+        "import socket\nfrom gateway import seccomp\nseccomp.install(seccomp.program())\n"
+        "for name, make in [('unix', lambda: socket.socket(socket.AF_UNIX)),\n"
+        "                   ('dgram-pair', lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)),\n"
+        "                   ('stream-pair', socket.socketpair),\n"
+        "                   ('seqpacket-pair', lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)),\n"
+        "                   ('inet', lambda: socket.socket(socket.AF_INET))]:\n"
+        "    try:\n        make()\n        print(name, 'ok')\n"
+        "    except OSError as exc:\n        print(name, exc.errno)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.split("\n")[:5] == ["unix 1", "dgram-pair 1", "stream-pair ok", "seqpacket-pair ok", "inet ok"]
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="a 32-bit syscall by int 0x80 is x86 machine code")
+def test_the_filter_kills_a_syscall_of_another_abi() -> None:
+    """The filter's numbers are the host ABI's: a 32-bit syscall (which has other numbers) kills the process."""
+    probe = (
+        "import ctypes, mmap, sys\nfrom gateway import seccomp\n"
+        "if sys.argv[1] == 'filtered':\n    seccomp.install(seccomp.program())\n"
+        "code = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)\n"
+        "code.write(bytes.fromhex('b814000000cd80c3'))  # mov eax, 20 (i386 getpid); int 0x80; ret\n"
+        "print(ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(code)))())\n"
+    )
+    plain = subprocess.run([sys.executable, "-c", probe, "plain"], capture_output=True, text=True)
+    filtered = subprocess.run([sys.executable, "-c", probe, "filtered"], capture_output=True, text=True)
+    assert plain.returncode == 0 and plain.stdout.strip().isdigit()
+    assert filtered.returncode == -31 and filtered.stdout == ""  # SIGSYS
+
+
+def test_a_machine_the_filter_does_not_know_gets_no_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(seccomp.UnsupportedArch, match="riscv64"):
+        seccomp.program("riscv64")
+    monkeypatch.setattr(platform, "machine", lambda: "riscv64")
+    sandbox = Sandbox(SandboxConfig())
+    with pytest.raises(SandboxUnavailable, match="seccomp filter knows aarch64, x86_64, not 'riscv64'"):
+        sandbox.command(sandbox.confine(writable=[], cwd=Path("/")), ["true"])

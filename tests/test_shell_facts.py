@@ -501,3 +501,50 @@ def test_user_configuration_writes(ws: Workspace) -> None:
     assert f"{HOME}/.npmrc" in run("npm config set registry http://x", ws).creates + run("npm login", ws).creates
     assert f"{HOME}/.config/pip/pip.conf" in run("pip config set global.index-url x", ws).creates
     assert run("npm config set x y --location=project", ws).creates == []
+
+
+@pytest.mark.parametrize(
+    ("script", "reads", "writes", "runs"),
+    [
+        ("w /tmp/x\nq", [], ["/tmp/x"], []),
+        ("1,$wq out.txt", [], ["out.txt"], []),
+        ("/re/r notes\nw\nq", ["notes"], [], []),
+        ("g/x/w ../y\nq", [], ["../y"], []),
+        ("e other\nw\nq", ["other"], ["other"], []),
+        ("r !id\n!touch x\nw !cat\nq", [], [], ["id", "touch x", "cat"]),
+        ("a\nw /tmp/text-not-a-command\n!not run\n.\nw\nq", [], [], []),
+    ],
+)
+def test_ed_scripts_name_what_they_write_read_and_run(
+    script: str, reads: list[str], writes: list[str], runs: list[str]
+) -> None:
+    from gateway.effects.shell.ed_script import parse_ed
+
+    found = parse_ed(script)
+    assert (found.reads, found.writes, found.runs) == (reads, writes, runs)
+
+
+@pytest.mark.parametrize("script", ["a\nunfinished text", "G/x/"])
+def test_ed_scripts_it_cannot_follow_are_errors(script: str) -> None:
+    from gateway.effects.shell.ed_script import EdError, parse_ed
+
+    with pytest.raises(EdError):
+        parse_ed(script)
+
+
+@pytest.mark.parametrize(
+    ("code", "plain"),
+    [
+        ("s/a/b/g", True),
+        ("s#a/b#c#; tr/a-z/A-Z/", True),
+        ("s/a/b/e", False),
+        ("BEGIN{open F,'>/x'}", False),
+        ("s/a/@{[`id`]}/", False),
+        ("s/(?{system 1})//", False),
+        ("s{a}{b}", False),
+    ],
+)
+def test_perl_in_place_code_is_plain_only_when_it_is_substitutions(code: str, plain: bool) -> None:
+    from gateway.effects.shell.interpreters import plain_substitution
+
+    assert plain_substitution(code) is plain

@@ -10,10 +10,12 @@ arguments after the program are path-like operands of unknown use (``paths``).
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 
 from gateway.effects.shell import packages
+from gateway.effects.shell.ed_script import EdError, parse_ed
 from gateway.effects.shell.walker import SHELLS, Call, Describer, Handler
 from gateway.effects.shell.words import Word, short
 
@@ -148,6 +150,7 @@ class Interpreter:
     def __call__(self, d: Describer, call: Call) -> None:
         args = call.args
         has_code = has_script = edit = per_line = False
+        codes: list[Word | None] = []
         i = 0
         while i < len(args):
             word = args[i]
@@ -165,6 +168,7 @@ class Interpreter:
             for letter, given in letters:
                 if letter in self.code or letter == "code":
                     has_code = True
+                    codes.append(given)
                     d.inline_code(given, call)
                 elif letter in self.scripts or letter == "require":
                     has_script = letter != "require" or has_script
@@ -176,6 +180,9 @@ class Interpreter:
                 per_line = per_line or letter in self.per_line
             i += used
         operands = args[i:]
+        if edit and has_code and not all(code is not None and plain_substitution(code.value) for code in codes):
+            # `perl -i -pe 'BEGIN{open F,">/x"}' f` is no in-place edit: only s/// and tr/// read as one
+            d.opaque(f"{call.name} -i runs code that is not a plain substitution: it may open or write any file")
         if not has_code and not has_script:
             if not operands or operands[0].value == "-":
                 d.program_from_stdin(call)
@@ -223,6 +230,49 @@ class Interpreter:
                 while j < len(value) and value[j] in "0123456789abcdefxABCDEFX":
                     j += 1
         return 1, letters
+
+
+# `s/a/b/g; tr/x/y/`: substitutions with a one-character delimiter and harmless flags (no `e`, which
+# evaluates the replacement); `(?{...})`, `@{[...]}`, `${\...}` and backticks run code inside them.
+_DELIMITED = r"(?P<{0}>[^\w\s{{}}()\[\]<>])(?:(?!(?P={0}))[^\\]|\\.)*(?P={0})(?:(?!(?P={0}))[^\\]|\\.)*(?P={0})"
+_SUBSTITUTIONS = re.compile(
+    rf"(?:\s*(?:s{_DELIMITED.format('s')}[gimsxlur]*|(?:tr|y){_DELIMITED.format('t')}[cdsr]*)\s*(?:;|$))+"
+)
+_CODE_INSIDE = re.compile(r"\(\?\??\{|[@$]\{|`")
+
+
+def plain_substitution(code: str) -> bool:
+    """True for Perl text that is only substitutions and transliterations (what ``perl -i -pe`` edits with)."""
+    return bool(_SUBSTITUTIONS.fullmatch(code.strip())) and not _CODE_INSIDE.search(code)
+
+
+def _make(d: Describer, call: Call) -> None:
+    """make runs recipes, shell commands from its makefiles: -C DIR is where it runs and finds them, -f FILE
+    (relative to DIR) is a script, a makefile from stdin or --eval TEXT is program text (always asked about)."""
+    opts = d.options(
+        call,
+        "fCIoWE",
+        "--file --makefile --directory --include-dir --old-file --assume-old --what-if --new-file --assume-new "
+        "--eval --jobserver-auth --jobserver-style",
+        optional="jlO",
+    )
+    directories = opts.values("-C", "--directory")
+    if not all(w.literal for w in directories):
+        d.opaque(f"{call.name} -C directory is not literal")
+        return
+    where = os.path.join(*(w.value for w in directories)) if directories else ""
+    if where:
+        d.unknown_paths([Word.of(where)], call)  # its recipes may touch anything there
+    if any(name in ("-f", "--file", "--makefile") and word is None for name, word in opts.flags):
+        d.opaque(f"{call.name} -f names no makefile the analysis can see")  # `make -f - <<EOF` parses so
+    for word in opts.values("-f", "--file", "--makefile"):
+        relative = word.literal and not word.value.startswith("/") and word.value not in ("-",)
+        d.script(Word.of(os.path.join(where, word.value)) if where and relative else word, call)
+    for word in opts.values("-I", "--include-dir"):
+        d.read(word if not where or word.value.startswith("/") else Word.of(os.path.join(where, word.value)), call)
+    for word in opts.values("-E", "--eval"):
+        d.inline_code(word, call)
+    d.unknown_paths(opts.operands, call)
 
 
 def _deno(d: Describer, call: Call) -> None:
@@ -311,18 +361,27 @@ def _vim(d: Describer, call: Call) -> None:
 
 
 def _ed(d: Describer, call: Call) -> None:
-    """ed FILE <<EOF: the script edits the file, and `!cmd` (also in `r !cmd`, `w !cmd`, `e !cmd`) runs a command."""
+    """ed FILE <<EOF: the script edits the file; it is read (ed_script) for the files its `w`, `r`, `e` and
+    `f` commands name and the commands its `!` runs (also in `r !cmd`, `w !cmd`, `e !cmd`)."""
     opts = d.options(call, "p")
     for word in opts.operands:
         if word.value.startswith("!"):
             d.execute(call, word.value[1:], f"{call.name} runs the command {short(word.value[1:])}")
         else:
             d.write(word, call, modify=True)
-    if call.ctx.stdin in ("heredoc", "herestring") and call.ctx.stdin_text is not None:
-        if "!" in call.ctx.stdin_text:
-            d.execute(
-                call, call.ctx.stdin_text, f"{call.name} script may run commands (!): {short(call.ctx.stdin_text)}"
-            )
+    text = call.ctx.stdin_text
+    if call.ctx.stdin in ("heredoc", "herestring") and text is not None:
+        try:
+            found = parse_ed(text)
+        except EdError as exc:
+            d.opaque(f"{call.name} script {short(text)} could not be read ({exc}): it may run commands or write files")
+            return
+        for name in found.reads:
+            d.read(Word.of(name), call)
+        for name in found.writes:
+            d.write(Word.of(name), call)
+        for command in found.runs:
+            d.execute(call, command, f"{call.name} script runs commands (!): {short(command)}")
     elif call.ctx.stdin != "inherit":
         d.opaque(f"{call.name} reads editing commands (which may run programs) from stdin")
 
@@ -376,5 +435,7 @@ HANDLERS: dict[str, Handler] = {
     **{name: _vim for name in ("vim", "vi", "nvim", "gvim", "view", "ex", "vimdiff", "rvim")},
     "emacs": _emacs,
     "ed": _ed,
+    "make": _make,
+    "gmake": _make,
     "red": _ed,
 }

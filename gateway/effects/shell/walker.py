@@ -331,13 +331,17 @@ class Describer:
         """``os.path.realpath``, with the directory part resolved once per directory: realpath(d/name) is
         realpath(realpath(d)/name), and a call names many files in few directories."""
         directory, _, name = path.rpartition("/")
-        if name in ("", ".", "..") or not directory:
-            return os.path.realpath(path)
-        real_dir = self._real_dirs.get(directory)
-        if real_dir is None:
-            real_dir = self._real_dirs[directory] = os.path.realpath(directory)
-        joined = os.path.join(real_dir, name)
-        return os.path.realpath(joined) if os.path.islink(joined) else joined
+        try:
+            if name in ("", ".", "..") or not directory:
+                return os.path.realpath(path)
+            real_dir = self._real_dirs.get(directory)
+            if real_dir is None:
+                real_dir = self._real_dirs[directory] = os.path.realpath(directory)
+            joined = os.path.join(real_dir, name)
+            return os.path.realpath(joined) if os.path.islink(joined) else joined
+        except OSError as exc:  # `/proc/1/root/...`: a link the gateway may not follow; where it leads is unknown
+            self.opaque(f"path {short(path)} cannot be resolved ({exc.strerror or exc}): where it leads is not known")
+            return os.path.normpath(path)
 
     # ---- entry -----------------------------------------------------------------------------------
 
