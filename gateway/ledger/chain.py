@@ -268,9 +268,12 @@ class Ledger:
             return "prev_hash does not match the previous event's hash"
         if chain_hash(body) != row["hash"]:
             return "hash does not match the event's content"
-        if self.seal is not None and seq > legacy:
-            if not hmac.compare_digest(row["mac"] or "", self.seal.mac(seq, row["hash"])):
-                return "HMAC does not authenticate the row (rewritten without the key)"
+        if (
+            self.seal is not None
+            and seq > legacy
+            and not hmac.compare_digest(row["mac"] or "", self.seal.mac(seq, row["hash"]))
+        ):
+            return "HMAC does not authenticate the row (rewritten without the key)"
         if head is not None and seq == head.seq and row["hash"] != head.hash:
             return "the row at the authenticated head was replaced"
         return None
