@@ -5,10 +5,13 @@ commit of tracked and untracked files, .gitignore respected, built through a tem
 the user's index nor their branch moves), the index, HEAD, every branch, tag and remote-tracking ref,
 and the stash list. One commit under ``refs/gateway/checkpoints/`` has all of them as parents, which
 keeps their objects from garbage collection: a deleted branch, a commit ``reset --hard`` dropped and a
-dropped stash all come back with ``rollback``. Outside git, the files the call names are copied into
-the state dir.
+dropped stash all come back with ``rollback``. That ref lives in the workspace's repository, which an
+agent can write: right after it is made, the ``Vault`` (a bare repository in the state dir, which no
+sandbox shows) fetches it, so deleting ``refs/gateway/*``, expiring the reflog and ``git gc --prune=now``
+lose nothing: ``rollback`` fetches the objects back first. Outside git, the files the call names are
+copied into the state dir.
 
-    checkpoints = Checkpoints(db, state_dir)
+    checkpoints = Checkpoints(db, state_dir / "checkpoints")
     cp = checkpoints.take(workspace_root, call_id, paths=["src/a.py"])   # {"id", "kind", "ref", ...}
     checkpoints.rollback(cp["id"])              # the tree, index, refs and stashes as they were
 """
@@ -26,17 +29,58 @@ from pathlib import Path
 from gateway.errors import ConfigError, ToolFailed
 from gateway.ledger.chain import utc_now
 from gateway.ledger.store import Store
-from gateway.repo import Repo
+from gateway.repo import GitError, Repo
 from gateway.types import JSONObject
 
 REF_PREFIX = "refs/gateway/checkpoints/"
 MAX_COPY_BYTES = 64 * 1024 * 1024
+# git's own maintenance stays out of the gateway's fetches: no automatic gc, no background process
+QUIET_FETCH = ("-c", "gc.auto=0", "-c", "maintenance.auto=false", "fetch", "--quiet", "--no-tags")
+
+
+class Vault:
+    """A bare repository in the state dir with a copy of every git checkpoint's objects.
+
+    Each direction runs git on the gateway's side of the copy, with ``SAFE_CONFIG``: the vault fetches
+    from the workspace (only ``upload-pack`` runs there, which runs no hooks), and a rollback's workspace
+    fetches from the vault (whose config and hooks are the gateway's).
+
+        vault = Vault(state_dir / "checkpoints" / "vault.git")
+        vault.keep(Repo(workspace), "cp-1a2b3c", keep_commit)      # after update-ref refs/gateway/checkpoints/cp-1a2b3c
+        vault.bring_back(Repo(workspace), "cp-1a2b3c", keep_commit) # before a rollback reads those objects
+    """
+
+    PREFIX = "refs/checkpoints/"
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.repo = Repo(path)
+
+    def keep(self, workspace: Repo, checkpoint_id: str, commit: str) -> None:
+        """Copy the objects of the workspace's checkpoint ref in; raises GitError when they did not arrive."""
+        if not (self.path / "HEAD").exists():
+            self.path.mkdir(parents=True, exist_ok=True)
+            self.repo.run("init", "--bare", "--quiet")
+        ref = self.PREFIX + checkpoint_id
+        self.repo.run(*QUIET_FETCH, str(workspace.root), f"+{REF_PREFIX}{checkpoint_id}:{ref}")
+        if self.repo.run("rev-parse", "--verify", "-q", ref, check=False).strip() != commit:
+            raise GitError(f"the checkpoint {checkpoint_id} did not reach the vault {self.path}")
+
+    def bring_back(self, workspace: Repo, checkpoint_id: str, commit: str) -> bool:
+        """Put the checkpoint's ref (and every object it reaches) back into the workspace's repository;
+        False when the vault does not hold it (a checkpoint taken before there was a vault)."""
+        ref = self.PREFIX + checkpoint_id
+        if self.repo.run("rev-parse", "--verify", "-q", ref, check=False).strip() != commit:
+            return False
+        workspace.run(*QUIET_FETCH, "--no-write-fetch-head", str(self.path), f"+{ref}:{REF_PREFIX}{checkpoint_id}")
+        return True
 
 
 class Checkpoints:
     def __init__(self, db: Store, directory: Path) -> None:
         self.db = db
         self.directory = directory
+        self.vault = Vault(directory / "vault.git")
 
     def take(self, root: Path, call_id: str, paths: list[str], exclude: Sequence[str] = ()) -> JSONObject:
         """``exclude``: workspace-relative paths left out (the gateway's own config), never rolled back."""
@@ -51,6 +95,8 @@ class Checkpoints:
                 detail.update(repository_state(repo))
             keep = keepalive(repo, commit, detail, f"gateway checkpoint {checkpoint_id}: what it restores")
             repo.run("update-ref", REF_PREFIX + checkpoint_id, keep)
+            self.vault.keep(repo, checkpoint_id, keep)  # before the call runs: it may destroy the ref above
+            detail["keep"] = keep
             kind, ref = "git", REF_PREFIX + checkpoint_id
         else:
             detail = {"files": self._copy(root, checkpoint_id, paths)}
@@ -86,6 +132,8 @@ class Checkpoints:
         root = Path(cp["workspace"])
         if cp["kind"] == "git":
             repo = Repo(root)
+            if cp["detail"].get("keep"):
+                self.vault.bring_back(repo, checkpoint_id, cp["detail"]["keep"])
             refs = restore_repository(repo, cp["detail"]) if "refs" in cp["detail"] else {}
             files = restore(repo, cp["detail"]["commit"], cp["detail"].get("exclude", []))
             if cp["detail"].get("index"):
@@ -182,6 +230,8 @@ def keepalive(repo: Repo, snapshot_commit: str, state: JSONObject, message: str)
     refs, stash = state.get("refs", {}), state.get("stash", [])
     tips = [refs[name] for name in sorted(refs)] + [entry["commit"] for entry in stash]
     commits = [sha for sha in dict.fromkeys(tips) if repo.run("cat-file", "-t", sha, check=False).strip() == "commit"]
+    if state.get("index"):  # the index's tree is no commit's: one of its own keeps it
+        commits.append(repo.run("commit-tree", state["index"], "-m", "the index").strip())
     tree = repo.run("rev-parse", f"{snapshot_commit}^{{tree}}").strip()
     parents = [arg for sha in [snapshot_commit, *commits] for arg in ("-p", sha)]
     return repo.run("commit-tree", tree, *parents, "-m", message).strip()

@@ -90,7 +90,9 @@ class CommandEffect(Frozen):
     paths: list[str] = Field(default_factory=list)  # path-like words of a program not analysed: access unknown
     executes: list[str] = Field(default_factory=list)  # programs or text it may run, not listed as commands
     env: dict[str, str] = Field(default_factory=dict)  # NAME=value given to it (`A=1 cmd`, `env A=1 cmd`)
-    access: Literal["read", "write", "remote"] | None = None  # what a git command does to the repository
+    # what a git command does to the repository; "destroy": it deletes what a rollback restores from (the
+    # gateway's refs, reflog entries, unreachable objects)
+    access: Literal["read", "write", "remote", "destroy"] | None = None
     recursive: bool = False  # its own recursive option (rm -r, cp -r, chmod -R, grep -r, ...)
     world_writable: bool = False  # chmod gives everyone write access (777, o+w, a+rwx)
 

@@ -233,6 +233,15 @@ findings contains {"tier": 2, "rule": "tiers.git_local_write", "reason": msg} if
 	msg := sprintf("runs 'git %s', which changes the local repository", [git_name(cmd)])
 }
 
+# Deleting the gateway's refs, expiring the reflog or pruning unreachable objects destroys what a
+# rollback restores from (the gateway keeps its own copy of every checkpoint, but a person should see it).
+findings contains {"tier": 3, "rule": "tiers.git_destroys_history", "reason": msg} if {
+	some cmd in commands
+	cmd.program == "git"
+	cmd.access == "destroy"
+	msg := sprintf("runs 'git %s', which destroys history a rollback restores from (checkpoint refs, reflog, unreachable commits)", [git_name(cmd)])
+}
+
 findings contains {"tier": 3, "rule": "tiers.network", "reason": msg} if {
 	some cmd in commands
 	cmd.program == "git"

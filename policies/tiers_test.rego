@@ -41,6 +41,13 @@ test_git_access_decides_the_tier if {
 	"tiers.network" in d.rules
 }
 
+# Destroying what a rollback restores from (the gateway's refs, the reflog, unreachable objects) asks a person.
+test_git_destroying_history_is_tier_3 if {
+	d := decide_command(["git", "gc", "--prune=now"], {"subcommand": "gc", "access": "destroy"})
+	d.tier == 3
+	"tiers.git_destroys_history" in d.rules
+}
+
 # A git command whose access the analysis did not state is a local write, not a read.
 test_git_without_access_is_a_local_write if {
 	d := decide_command(["git", "frobnicate"], {"subcommand": "frobnicate"})

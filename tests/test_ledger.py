@@ -100,7 +100,10 @@ def test_concurrent_appends_keep_one_chain(open_db: Opener) -> None:
 
 
 def sealed_at(open_db: Opener, tmp_path: Path, key: bytes = b"k" * 32) -> Ledger:
-    return Ledger(open_db(), Seal(key, tmp_path / "state" / "ledger.head"))
+    """A ledger with a key, its head made as when the key is made (a second call finds it made)."""
+    ledger = Ledger(open_db(), Seal(key, tmp_path / "state" / "ledger.head"))
+    ledger.begin_authentication()
+    return ledger
 
 
 def rewrite(ledger: Ledger, keep: Callable[[dict[str, Any]], bool], edit: Callable[[dict[str, Any]], None]) -> None:
@@ -186,7 +189,7 @@ def test_rows_written_before_authentication_stay_readable(open_db: Opener, tmp_p
 
 
 def test_the_head_moves_forward_only_across_processes(open_db: Opener, tmp_path: Path) -> None:
-    open_db()
+    sealed_at(open_db, tmp_path)
 
     def writer() -> None:
         ledger = Ledger(open_db(), Seal(b"k" * 32, tmp_path / "state" / "ledger.head"))
@@ -201,3 +204,93 @@ def test_the_head_moves_forward_only_across_processes(open_db: Opener, tmp_path:
     report = sealed_at(open_db, tmp_path).verify()
     assert report.ok and report.authenticated and report.checked == 100
     assert json.loads((tmp_path / "state" / "ledger.head").read_text())["seq"] == 100
+
+
+# --- downgrades: what someone who can write the store and the head file (not read the key) tries -----
+
+
+def strip_macs(ledger: Ledger, keep: Callable[[dict[str, Any]], bool] = lambda body: True) -> None:
+    """Drop rows, re-hash the rest and set every HMAC to NULL: the ledger of a gateway before authentication."""
+    rewrite(ledger, keep=keep, edit=lambda body: None)
+    with ledger.db.transaction() as tx:
+        tx.execute("UPDATE ledger SET mac = NULL")
+
+
+def written(open_db: Opener, tmp_path: Path) -> Ledger:
+    ledger = sealed_at(open_db, tmp_path)
+    for outcome in ["ok", "denied", "ok", "ok", "denied", "ok"]:
+        ledger.append({"tool": "fs_write", "outcome": outcome})
+    assert ledger.verify().ok and ledger.verify().authenticated
+    return ledger
+
+
+def test_cutting_rows_off_and_removing_the_head_is_found(open_db: Opener, tmp_path: Path) -> None:
+    ledger = written(open_db, tmp_path)
+    with ledger.db.transaction() as tx:
+        tx.execute("DELETE FROM ledger WHERE seq > 3")
+    assert ledger.seal is not None
+    ledger.seal.head_path.unlink()
+    report = ledger.verify()
+    assert not report.ok and "head" in (report.reason or "") and "missing" in (report.reason or "")
+
+
+def test_stripping_every_hmac_and_removing_the_head_is_found(open_db: Opener, tmp_path: Path) -> None:
+    ledger = written(open_db, tmp_path)
+    strip_macs(ledger, keep=lambda body: body["outcome"] != "denied")
+    assert ledger.seal is not None
+    ledger.seal.head_path.unlink()
+    report = ledger.verify()
+    assert not report.ok and "missing" in (report.reason or "")
+
+
+def test_stripping_hmacs_with_the_head_kept_is_found(open_db: Opener, tmp_path: Path) -> None:
+    ledger = written(open_db, tmp_path)
+    strip_macs(ledger)
+    report = ledger.verify()
+    assert not report.ok and report.first_bad == 1 and "HMAC" in (report.reason or "")
+
+
+@pytest.mark.parametrize("head", ["kept", "removed"])
+def test_a_wiped_ledger_is_found(open_db: Opener, tmp_path: Path, head: str) -> None:
+    ledger = written(open_db, tmp_path)
+    with ledger.db.transaction() as tx:
+        tx.execute("DELETE FROM ledger")
+    assert ledger.seal is not None
+    if head == "removed":
+        ledger.seal.head_path.unlink()
+    report = ledger.verify()
+    assert not report.ok and report.checked == 0
+    assert ("cut off" if head == "kept" else "missing") in (report.reason or "")
+
+
+def test_a_removed_head_is_not_remade_by_the_next_append(open_db: Opener, tmp_path: Path) -> None:
+    """Remade on append, the head would vouch for a ledger cut short (or stripped) just before."""
+    ledger = written(open_db, tmp_path)
+    with ledger.db.transaction() as tx:
+        tx.execute("DELETE FROM ledger WHERE seq > 3")
+    assert ledger.seal is not None
+    ledger.seal.head_path.unlink()
+    ledger.append({"tool": "fs_read", "outcome": "ok"})
+    assert not ledger.seal.head_path.exists()
+    assert not ledger.verify().ok
+
+
+def test_the_head_is_made_with_the_key_and_only_then(tmp_path: Path, store: str | None) -> None:
+    """``for_config``: a new key begins authentication (older rows stay legacy); an existing key never
+    makes a head again, so deleting the head cannot restart authentication over a rewritten store."""
+    raw = {"state_dir": "state", **({"store": store} if store else {})}
+    config = GatewayConfig.from_mapping(raw, base=tmp_path)
+    config.state.mkdir()
+    plain = Ledger(open_store(config))
+    for _ in range(2):
+        plain.append({"outcome": "ok"})  # a store from before authentication
+    ledger = Ledger.for_config(config)
+    assert ledger.seal is not None and ledger.seal.head_path.exists()
+    report = ledger.verify()
+    assert report.ok and report.legacy == 2 and not report.authenticated
+    ledger.append({"outcome": "ok"})
+    assert Ledger.for_config(config).verify().authenticated
+    ledger.seal.head_path.unlink()
+    again = Ledger.for_config(config)
+    assert again.seal is not None and not again.seal.head_path.exists()
+    assert not again.verify().ok

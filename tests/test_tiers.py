@@ -4,6 +4,7 @@ elicitation (2025-11-25), InputRequiredResult (2026-07-28), or the pending-appro
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +146,43 @@ async def test_rollback_restores_refs_and_stashes_a_tier_2_git_command_changed(
     assert rolled.returncode == 0, rolled.stderr
     check()
     assert Repo(repo).run("symbolic-ref", "HEAD").strip() == "refs/heads/main"
+
+
+def destroy_checkpoints(repo: Path) -> None:
+    """What a tier-2 script can do to the repository's copy of its checkpoints: plain git, as an agent runs it."""
+    script = (
+        "git for-each-ref --format='%(refname)' refs/gateway/ | xargs -rn1 git update-ref -d\n"
+        "git reflog expire --expire=now --all\n"
+        "git gc -q --prune=now\n"
+    )
+    subprocess.run(["bash", "-ec", script], cwd=repo, check=True, capture_output=True)
+
+
+@pytest.mark.one_store
+async def test_rollback_survives_the_agent_destroying_the_checkpoint_in_the_repository(config: Any, repo: Path) -> None:
+    branch_deleted, branch_back = git_branch_deleted(repo)
+    _, commit_back = git_reset_hard(repo)
+    _, stashes_back = git_stash_dropped(repo)
+    # (main's old tip stays: the merge queue's worktree, made when the gateway starts, has it checked out)
+    gone = Repo(repo).run("rev-parse", "refs/heads/feature", "refs/stash", "refs/stash@{1}").split()
+    command = f"{branch_deleted} && git reset --hard HEAD~1 && git stash clear"
+    async with inproc_client(Gateway(config), token(config, "developer")) as client:
+        result = await client.call_tool("shell_run", {"command": command})
+    assert result.structured_content["exit_code"] == 0, text_of(result)
+    checkpoint = result.structured_content["checkpoint"]["id"]
+    destroy_checkpoints(repo)
+    git = Repo(repo)
+    assert not git.run("for-each-ref", "refs/gateway/").strip()
+    for sha in gone:  # the workspace's repository no longer has them: only the vault does
+        assert not git.run("cat-file", "-t", sha, check=False).strip(), sha
+    rolled = cli(config, "rollback", checkpoint)
+    assert rolled.returncode == 0, rolled.stderr
+    branch_back()
+    commit_back()
+    stashes_back()
+    assert git.run("symbolic-ref", "HEAD").strip() == "refs/heads/main"
+    assert git.run("rev-parse", f"refs/gateway/checkpoints/{checkpoint}").strip(), "the checkpoint ref is back"
+    assert not git.run("fsck", "--no-dangling", "--connectivity-only", check=False).strip()
 
 
 async def test_tier_1_takes_no_checkpoint(operator: str, config: Any) -> None:

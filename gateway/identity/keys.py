@@ -87,6 +87,9 @@ class KeyRing:
         (self.directory / f"{kid}.pem").unlink()
         self._public.pop(kid, None)
 
+    def has_secret(self, name: str) -> bool:
+        return (self.directory / f"{name}.secret").exists()
+
     def secret(self, name: str) -> bytes:
         """A 32-byte symmetric secret for the gateway's own MACs, created on first use (owner-only)."""
         path = self.directory / f"{name}.secret"

@@ -5,9 +5,15 @@ deleting any row breaks the chain from that row on; ``verify`` names the first b
 be recomputed by whoever can write the store, so each row also carries an HMAC under a key in the state
 dir (``Seal``), which no command an agent runs can read: rewriting rows and recomputing their hashes is
 found too. The seal also keeps the newest row's seq and hash in a head file beside the store, updated
-after every commit, so cutting rows off the end of the ledger is found as well.
+after every commit, so cutting rows off the end of the ledger is found as well. The head is made once,
+together with the key (``begin_authentication``), and never remade: with the key there, a missing head is
+a removed head, so stripping every HMAC, wiping the ledger or cutting it short and deleting the head all
+fail verification. What the head cannot show is a copy of an older head put back together with a ledger
+cut back to that point: keep the head (or its seq) where whoever can write the state dir cannot, if that
+matters (docs/sandbox.md).
 
     ledger = Ledger(db, Seal(key, state_dir / "ledger.head"))
+    ledger.begin_authentication()   # once, when the key is made: rows before it stay legacy (unauthenticated)
     event = ledger.append({"kind": "call", "tool": "fs_read", "outcome": "ok", ...})
     report = ledger.verify()   # VerifyReport(ok=True, checked=..., first_bad=None, reason=None)
 """
@@ -124,26 +130,44 @@ class Seal:
             raise ValueError(f"the ledger head {self.head_path} fails authentication")
         return head
 
-    def advance(self, seq: int, row_hash: str, legacy_through: int) -> None:
-        """Move the head to (seq, hash) unless it already stands further on."""
-        fd = os.open(self.head_path, os.O_RDWR | os.O_CREAT, 0o600)
+    def begin(self, seq: int, row_hash: str, legacy_through: int) -> bool:
+        """Make the head at (seq, hash), the rows up to ``legacy_through`` unauthenticated; False when there
+        is one already (another process began first)."""
+        try:
+            fd = os.open(self.head_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            return False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            current = os.read(fd, 4096)
-            if current:
-                try:
-                    stored = json.loads(current)
-                    if int(stored["seq"]) >= seq:
-                        return
-                    legacy_through = int(stored["legacy_through"])
-                except (ValueError, KeyError, TypeError):
-                    pass  # unreadable: verify reports it; the next append writes a good one
-            head = Head(seq, row_hash, legacy_through)
-            data = json.dumps({**head.__dict__, "mac": self._head_mac(head)}).encode()
-            # one fixed-size record written in place: no truncation (a metadata update on every append)
-            os.pwrite(fd, data.ljust(HEAD_BYTES), 0)
+            self._write(fd, Head(seq, row_hash, legacy_through))
+        finally:
+            os.close(fd)
+        return True
+
+    def advance(self, seq: int, row_hash: str) -> None:
+        """Move the head to (seq, hash) unless it already stands further on. A missing head stays missing:
+        remade here, it would vouch for whatever the store holds now (``verify`` reports it instead)."""
+        try:
+            fd = os.open(self.head_path, os.O_RDWR)
+        except FileNotFoundError:
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                stored = json.loads(os.read(fd, 4096))
+                if int(stored["seq"]) >= seq:
+                    return
+                legacy_through = int(stored["legacy_through"])
+            except (ValueError, KeyError, TypeError):
+                return  # unreadable: verify reports it; writing over it would hide what was there
+            self._write(fd, Head(seq, row_hash, legacy_through))
         finally:
             os.close(fd)  # closing releases the lock
+
+    def _write(self, fd: int, head: Head) -> None:
+        data = json.dumps({**head.__dict__, "mac": self._head_mac(head)}).encode()
+        # one fixed-size record written in place: no truncation (a metadata update on every append)
+        os.pwrite(fd, data.ljust(HEAD_BYTES), 0)
 
     def _head_mac(self, head: Head) -> str:
         message = f"head:{head.seq}:{head.hash}:{head.legacy_through}".encode()
@@ -180,11 +204,16 @@ class Ledger:
 
     def _advance(self, seq: int, row_hash: str) -> None:
         assert self.seal is not None
-        if not self.seal.head_path.exists():  # the first authenticated append: older rows have no HMAC
-            legacy = self.db.query("SELECT max(seq) AS s FROM ledger WHERE mac IS NULL AND seq < ?", (seq,))
-            self.seal.advance(seq, row_hash, legacy[0]["s"] or 0)
-        else:
-            self.seal.advance(seq, row_hash, 0)
+        self.seal.advance(seq, row_hash)
+
+    def begin_authentication(self) -> bool:
+        """Make the authenticated head at the newest row: the rows so far without an HMAC (written before
+        the ledger had a key) stay legacy. Called once, when the key is made; False if a head exists."""
+        assert self.seal is not None, "a ledger without a key has nothing to authenticate with"
+        last = self.db.query("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1")
+        legacy = self.db.query("SELECT max(seq) AS s FROM ledger WHERE mac IS NULL")[0]["s"] or 0
+        seq, row_hash = (last[0]["seq"], last[0]["hash"]) if last else (0, GENESIS)
+        return self.seal.begin(seq, row_hash, legacy)
 
     def verify(self) -> VerifyReport:
         """Recompute the whole chain and every HMAC; report the first row whose content, link or
@@ -193,10 +222,15 @@ class Ledger:
             head = self.seal.head() if self.seal is not None else None
         except ValueError as exc:
             return VerifyReport(False, 0, None, str(exc))
+        if self.seal is not None and head is None:
+            # made with the key, never remade: without it, HMACs stripped or rows cut off cannot be ruled out
+            why = (
+                f"the ledger key exists but its authenticated head {self.seal.head_path} is missing (removed?): "
+                "rows stripped of their HMAC, wiped or cut off could not be found"
+            )
+            return VerifyReport(False, 0, None, why)
         legacy = head.legacy_through if head is not None else 0
-        if self.seal is not None and head is None and not self.db.query("SELECT 1 FROM ledger WHERE mac IS NOT NULL"):
-            legacy = 1 << 62  # a store written before authentication and not appended to since: all legacy
-        prev, checked, head_seen = GENESIS, 0, head is None
+        prev, checked, head_seen = GENESIS, 0, head is None or head.seq == 0
         for row in self._in_order():
             checked += 1
             why = self._bad_row(row, checked, prev, head, legacy)
@@ -208,7 +242,8 @@ class Ledger:
             assert head is not None
             why = f"the ledger ends at seq {checked}, before its authenticated head {head.seq}: rows were cut off"
             return VerifyReport(False, checked, checked + 1, why)
-        return VerifyReport(True, checked, authenticated=head is not None, legacy=min(legacy, checked))
+        authenticated = head is not None and (legacy == 0 or checked > legacy)
+        return VerifyReport(True, checked, authenticated=authenticated, legacy=min(legacy, checked))
 
     def _in_order(self, page: int = 5000) -> Iterator[Any]:
         """Every row, oldest first, a page at a time: a long ledger is never held whole."""
@@ -233,11 +268,12 @@ class Ledger:
             return "prev_hash does not match the previous event's hash"
         if chain_hash(body) != row["hash"]:
             return "hash does not match the event's content"
-        if self.seal is not None and seq > legacy:
-            if head is None:
-                return f"rows to authenticate but no ledger head ({self.seal.head_path})"
-            if not hmac.compare_digest(row["mac"] or "", self.seal.mac(seq, row["hash"])):
-                return "HMAC does not authenticate the row (rewritten without the key)"
+        if (
+            self.seal is not None
+            and seq > legacy
+            and not hmac.compare_digest(row["mac"] or "", self.seal.mac(seq, row["hash"]))
+        ):
+            return "HMAC does not authenticate the row (rewritten without the key)"
         if head is not None and seq == head.seq and row["hash"] != head.hash:
             return "the row at the authenticated head was replaced"
         return None
@@ -274,8 +310,12 @@ class Ledger:
         """The ledger of a configured gateway: its store, sealed with the key in its state dir."""
         from gateway.identity.keys import KeyRing
 
-        seal = Seal(KeyRing(config.keys_dir).secret("ledger"), config.state / "ledger.head")
-        return cls(db or open_store(config), seal)
+        keys = KeyRing(config.keys_dir)
+        new_key = not keys.has_secret("ledger")
+        ledger = cls(db or open_store(config), Seal(keys.secret("ledger"), config.state / "ledger.head"))
+        if new_key:
+            ledger.begin_authentication()
+        return ledger
 
     def since(self, seq: int, limit: int = 500) -> list[LedgerEvent]:
         """Events after ``seq``, oldest first: how a reader follows the ledger from its cursor."""

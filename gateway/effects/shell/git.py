@@ -687,8 +687,32 @@ def _fsck(d: Describer, call: Call, rest: list[Word]) -> None:
 
 
 def _gc(d: Describer, call: Call, rest: list[Word]) -> None:
-    call.facts.access = "write"
+    """gc --prune=<date> drops unreachable objects sooner than git's two weeks: a dropped commit, stash or
+    checkpoint goes for good (`gc` alone, and --no-prune, keep them)."""
     call.facts.operation = next((w.value for w in rest if not w.value.startswith("-")), None)
+    pruning = any(w.value.startswith("--prune=") or w.value == "--prune" or not w.literal for w in rest)
+    call.facts.access = "destroy" if pruning else "write"
+
+
+def _prune(d: Describer, call: Call, rest: list[Word]) -> None:
+    call.facts.access = "destroy"
+
+
+# update-ref on the gateway's refs (its checkpoints) or on refs it cannot read (xargs input, --stdin)
+_GATEWAY_REF = re.compile(r"(^|/)gateway(/|$)")
+
+
+def _update_ref(d: Describer, call: Call, rest: list[Word]) -> None:
+    _write(d, call, rest)
+    if any(not w.literal or w.value == "--stdin" or _GATEWAY_REF.search(w.value) for w in rest):
+        call.facts.access = "destroy"
+
+
+def _reflog(d: Describer, call: Call, rest: list[Word]) -> None:
+    """reflog expire/delete drop the entries that keep a reset or deleted branch's commits alive."""
+    _operation(("show", "exists", "list"), "show")(d, call, rest)
+    if call.facts.operation in ("expire", "delete"):
+        call.facts.access = "destroy"
 
 
 def _maintenance(d: Describer, call: Call, rest: list[Word]) -> None:
@@ -803,8 +827,8 @@ _READS = (
     "stripspace patch-id show-index fmt-merge-msg"
 )
 _WRITES = (
-    "commit-graph commit-tree multi-pack-index pack-objects repack prune prune-packed pack-refs update-server-info "
-    "index-pack unpack-objects mktree mktag write-tree read-tree update-index update-ref checkout-index merge-file "
+    "commit-graph commit-tree multi-pack-index pack-objects repack prune-packed pack-refs update-server-info "
+    "index-pack unpack-objects mktree mktag write-tree read-tree update-index checkout-index merge-file "
     "rerere replay fast-import unpack-file mailsplit mailinfo interpret-trailers diagnose bugreport init-db"
 )
 _DIFFS = "diff diff-tree diff-files diff-index range-diff"
@@ -842,7 +866,9 @@ SUBCOMMANDS: dict[str, GitHandler] = {
     "stash": _stash,
     "worktree": _worktree,
     "notes": _operation(("list", "show"), "list"),
-    "reflog": _operation(("show", "exists", "list"), "show"),
+    "reflog": _reflog,
+    "update-ref": _update_ref,
+    "prune": _prune,
     "sparse-checkout": _operation(("list",), "list"),
     "submodule": _submodule,
     "bisect": _bisect,
