@@ -700,6 +700,11 @@ class TaskBoard:
                 tx, dependent["id"], "dependency_failed", outcome="error", dependency=task_id, state=state, why=why
             )
 
+    def merge_deferred(self, tx: Transaction, task_id: str, why: str, **facts: Any) -> None:
+        """A merge not published for a reason that is not the work's (the user's checkout in the way, a live
+        git holding the branch): the task stays verified, its intent approved; people are told."""
+        self._event(tx, task_id, "merge_deferred", outcome="error", why=why, **facts)
+
     def _blocker(self, task: JSONObject, record: ExecutionRecord, principal: Principal) -> JSONObject:
         """The worker stops with a report instead of looping: its attempt ends, the task blocks, and the
         gateway writes the blocker report, with the worker's hypothesis and recommendation in it."""
