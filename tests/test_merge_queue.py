@@ -32,6 +32,7 @@ from mcp import Client
 from gateway.commit.checkout import Checkout
 from gateway.ledger.leases import HOST, Leases
 from gateway.ledger.store import open_store
+from gateway.notify import notice
 from gateway.repo import Repo
 from gateway.runtime import Gateway
 from gateway.server import build_server
@@ -515,8 +516,9 @@ async def test_a_checkout_with_changes_in_the_way_defers_the_merge(config: Any, 
         assert Repo(repo).run("rev-parse", "main").strip() == main and merges(repo) == []
         assert (repo / "src" / "app.py").read_text() == mine, "the user's edit is untouched"
         assert gateway.board.get("T1")["state"] == "verified"
-        told = [r.detail for r in ledger_rows(gateway, kind="task") if r.detail["action"] == "merge_deferred"]
-        assert len(told) == 1 and told[0]["in_the_way"] == ["src/app.py"]
+        told = [r for r in ledger_rows(gateway, kind="task") if r.detail["action"] == "merge_deferred"]
+        assert len(told) == 1 and told[0].detail["in_the_way"] == ["src/app.py"]
+        assert notice(told[0])["event"] == "merge_deferred", "people are told"
 
         Repo(repo).run("stash", "-q")
         landed = await commit(gateway, intent_id)
