@@ -45,6 +45,7 @@ ESCALATIONS = frozenset(
         "quarantine",
         "abandon",
         "merge_failed",
+        "merge_deferred",
         "dependency_failed",
         "claim_expired",
         "verification_timeout",

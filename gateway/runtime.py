@@ -165,7 +165,7 @@ class Gateway:
         self.catalog = Catalog(local, lambda: self.pool, unprefixed)
         self.intents = Intents(self.db, self.ledger)
         self.leases = Leases(self.db)  # named locks in the store: one holder across every gateway process
-        self.queue = MergeQueue(config, self.ledger, self.leases, self.verification)
+        self.queue = MergeQueue(config, self.ledger, self.leases, self.verification, self.intents)
         self.committer = Committer(self.intents, self.board, self.catalog, config, self.queue)
         self.catalog.add(intent_tools(self.intents, self.committer, self.board, self.catalog))
         self.ceremony = Ceremony(self.board, self.intents, self.committer, self.ledger, self.judge_call)

@@ -88,7 +88,7 @@ async def test_commit_twice_in_a_row_gives_one_merge(config: Any, repo: Path) ->
     assert "return 42" in (repo / "src" / "app.py").read_text()
     assert gateway.board.get("T1")["state"] == "committed"
     steps = [r.detail["step"] for r in ledger_rows(gateway, kind="intent")]
-    assert steps == ["propose", "approve", "execute", "committed"]
+    assert steps == ["propose", "approve", "execute", "catch_up_planned", "committed"]  # planned before publishing
 
 
 async def test_twenty_concurrent_commits_give_one_merge(config: Any, repo: Path) -> None:

@@ -147,7 +147,8 @@ class Committer:
             log.exception("intent execution failed", intent=identifier)
             state, outcome = "failed", {"error": f"internal error: {type(exc).__name__}"}
         if state == "busy":  # not the work's fault: the intent stays approved, to be committed again
-            return answer(self.intents.requeue(identifier, outcome.pop("error"), **outcome))
+            why = outcome.pop("error")
+            return answer(self.intents.requeue(identifier, why, after=self._deferred(intent, why, outcome), **outcome))
         return answer(
             self.intents.finish(identifier, state, outcome, after=self._settle(intent, state, outcome), by=principal)
         )
@@ -193,6 +194,13 @@ class Committer:
             return lambda tx: self.board.mark_committed(tx, intent["task_id"], outcome["merge_commit"])
         why = "; ".join(str(outcome[k]) for k in ("error", "failed_command") if outcome.get(k)) or state
         return lambda tx: self.board.merge_failed(tx, intent["task_id"], f"not merged: {why}", outcome)
+
+    def _deferred(self, intent: JSONObject, why: str, outcome: JSONObject) -> Callable[[Any], None] | None:
+        """A merge deferred is a step in its task's trace that people are told of (gateway/notify.py)."""
+        if intent["action"] != "merge":
+            return None
+        facts = {k: outcome[k] for k in ("in_the_way",) if outcome.get(k)}
+        return lambda tx: self.board.merge_deferred(tx, intent["task_id"], why, **facts)
 
     # --- actions ----------------------------------------------------------------------------------
 
@@ -248,9 +256,13 @@ class Committer:
         the merge queue makes it in its own worktree, which it recovers first)."""
         task = self.board.get(intent["task_id"])
         merged = self._commit_with(f"Gateway-Intent: {intent['id']}", task["base_branch"])
+        plan = (intent.get("outcome") or {}).get("catch_up")
+        # the user's checkout first: a catch-up the crash cut short is finished (or its lock cleared)
+        workspace = await self.queue.resume_catch_up(plan) if plan else None
         if merged is None:
             return None
-        return "committed", {"merge_commit": merged, "reconciled": True}
+        outcome: JSONObject = {"merge_commit": merged, "reconciled": True}
+        return "committed", outcome if workspace is None else {**outcome, "workspace": workspace}
 
     def _commit_with(self, trailer: str, branch: str) -> str | None:
         out = self.repo.run("log", "--format=%H", "--fixed-strings", f"--grep={trailer}", branch)

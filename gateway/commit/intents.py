@@ -134,15 +134,30 @@ class Intents:
                 after(tx)
             return _intent(tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,)).fetchone())
 
+    def plan_catch_up(self, identifier: str, plan: JSONObject) -> None:
+        """Record, on the executing intent, the catch-up of the user's checkout that its merge is about to
+        take (gateway/commit/checkout.py), before the base branch moves: a crash inside it is finished from this."""
+        with self.db.transaction() as tx:
+            if self._locked(tx, identifier)["state"] == "executing":
+                self._set(tx, identifier, outcome=json.dumps({"catch_up": plan}))
+                self._event(tx, identifier, "catch_up_planned", None, **plan)
+
     def requeue(
-        self, identifier: str, why: str = "the effect had not happened when the gateway stopped", **detail: Any
+        self,
+        identifier: str,
+        why: str = "the effect had not happened when the gateway stopped",
+        after: Any = None,
+        **detail: Any,
     ) -> JSONObject:
         """executing -> approved: reconciliation shows the effect never happened, or it could not happen now
-        for a reason that is not the work's (the base branch locked by a live git); a later commit retries."""
+        for a reason that is not the work's (the base branch locked by a live git, the user's checkout in the
+        way); a later commit retries. ``after(tx)`` runs in the same transaction."""
         with self.db.transaction() as tx:
             if self._locked(tx, identifier)["state"] == "executing":
                 self._set(tx, identifier, state="approved", outcome=json.dumps({"deferred": why, **detail}))
                 self._event(tx, identifier, "requeue", None, why=why, **detail)
+                if after is not None:
+                    after(tx)
             return _intent(tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,)).fetchone())
 
     def _locked(self, tx: Transaction, identifier: str) -> JSONObject:

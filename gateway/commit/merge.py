@@ -6,9 +6,10 @@ commit is verified there first (the manifest's commands, judged and confined lik
 gateway/tasks/verification.py), and only then is the base branch moved to it, by compare-and-swap on the
 ref: a failing verification means "not published", never "merged, then reverted", and a base branch that
 moved meanwhile (someone committed outside the gateway) is merged again on its new tip. The user's
-checkout, if it has the base branch checked out, is brought up to date with a two-tree merge that never
-touches conflicting local changes; when it cannot be, the outcome says it is behind and how to catch up.
-Nothing is ever left mid-merge in a checkout the user works in.
+checkout, if it has the base branch checked out, must be able to follow (gateway/commit/checkout.py): when
+the user's changes or index lock are in the way, nothing is published and the intent is deferred; the
+planned catch-up is recorded on the intent before the branch moves, so that a crash inside it is finished on
+recovery. Nothing is ever left mid-merge in a checkout the user works in.
 
 Before every merge (and when the gateway starts), the integration worktree is recovered: a merge a crash
 cut short is aborted, lock files in it are removed (only a gateway holding the lease uses it), and it is
@@ -22,11 +23,14 @@ cleaned is recorded.
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 import anyio
 import structlog
 
+from gateway.commit.checkout import Checkout
+from gateway.commit.intents import Intents
 from gateway.config import GatewayConfig
 from gateway.ledger.chain import Ledger
 from gateway.ledger.leases import Leases, LeaseTimeout, new_holder
@@ -45,12 +49,16 @@ PUBLISH_WAIT_S = 0.1
 
 
 class MergeQueue:
-    def __init__(self, config: GatewayConfig, ledger: Ledger, leases: Leases, verification: Verification) -> None:
+    def __init__(
+        self, config: GatewayConfig, ledger: Ledger, leases: Leases, verification: Verification, intents: Intents
+    ) -> None:
         self.config = config
         self.ledger = ledger
         self.leases = leases
         self.verification = verification
+        self.intents = intents
         self.repo = Repo(config.workspace)
+        self.checkout = Checkout(self.repo)
         self.path = config.worktrees / INTEGRATION
 
     async def merge(
@@ -85,13 +93,23 @@ class MergeQueue:
             failed = await self._verify(intent, task, merge_commit, principal, progress)
             if failed is not None:
                 return "failed", {"published": False, "base": base, "merge_commit": merge_commit, **failed}
+            # the catch-up it will take is on the intent before the branch moves (a crash inside it is finished
+            # on recovery); a checkout that cannot follow means nothing is published
+            plan = {"ref": ref, "old": base, "new": merge_commit, "at": time.time()}
+            await anyio.to_thread.run_sync(self.intents.plan_catch_up, intent["id"], plan)
+            blocked = await anyio.to_thread.run_sync(self.checkout.blocks, ref, base, merge_commit)
+            if blocked is not None:
+                log.warning("the user's checkout cannot follow the merge: deferred", why=blocked["why"])
+                error = f"not published: {blocked['why']}"
+                facts = {"base": base, "merge_commit": merge_commit, "in_the_way": blocked["in_the_way"]}
+                return "busy", {"published": False, **facts, "error": error}
             refused = await self._publish(ref, merge_commit, base)
             if refused == "moved":
                 moved.append(base)  # someone moved the base branch meanwhile: merge again on its new tip
                 continue
             if refused is not None:
                 return "busy", {"published": False, "base": base, "merge_commit": merge_commit, "error": refused}
-            workspace = await anyio.to_thread.run_sync(self._catch_up, ref, base, merge_commit)
+            workspace = await anyio.to_thread.run_sync(self.checkout.catch_up, ref, base, merge_commit)
             outcome: JSONObject = {"merge_commit": merge_commit, "base": base, "workspace": workspace}
             outcome["verification"] = task["manifest"]["verification"]
             if moved:
@@ -102,6 +120,17 @@ class MergeQueue:
             "error": f"{ref} kept moving during the merge ({len(moved)} times); commit the intent again",
             "base_moved": moved,
         }
+
+    async def resume_catch_up(self, plan: JSONObject) -> JSONObject:
+        """Finish the catch-up of the user's checkout that a crash cut short (``plan``, recorded on the intent
+        before publishing), under the queue's lease: the checkout's state. A ledger row says what was done."""
+        async with self.leases.hold(LEASE):
+            workspace, cleaned = await anyio.to_thread.run_sync(self.checkout.resume, plan)
+        if workspace["state"] != "not published" or cleaned:
+            log.warning("resumed a catch-up a crash cut short", workspace=workspace, cleaned=cleaned)
+            detail = {"what": "your checkout", "plan": plan, "cleaned": cleaned, "workspace": workspace}
+            self.ledger.append({"kind": "recovery", "outcome": "ok", "detail": detail})
+        return workspace
 
     def recover_if_idle(self) -> list[str]:
         """On start: recover, unless another gateway process is merging right now (it recovers first)."""
@@ -198,22 +227,6 @@ class MergeQueue:
                 return "moved"
             await anyio.sleep(PUBLISH_WAIT_S)  # a ref lock is held for milliseconds by a live git
         return f"{ref} could not be updated (is another git process holding it?): {error[:300]}"
-
-    def _catch_up(self, ref: str, old: str, new: str) -> JSONObject:
-        """Bring the user's checkout along if it has the base branch checked out; never touch their changes."""
-        head = self.repo.run("symbolic-ref", "-q", "HEAD", check=False).strip()
-        if head != ref:
-            return {"state": "not checked out", "head": head or "detached"}
-        try:
-            # a two-tree merge: files the merge changed are updated unless the user changed them too
-            self.repo.run("read-tree", "-m", "-u", old, new)
-        except GitError as exc:
-            return {
-                "state": "behind",
-                "why": exc.message[:300],
-                "catch_up": f"commit or stash the conflicting changes, then: git read-tree -m -u {old} HEAD",
-            }
-        return {"state": "updated"}
 
     def _remove(self) -> None:
         self.repo.run("worktree", "remove", "--force", str(self.path), check=False)

@@ -176,12 +176,14 @@ class TaskBoard:
         return None
 
     def repair(self, task: JSONObject) -> bool:
-        """A claimed task without a usable worktree (a crash between the claim and its worktree): make it, at
-        the attempt's base, and record the repair. False when there was nothing to repair (any longer)."""
+        """A claimed task without a usable worktree (a crash between the claim and its worktree, or a person
+        deleting it), or a reported one (its work is committed on the task branch): make it again from the task
+        branch (at the attempt's base if the claim never made it), and record the repair. False when there was
+        nothing to repair (any longer)."""
         path = self.config.worktrees / task["id"]
         with worktree_lock(self._worktree_lock(task["id"])):
             task = self.get(task["id"])  # the claim (or another repair) may have made it while we waited
-            if task["state"] != "claimed" or _usable(task["worktree"]):
+            if task["state"] not in ("claimed", "reported", "verified") or _usable(task["worktree"]):
                 return False
             prepare_worktree(self.repo, path, task["branch"], task["base_commit"], keep_work=True)
             with self.db.transaction() as tx:
@@ -597,6 +599,9 @@ class TaskBoard:
         task = self.get(task_id)
         if task["state"] not in ("reported", "verified"):
             raise TaskRefused(f"task {task_id!r} is {task['state']}; only a reported task can be verified")
+        if not _usable(task["worktree"]):  # deleted by hand after the report: its work is on the task branch
+            await anyio.to_thread.run_sync(self.repair, task)
+            task = self.get(task_id)
         worktree = Path(task["worktree"])
         if not await anyio.to_thread.run_sync(lambda: is_clean(worktree)):
             raise TaskRefused(f"task {task_id!r} has changes after its report; they were not reported")
@@ -708,14 +713,27 @@ class TaskBoard:
                 tx, dependent["id"], "dependency_failed", outcome="error", dependency=task_id, state=state, why=why
             )
 
+    def merge_deferred(self, tx: Transaction, task_id: str, why: str, **facts: Any) -> None:
+        """A merge not published for a reason that is not the work's (the user's checkout in the way, a live
+        git holding the branch): the task stays verified, its intent approved; people are told."""
+        self._event(tx, task_id, "merge_deferred", outcome="error", why=why, **facts)
+
     def _blocker(self, task: JSONObject, record: ExecutionRecord, principal: Principal) -> JSONObject:
         """The worker stops with a report instead of looping: its attempt ends, the task blocks, and the
         gateway writes the blocker report, with the worker's hypothesis and recommendation in it."""
         if task["owner"] != principal.agent:
             raise TaskRefused(f"only {task['owner']}, who worked on {task['id']!r} last, can report it blocked")
+        recorded = digest(record.model_dump())
         account = (record.blocker.model_dump() if record.blocker else {}) | {"by": principal.agent}
+        answer = {"task_id": task["id"], "state": "blocked", "scope_violations": []}
         with self.db.transaction() as tx:
             current = self._locked(tx, task["id"])
+            if (
+                current["state"] == "blocked"
+                and ((current["blocker"] or {}).get("worker") or {}).get("record_digest") == recorded
+            ):
+                return {**answer, "replayed": True}  # the same report again (a retried call): nothing new
+            account["record_digest"] = recorded
             if current["state"] == "claimed" and not _expired(current):
                 history = _closed(current["history"], "blocked", "the worker reported it blocked")
                 current = {**current, "history": history}
@@ -725,7 +743,7 @@ class TaskBoard:
                 raise TaskRefused(f"task {task['id']!r} is {current['state']}, not blocked")
             why = (current["blocker"] or {}).get("why") or "the worker reported it blocked"
             self._write_blocker(tx, current, why, worker=account)
-        return {"task_id": task["id"], "state": "blocked", "scope_violations": []}
+        return answer
 
     def _after_failure(self, tx: Transaction, task: JSONObject, why: str, **facts: Any) -> str:
         """An attempt ended without success: back to open, or blocked (with the gateway's blocker report)
