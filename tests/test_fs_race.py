@@ -138,6 +138,16 @@ def test_a_listing_refuses_a_swapped_directory_and_never_enters_links(ws: Worksp
         list(tree.scan(checked, True, every))
 
 
+def test_a_directory_swapped_during_a_recursive_listing_is_refused(ws: Workspace, secrets_dir: Path) -> None:
+    def swap_when_listed(entry: Any) -> bool:
+        if entry.path.name == "d" and entry.is_dir:  # listed as a directory, entered after this returns
+            swap_for_symlink(entry.path, secrets_dir)
+        return True
+
+    with pytest.raises(PathChanged, match="'src/d'"):
+        list(Beneath(ws.root).scan(ws.root, True, swap_when_listed))
+
+
 def test_a_fifo_put_in_a_files_place_is_refused_without_hanging(ws: Workspace) -> None:
     checked = ws.resolve("src/x")
     (ws.root / "src" / "x").unlink()
@@ -241,6 +251,7 @@ async def test_the_red_teams_read_race_never_returns_a_key_byte(
             answers.append((result.is_error, text_of(result)))
     secret = key_lines(signing_key)
     assert not [text for _, text in answers if "PRIVATE KEY" in text or any(line in text for line in secret)]
+    assert not [text for _, text in answers if "internal gateway error" in text]  # each refusal says why
     # what ran answered the harmless file; the rest was refused or left waiting for a person ("NOT RUN: ...")
     assert {text for failed, text in answers if not failed and not text.startswith("NOT RUN:")} <= {"harmless\n"}
 
@@ -262,8 +273,11 @@ async def test_the_red_teams_write_race_never_lands_in_the_state_dir(
         if libc.renameat2(-100, bytes(src / "d"), -100, bytes(src / "dl"), rename_exchange) != 0:
             raise OSError(ctypes.get_errno(), "renameat2")
 
+    answers: list[str] = []
     async with inproc_client(gateway, maintainer) as client:
         swapping(swap_once)
         for n in range(200):
-            await client.call_tool("fs_write", {"path": "src/d/maintainer.yaml", "content": f"max_tier: 3 # {n}\n"})
+            arguments = {"path": "src/d/maintainer.yaml", "content": f"max_tier: 3 # {n}\n"}
+            answers.append(text_of(await client.call_tool("fs_write", arguments)))
     assert {p.name: p.read_bytes() for p in roles.iterdir()} == before
+    assert not [text for text in answers if "internal gateway error" in text]

@@ -137,6 +137,8 @@ class Beneath:
                 continue
             try:
                 child = self._open(fd, entry.path, _DIR)
+            except PathChanged:
+                raise
             except ToolFailed:
                 continue  # removed or replaced by a file since the listing: nothing to enter
             try:
@@ -170,22 +172,29 @@ class Beneath:
         try:
             return os.open(real.name, flags, dir_fd=parent)
         except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                self._lstat(parent, real)  # refuses a symlink
             if exc.errno == errno.ENOENT:
                 raise ToolFailed(f"{self._show(real)!r} does not exist") from None
+            # ELOOP: it was a symlink when opened (O_NOFOLLOW), whatever is there now. ENOTDIR (O_DIRECTORY): a
+            # symlink, or a file that is a directory again by now, also changed; a plain file is just not one.
             if exc.errno == errno.ENOTDIR:
-                raise ToolFailed(f"{self._show(real)!r} is not a directory") from None
+                with contextlib.suppress(FileNotFoundError):
+                    if not stat.S_ISDIR(self._lstat(parent, real).st_mode):
+                        raise ToolFailed(f"{self._show(real)!r} is not a directory") from None
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise self._changed(real) from None
             raise
 
     def _lstat(self, parent: int, real: Path) -> os.stat_result:
         found = os.stat(real.name, dir_fd=parent, follow_symlinks=False)
         if stat.S_ISLNK(found.st_mode):
-            raise PathChanged(
-                f"{self._show(real)!r} became a symbolic link after the path was checked; refused, nothing was "
-                "read or written through it"
-            )
+            raise self._changed(real)
         return found
+
+    def _changed(self, real: Path) -> PathChanged:
+        return PathChanged(
+            f"{self._show(real)!r} became a symbolic link after the path was checked; refused, nothing was "
+            "read or written through it"
+        )
 
     def _names(self, real: Path) -> tuple[str, ...]:
         try:
