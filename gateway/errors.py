@@ -94,6 +94,13 @@ class ToolFailed(GatewayError):
     code = "tool_failed"
 
 
+class PathChanged(ToolFailed):
+    """A checked path held a symbolic link when the tool opened it: it changed after the check (an agent
+    swapping it), so nothing was read or written through it."""
+
+    code = "path_changed"
+
+
 class ResultTooLarge(ToolFailed):
     code = "result_too_large"
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gateway.errors import InvalidArguments, PathOutsideWorkspace
+from gateway.errors import InvalidArguments, PathChanged, PathOutsideWorkspace
 
 # Characters that make a path look like something it is not: zero-width, bidi controls, BOM.
 _INVISIBLE = (
@@ -75,7 +75,11 @@ class Workspace:
         path = Path(raw)
         if not path.is_absolute():
             path = (base or self.root) / path
-        return Path(os.path.realpath(path))
+        try:
+            return Path(os.path.realpath(path))
+        except OSError:
+            # realpath read a link that was no longer one (EINVAL): the path is being swapped under it
+            raise PathChanged(f"path {raw!r} changed while it was being resolved; refused") from None
 
     def resolve(self, raw: str, base: Path | None = None) -> Path:
         """The real path of ``raw`` if it stays inside the workspace and off the protected paths."""

@@ -1,18 +1,21 @@
 """Built-in file tools: fs_read, fs_list, fs_search, fs_write, fs_edit, fs_delete.
 
 Every path goes through ``Workspace.resolve``: resolved, symlinks followed, and refused when it leaves
-the workspace or touches the gateway's own state. Writes are atomic (temp file, then rename).
+the workspace or touches the gateway's own state. The checked path is then acted on through
+``Beneath``, which follows no symlink, so one swapped in after the check is refused, never followed.
+Writes are atomic (temp file, then rename).
 
     specs = file_tools(LimitsConfig())
 """
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import re
-import shutil
-import tempfile
+import stat
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,8 +23,9 @@ import anyio
 from pydantic import Field
 
 from gateway.config import LimitsConfig
+from gateway.effects.beneath import Beneath, Entry
 from gateway.effects.paths import Workspace
-from gateway.errors import InvalidArguments, ToolFailed
+from gateway.errors import InvalidArguments, PathChanged, ToolFailed
 from gateway.tools.base import Arguments, builtin, json_result, text_result
 from gateway.types import ToolInvocation, ToolSpec
 
@@ -72,10 +76,7 @@ class DeleteArgs(Arguments):
 def file_tools(limits: LimitsConfig) -> list[ToolSpec]:
     async def fs_read(args: ReadArgs, inv: ToolInvocation) -> mt.CallToolResult:
         path = inv.workspace.resolve(args.path)
-        if not path.is_file():
-            raise ToolFailed(f"{args.path!r} is not a file")
-        with path.open("rb") as handle:
-            data = handle.read(limits.max_read_bytes + 1)
+        data = Beneath(inv.workspace.root).read(path, limits.max_read_bytes + 1)
         truncated = len(data) > limits.max_read_bytes
         text = data[: limits.max_read_bytes].decode("utf-8", errors="replace")
         lines = text.splitlines(keepends=True)
@@ -87,15 +88,18 @@ def file_tools(limits: LimitsConfig) -> list[ToolSpec]:
 
     async def fs_list(args: ListArgs, inv: ToolInvocation) -> mt.CallToolResult:
         root = inv.workspace.resolve(args.path)
-        if not root.is_dir():
-            raise ToolFailed(f"{args.path!r} is not a directory")
         entries: list[str] = []
-        for path in _walk(inv.workspace, root, args.recursive, args.include_hidden):
-            rel = path.relative_to(root).as_posix()
-            entries.append(f"{rel}/" if path.is_dir() else f"{rel}  ({path.lstat().st_size} bytes)")
-            if len(entries) >= limits.list_entries:
-                entries.append(f"[stopped after {limits.list_entries} entries]")
-                break
+        shown = _shown(inv.workspace, args.include_hidden)
+        with contextlib.closing(Beneath(inv.workspace.root).scan(root, args.recursive, shown)) as found:
+            for entry in found:
+                rel = entry.path.relative_to(root).as_posix()
+                if entry.is_symlink:
+                    entries.append(f"{rel}  (symlink)")
+                else:
+                    entries.append(f"{rel}/" if entry.is_dir else f"{rel}  ({entry.size} bytes)")
+                if len(entries) >= limits.list_entries:
+                    entries.append(f"[stopped after {limits.list_entries} entries]")
+                    break
         return text_result("\n".join(entries) if entries else "(empty directory)")
 
     async def fs_search(args: SearchArgs, inv: ToolInvocation) -> mt.CallToolResult:
@@ -106,18 +110,29 @@ def file_tools(limits: LimitsConfig) -> list[ToolSpec]:
         except re.error as exc:
             raise InvalidArguments(f"argument 'pattern': not a valid regular expression: {exc}") from None
         cap = min(args.max_results or limits.search_results, limits.search_results)
-        files = [base] if base.is_file() else _walk(inv.workspace, base, recursive=True, include_hidden=False)
+        tree = Beneath(inv.workspace.root)
+
+        def candidates() -> Iterator[Path]:
+            found = tree.lstat(base)
+            if not stat.S_ISDIR(found.st_mode):
+                yield base
+                return
+            with contextlib.closing(tree.scan(base, True, _shown(inv.workspace, include_hidden=False))) as entries:
+                yield from (e.path for e in entries if not e.is_dir and not e.is_symlink)
 
         def search() -> list[str]:
             hits: list[str] = []
-            for path in files:
-                if not path.is_file() or (args.glob and not fnmatch.fnmatch(path.name, args.glob)):
+            for path in candidates():
+                if args.glob and not fnmatch.fnmatch(path.name, args.glob):
                     continue
-                if path.stat().st_size > MAX_SEARCH_FILE_BYTES:
-                    continue
-                data = path.read_bytes()
-                if b"\x00" in data[:8192]:
-                    continue  # binary
+                try:
+                    data = tree.read(path, MAX_SEARCH_FILE_BYTES + 1)
+                except PathChanged:
+                    raise
+                except ToolFailed:
+                    continue  # removed since the listing, or not a regular file
+                if len(data) > MAX_SEARCH_FILE_BYTES or b"\x00" in data[:8192]:
+                    continue  # too large, or binary
                 rel = inv.workspace.display(path)
                 for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
                     if regex.search(line):
@@ -132,20 +147,18 @@ def file_tools(limits: LimitsConfig) -> list[ToolSpec]:
 
     async def fs_write(args: WriteArgs, inv: ToolInvocation) -> mt.CallToolResult:
         path = inv.workspace.resolve(args.path)
-        if path.is_dir():
-            raise ToolFailed(f"{args.path!r} is a directory")
-        existed = path.exists()
-        path.parent.mkdir(parents=True, exist_ok=True)
         data = args.content.encode("utf-8")
-        _atomic_write(path, data)
+        existed = Beneath(inv.workspace.root).write(path, data)
         verb = "overwrote" if existed else "created"
         return json_result({"path": inv.workspace.display(path), "action": verb, "bytes": len(data)})
 
     async def fs_edit(args: EditArgs, inv: ToolInvocation) -> mt.CallToolResult:
         path = inv.workspace.resolve(args.path)
-        if not path.is_file():
-            raise ToolFailed(f"{args.path!r} is not a file")
-        text = path.read_text(encoding="utf-8")
+        tree = Beneath(inv.workspace.root)
+        try:
+            text = tree.read(path).decode("utf-8")
+        except UnicodeDecodeError:
+            raise ToolFailed(f"{args.path!r} is not UTF-8 text; nothing changed") from None
         count = text.count(args.old_string)
         if count == 0:
             raise ToolFailed(f"old_string was not found in {args.path!r}; nothing changed")
@@ -154,25 +167,14 @@ def file_tools(limits: LimitsConfig) -> list[ToolSpec]:
                 f"old_string occurs {count} times in {args.path!r}; include more surrounding text so it "
                 "matches exactly once. Nothing changed."
             )
-        _atomic_write(path, text.replace(args.old_string, args.new_string, 1).encode("utf-8"))
+        tree.write(path, text.replace(args.old_string, args.new_string, 1).encode("utf-8"))
         return json_result({"path": inv.workspace.display(path), "action": "edited", "replacements": 1})
 
     async def fs_delete(args: DeleteArgs, inv: ToolInvocation) -> mt.CallToolResult:
         path = inv.workspace.resolve(args.path)
         if path == inv.workspace.root:
             raise InvalidArguments("argument 'path': refusing to delete the workspace root")
-        if not path.exists() and not path.is_symlink():
-            raise ToolFailed(f"{args.path!r} does not exist")
-        if path.is_dir() and not path.is_symlink():
-            if args.recursive:
-                shutil.rmtree(path)
-            else:
-                try:
-                    path.rmdir()
-                except OSError:
-                    raise ToolFailed(f"{args.path!r} is a non-empty directory; pass recursive=true") from None
-        else:
-            path.unlink()
+        Beneath(inv.workspace.root).delete(path, args.recursive)
         return json_result({"path": inv.workspace.display(path), "action": "deleted"})
 
     return [
@@ -227,38 +229,15 @@ def file_tools(limits: LimitsConfig) -> list[ToolSpec]:
     ]
 
 
-def _walk(workspace: Workspace, root: Path, recursive: bool, include_hidden: bool) -> list[Path]:
-    """Entries under root, sorted, skipping protected paths, VCS internals and symlinks that leave the workspace."""
-    found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        here = Path(dirpath)
-        dirnames[:] = sorted(
-            d
-            for d in dirnames
-            if (include_hidden or not d.startswith(".")) and d not in SKIP_DIRS and _visible(workspace, here / d)
-        )
-        for name in sorted(dirnames) + sorted(filenames):
-            path = here / name
-            if (include_hidden or not name.startswith(".")) and _visible(workspace, path):
-                found.append(path)
-        if not recursive:
-            break
-    return found
+def _shown(workspace: Workspace, include_hidden: bool) -> Callable[[Entry], bool]:
+    """Which entries a listing shows: no protected paths, VCS internals or symlinks that leave the workspace."""
 
+    def shown(entry: Entry) -> bool:
+        name = entry.path.name
+        if (name.startswith(".") and not include_hidden) or (entry.is_dir and name in SKIP_DIRS):
+            return False
+        # a symlink is shown, never followed: where it points only decides whether its name is shown
+        real = Path(os.path.realpath(entry.path)) if entry.is_symlink else entry.path
+        return workspace.contains(real) and not workspace.is_protected(real)
 
-def _visible(workspace: Workspace, path: Path) -> bool:
-    real = Path(os.path.realpath(path))
-    return workspace.contains(real) and not workspace.is_protected(real)
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        if path.exists():
-            shutil.copymode(path, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    return shown
