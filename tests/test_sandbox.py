@@ -263,9 +263,9 @@ def test_the_gateways_git_ignores_a_commondir_file(repo: Path) -> None:
     (repo / ".git" / "commondir").write_text(f"{evil}\n")
     (repo / ".gitattributes").write_text("* filter=evil\n")
     (repo / "new.txt").write_text("new\n")
-    assert Repo(repo).run("rev-parse", "--git-common-dir").strip() == str(repo / ".git")
     Repo(repo).run("add", "-A")
     assert not ran.exists()
+    assert Repo(repo).run("rev-parse", "--git-common-dir").strip() == str(repo / ".git")
 
 
 def test_the_gateways_git_never_looks_into_a_nested_repository(repo: Path) -> None:
