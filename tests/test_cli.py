@@ -20,6 +20,8 @@ from conftest import make_repo, workspace_for_tests
 from gateway.cli import build_parser
 from gateway.cli.parser import OUTCOMES
 from gateway.config import GatewayConfig
+from gateway.decision_log import read_entries
+from gateway.ledger.chain import Ledger
 from gateway.types import FILTER_OUTCOMES
 
 
@@ -103,9 +105,6 @@ def test_check_exit_codes_tell_allow_ask_and_deny_apart(config: GatewayConfig) -
 
 def test_check_is_recorded_in_the_ledger_and_the_decision_log(tmp_path: Path) -> None:
     """`gateway check` is judged by the same stages as a tools/call, and lands where every decision does."""
-    from gateway.decision_log import read_entries
-    from gateway.ledger.chain import Ledger
-
     config = workspace_for_tests(make_repo(tmp_path / "repo"))
     command = "sed -i s/41/42/ src/app.py"
     checked = gateway(
