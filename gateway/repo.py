@@ -1,7 +1,11 @@
 """Git, run as a subprocess with settings that keep a repository's own config from running code.
 
 A repository's config can name programs git runs on its behalf (fsmonitor, external diff, textconv,
-pagers, hooks). The gateway runs git for agents, so it switches those off on every call.
+pagers, hooks). The gateway runs git for agents, so it switches those off on every call. It also decides
+itself which repository directory git reads (``common_dir``): a ``commondir`` file an agent wrote inside
+a writable ``.git`` would otherwise send git to a config of the agent's making (a clean filter, run by
+the gateway's next ``git add``), and a repository nested in the work tree is never looked into (its
+config is the agent's too).
 
     repo = Repo(Path("/work/repo"))
     out = repo.run("status", "--porcelain=v1")            # raises GitError on a non-zero exit
@@ -31,11 +35,35 @@ SAFE_CONFIG = (
     "credential.helper=",
     "-c",
     "protocol.ext.allow=never",
+    "-c",
+    "diff.ignoreSubmodules=dirty",  # status/diff would run git, and its filters, inside a nested repository
 )
 
 
 class GitError(ToolFailed):
     code = "git_failed"
+
+
+def common_dir(root: Path) -> Path | None:
+    """The repository directory (config, refs, objects) of the checkout at ``root``, from the layout alone,
+    never from a ``commondir`` file: a ``.git`` directory is its own; a worktree's ``.git`` file names
+    ``<repository>/worktrees/<name>``; any other gitdir it names (a submodule's) is its own. None when
+    ``root`` has no ``.git`` (git then looks upwards, outside anything an agent may write).
+
+        common_dir(Path("/work/repo"))          # /work/repo/.git
+        common_dir(Path("/state/worktrees/T1"))  # /work/repo/.git
+    """
+    git = root / ".git"
+    if git.is_dir() and not git.is_symlink():
+        return git
+    try:
+        text = git.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not text.startswith("gitdir: "):
+        return None
+    gitdir = (root / text.removeprefix("gitdir: ").strip()).resolve()
+    return gitdir.parent.parent if gitdir.parent.name == "worktrees" else gitdir
 
 
 class Repo:
@@ -53,6 +81,9 @@ class Repo:
             "GIT_COMMITTER_EMAIL": os.environ.get("GIT_COMMITTER_EMAIL", "gateway@localhost"),
             **(env or {}),
         }
+        common = common_dir(self.root)
+        if common is not None:
+            environ["GIT_COMMON_DIR"] = str(common)  # overrides any commondir file inside the gitdir
         proc = subprocess.run(
             ["git", *SAFE_CONFIG, "-C", str(self.root), *args],
             capture_output=True,

@@ -57,6 +57,7 @@ from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.engine import PolicyEngine, fired_rules
 from gateway.policy.isolated import IsolatedEngine
 from gateway.policy.reload import PolicyData
+from gateway.repo import common_dir
 from gateway.sandbox import ANY_HOST, Confinement, Sandbox
 from gateway.tasks.board import TaskBoard, acceptance_files
 from gateway.tasks.deadletters import DeadLetters, KeepDeadLetters
@@ -80,21 +81,6 @@ RECOVERY = "recovery"  # the lease a starting gateway process holds while it cle
 def session_trace(session_id: str) -> str:
     """The trace of a session without a task: stable for the session, unlinkable to its id."""
     return hashlib.sha256(f"session:{session_id}".encode()).hexdigest()[:32]
-
-
-def git_common_dir(root: Path) -> list[Path]:
-    """The repository a worktree belongs to (its ``.git`` file names it): what git there reads."""
-    try:
-        text = (root / ".git").read_text()
-    except (IsADirectoryError, FileNotFoundError, NotADirectoryError):
-        return []
-    if not text.startswith("gitdir: "):
-        return []
-    gitdir = (root / text.removeprefix("gitdir: ").strip()).resolve()
-    try:
-        return [(gitdir / (gitdir / "commondir").read_text().strip()).resolve()]
-    except OSError:
-        return [gitdir.parent.parent]
 
 
 def decision_report(call: Call) -> JSONObject:
@@ -289,10 +275,12 @@ class Gateway:
     @functools.lru_cache(maxsize=256)  # noqa: B019 (one Gateway per process; a few roots each)
     def _command_confinement(self, root: Path, needs_worktree: bool, graded: tuple[Path, ...] = ()) -> Confinement:
         writable = [] if needs_worktree and root == self.workspace.root else [root]
-        visible = [self.config.workspace, *git_common_dir(root)]  # read-only, wherever they live
+        # a worktree's repository stays visible, read-only, wherever it lives
+        repository = common_dir(root)
+        visible = [self.config.workspace, *([repository] if repository and repository.parent != root else [])]
         # a task's acceptance files (the tests that grade it) stay read-only for the commands its worker runs
         protect = [*self.protected_in(root), *graded]
-        return self.sandbox.confine(writable=writable, cwd=root, protect=protect, visible=visible)
+        return self.sandbox.confine(writable, cwd=root, protect=protect, pinned=self.pinned_in(root), visible=visible)
 
     def protected_in(self, root: Path) -> list[Path]:
         """What stays read-only inside a writable directory: what would run outside the sandbox later
@@ -300,6 +288,13 @@ class Gateway:
         git = root / ".git"
         protect = [git / "hooks", git / "config", git / "modules"] if git.is_dir() else [git]
         return [*protect, *([self.config.source] if self.config.source else [])]
+
+    def pinned_in(self, root: Path) -> list[Path]:
+        """What stays in place inside a writable directory, writable: a repository's ``.git`` directory is
+        a mount point, so it cannot be renamed, removed or swapped for one of the command's making (the
+        read-only hooks and config inside it would move with it, and the gateway's own git reads it)."""
+        git = root / ".git"
+        return [git] if git.is_dir() and not git.is_symlink() else []
 
     def upstream_confinement(self, config: UpstreamConfig) -> Confinement | None:
         """A stdio upstream server runs confined for its whole life; an HTTP one is someone else's process."""
@@ -310,8 +305,10 @@ class Gateway:
         cwd = Path(config.cwd) if config.cwd else root
         named = [Path(p) for p in (config.command, *config.args) if p and os.path.isabs(p) and os.path.exists(p)]
         visible = [root, *(p if p.is_dir() else p.parent for p in named), *map(Path, config.sandbox.visible)]
-        protect = self.protected_in(root)
-        confinement = self.sandbox.confine(writable, cwd, protect=protect, commands=False, visible=visible)
+        protect, pinned = self.protected_in(root), self.pinned_in(root)
+        confinement = self.sandbox.confine(
+            writable, cwd, protect=protect, pinned=pinned, commands=False, visible=visible
+        )
         return confinement.allowing([ANY_HOST]) if config.sandbox.network else confinement
 
     def recover(self) -> None:

@@ -5,7 +5,8 @@ bash is complete. This module is the wall that holds when the analysis is wrong.
 
 - the whole filesystem read-only, except the directories it may write (the call's worktree, or the
   workspace for single-agent roles) and a private /tmp;
-- inside a writable workspace, git's hooks and config and gateway.yaml still read-only (a worker's
+- inside a writable workspace, the repository's ``.git`` a mount point of its own (it cannot be renamed
+  or replaced), git's hooks and config and gateway.yaml still read-only (a worker's
   repository .git is read-only as a whole: it lies outside its worktree), so nothing it writes runs
   later outside the sandbox and no branch but its own can move;
 - none of the gateway's state (keys, store, approvals, roles, policies), no other task's worktree and
@@ -88,6 +89,7 @@ class Confinement:
     cwd: Path
     writable: tuple[Path, ...] = ()
     protect: tuple[Path, ...] = ()  # read-only again inside a writable directory
+    pinned: tuple[Path, ...] = ()  # writable, but mount points: cannot be renamed, removed or replaced
     visible: tuple[Path, ...] = ()  # read-only even where the sandbox hides the rest (a worktree's repository)
     hidden: tuple[Path, ...] = ()
     network: tuple[str, ...] = ()  # hosts the decision allowed (ANY_HOST: all); empty: no network at all
@@ -149,6 +151,7 @@ class Sandbox:
         protect: Sequence[Path] = (),
         commands: bool = True,
         visible: Sequence[Path] = (),
+        pinned: Sequence[Path] = (),
     ) -> Confinement:
         """A confinement with no network; ``commands`` False drops the CPU-time limit (long-lived servers)."""
         limits: JSONObject = {
@@ -166,6 +169,7 @@ class Sandbox:
             cwd=cwd,
             writable=tuple(writable),
             protect=tuple(p for p in protect if any(_within(p, w) for w in writable)),
+            pinned=tuple(p for p in pinned if any(_within(p, w) and p != w for w in writable)),
             visible=tuple(p for p in visible if not any(_within(p, h) for h in self.hidden)),
             hidden=self.hidden,
             limits=limits,
@@ -249,6 +253,9 @@ class Sandbox:
                 args += ["--tmpfs", str(path)]
         for path in c.writable:
             args += ["--bind", str(path), str(path)]
+        for path in c.pinned:  # before what is read-only inside it, which would be covered otherwise
+            if path.is_dir():
+                args += ["--bind", str(path), str(path)]
         for path in inside:
             args += _hide(path, read_only=True)
         for path in c.protect:

@@ -20,6 +20,8 @@ from conftest import make_repo, workspace_for_tests
 from gateway.cli import build_parser
 from gateway.cli.parser import OUTCOMES
 from gateway.config import GatewayConfig
+from gateway.decision_log import read_entries
+from gateway.ledger.chain import Ledger
 from gateway.types import FILTER_OUTCOMES
 
 
@@ -99,6 +101,21 @@ def test_check_exit_codes_tell_allow_ask_and_deny_apart(config: GatewayConfig) -
     assert [read.returncode, asked.returncode, denied.returncode] == [0, 3, 4], (read.stderr, asked.stderr)
     assert [json.loads(r.stdout)["action"] for r in (read, asked, denied)] == ["allow", "ask", "deny"]
     assert set(json.loads(read.stdout)) == {"action", "tier", "reasons", "rules", "effects"}, "today's JSON shape"
+
+
+def test_check_is_recorded_in_the_ledger_and_the_decision_log(tmp_path: Path) -> None:
+    """`gateway check` is judged by the same stages as a tools/call, and lands where every decision does."""
+    config = workspace_for_tests(make_repo(tmp_path / "repo"))
+    command = "sed -i s/41/42/ src/app.py"
+    checked = gateway(
+        config, "check", "--role", "developer", "--tool", "shell_run", "--args", json.dumps({"command": command})
+    )
+    assert checked.returncode == 0, checked.stderr
+    rows = Ledger.for_config(config).events("json_extract(body, '$.kind') = ?", ("check",))
+    assert [(row.tool, row.decision["action"]) for row in rows] == [("shell_run", "allow")]
+    entries = [e for e in read_entries(config.decision_log_path) if e.get("call_id") == rows[0].call_id]
+    assert [(e["input"]["tool"]["name"], e["result"]["action"]) for e in entries] == [("shell_run", "allow")]
+    assert (config.workspace / "src" / "app.py").read_text().endswith("41\n"), "a check runs nothing"
 
 
 def test_check_explain_prints_the_input_document_and_the_rules_fired(config: GatewayConfig) -> None:

@@ -247,6 +247,43 @@ async def test_a_huge_command_does_not_stall_the_others(live: Live, worker: Path
     assert sorted(done) == ["huge", "small"]
 
 
+def developer_attacks(live: Live) -> dict[str, str]:
+    """A developer works in the workspace itself, .git included: ways to make the gateway's own git (its
+    next checkpoint, `git add -A` outside the sandbox) run a clean filter of the agent's making."""
+    ran = live.outside / "filter-ran"
+    evil = f"git config -f {{config}} filter.evil.clean 'touch {ran}; cat' && echo '* filter=evil' > .gitattributes"
+    return {
+        # the audit's reproduction: the read-only config would move with a renamed .git
+        "rename": "mv .git .git-moved && cp -r .git-moved .git && " + evil.format(config=".git/config"),
+        # a commondir file sends git to a repository directory of the agent's making
+        "commondir": f"cp -r .git evil && {evil.format(config='evil/config')} && echo $PWD/evil > .git/commondir",
+        # a repository nested in the work tree has its own config; status would look inside it
+        "nested": (
+            "git init -q nested && cd nested && echo a > f && git add f && git -c user.name=a -c user.email=a@b "
+            f"commit -qm x && {evil.format(config='.git/config')} && echo b > f && cd .. && git add nested"
+        ),
+    }
+
+
+@pytest.mark.parametrize("attack", ["rename", "commondir", "nested"])
+async def test_a_developer_cannot_get_its_git_config_run_outside(live: Live, attack: str) -> None:
+    """A script (tier 2: only the sandbox stands in the way) plants the config; the gateway's next
+    checkpoint, git_status and git_diff must not run it."""
+    script = developer_attacks(live)[attack]
+    async with live.client("developer") as client:
+        await live.call(client, "fs_write", {"path": "probe.sh", "content": script + "\n"})
+        planted = await live.call(client, "shell_run", {"command": "bash probe.sh"})
+        assert "checkpoint" in planted.structured_content, text_of(planted)
+        (live.repo / "two.txt").write_text("x")
+        after = await live.call(client, "shell_run", {"command": "rm -f two.txt"})
+        assert not after.is_error and "checkpoint" in after.structured_content, text_of(after)
+        await live.call(client, "git_status", {})
+        await live.call(client, "git_diff", {})
+    assert not (live.outside / "filter-ran").exists(), "the agent's filter ran outside the sandbox"
+    live.assert_contained()
+    assert (live.repo / ".git" / "config").is_file() and Repo(live.repo).is_repo()
+
+
 def test_a_rewritten_ledger_is_found(live: Live) -> None:
     """Someone with write access to the store (never an agent: the state dir is out of their reach) deletes
     a denial and recomputes the chain: `gateway ledger verify` still finds it."""

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import platform
+import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -322,3 +325,89 @@ def test_a_machine_the_filter_does_not_know_gets_no_sandbox(monkeypatch: pytest.
     sandbox = Sandbox(SandboxConfig())
     with pytest.raises(SandboxUnavailable, match="seccomp filter knows aarch64, x86_64, not 'riscv64'"):
         sandbox.command(sandbox.confine(writable=[], cwd=Path("/")), ["true"])
+
+
+async def test_a_developers_git_directory_stays_in_place_and_writable(dev: tuple[Gateway, str], repo: Path) -> None:
+    """The workspace's .git is a mount point: renamed, the read-only hooks and config inside it would go
+    with it and a .git of the command's making would take its place, read by the gateway's own git."""
+    gateway, bearer = dev
+    script = """
+        mv .git moved 2>&1; echo mv=$?
+        mv .git/hooks .git/hooks-moved 2>&1; echo hooks=$?
+        git update-ref refs/heads/side HEAD && echo ref-moved
+    """
+    result = await run_script(gateway, bearer, script)
+    out = result["stdout"] + result["stderr"]
+    assert "mv=0" not in out and "hooks=0" not in out and "busy" in out, out
+    assert (repo / ".git" / "config").is_file() and not (repo / "moved").exists()
+    assert "ref-moved" in out and Repo(repo).run("rev-parse", "refs/heads/side").strip()  # still writable
+
+
+def test_the_gateways_git_ignores_a_commondir_file(repo: Path) -> None:
+    """A commondir file inside .git would send git to a config of the writer's making (a clean filter the
+    gateway's next `git add` runs); the gateway's git takes the repository from the layout instead."""
+    evil = repo / "evil"
+    shutil.copytree(repo / ".git", evil)
+    ran = repo.parent / "filter-ran"
+    (evil / "config").write_text(f'[filter "evil"]\n\tclean = "touch {ran}; cat"\n')
+    (repo / ".git" / "commondir").write_text(f"{evil}\n")
+    (repo / ".gitattributes").write_text("* filter=evil\n")
+    (repo / "new.txt").write_text("new\n")
+    Repo(repo).run("add", "-A")
+    assert not ran.exists()
+    assert Repo(repo).run("rev-parse", "--git-common-dir").strip() == str(repo / ".git")
+
+
+def test_the_gateways_git_never_looks_into_a_nested_repository(repo: Path) -> None:
+    """A repository the agent made inside the work tree has the agent's config: status and diff in the
+    outer one would run its clean filter outside the sandbox."""
+    nested = repo / "nested"
+    inner = Repo(nested)
+    nested.mkdir()
+    inner.run("init", "-q")
+    ran = repo.parent / "filter-ran"
+    (nested / "f").write_text("a\n")
+    inner.run("add", "f")
+    inner.run("commit", "-q", "-m", "inner")
+    Repo(repo).run("add", "nested")  # recorded as a gitlink, as a submodule would be
+    (nested / ".git" / "config").write_text(f'[filter "evil"]\n\tclean = "touch {ran}; cat"\n')
+    (nested / ".gitattributes").write_text("* filter=evil\n")
+    (nested / "f").write_text("b\n")  # the same size: git must read the file, through the filter
+    Repo(repo).run("status", "--porcelain=v1", "--branch", "--untracked-files=all")
+    Repo(repo).run("diff", "--no-ext-diff", "HEAD")
+    assert not ran.exists()
+
+
+async def test_limits_stop_a_busy_loop(config: Any, home: Path) -> None:
+    """Killed by the CPU-time limit (SIGKILL at the hard limit, SIGXCPU before it), not by the timeout."""
+    config = reconfigure(config, sandbox={"cpu_s": 1})
+    add_role(config, "dev", ["fs_*", "shell_run"], max_tier=2)
+    gateway = Gateway(config)
+    result = await run_script(gateway, token(config, "dev"), "sh -c 'while :; do :; done'; echo rc=$?\n")
+    assert re.search(r"rc=(137|152)", result["stdout"]) and not result["timed_out"], result
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="RLIMIT_NPROC does not bind root (Linux exempts it)")
+async def test_limits_stop_a_fork_bomb(config: Any, home: Path) -> None:
+    config = reconfigure(config, sandbox={"processes": 16})
+    add_role(config, "dev", ["fs_*", "shell_run"], max_tier=2)
+    gateway = Gateway(config)
+    result = await run_script(gateway, token(config, "dev"), f"python3 - <<'EOF'\n{FORKS}EOF\n")
+    assert "limit hit" in result["stdout"] and "forked 64" not in result["stdout"], result
+
+
+# Forks children that wait on a pipe until the parent is done, counting until a fork is refused.
+FORKS = """
+import os
+r, w = os.pipe()
+n = 0
+try:
+    for n in range(64):
+        if os.fork() == 0:
+            os.close(w); os.read(r, 1); os._exit(0)
+    n = 64
+except OSError:
+    print("limit hit")
+os.close(w)
+print("forked", n)
+"""
