@@ -41,9 +41,10 @@ QUIET_FETCH = ("-c", "gc.auto=0", "-c", "maintenance.auto=false", "fetch", "--qu
 class Vault:
     """A bare repository in the state dir with a copy of every git checkpoint's objects.
 
-    Each direction runs git on the gateway's side of the copy, with ``SAFE_CONFIG``: the vault fetches
-    from the workspace (only ``upload-pack`` runs there, which runs no hooks), and a rollback's workspace
-    fetches from the vault (whose config and hooks are the gateway's).
+    Each direction is driven by the workspace's git (``Repo.run``: ``SAFE_CONFIG``, and the repository
+    directory pinned from the layout, so a ``commondir`` file an agent planted is not followed): it pushes
+    a checkpoint in, and a rollback fetches it back. The other end of both is git in the vault, whose config
+    and hooks are the gateway's.
 
         vault = Vault(state_dir / "checkpoints" / "vault.git")
         vault.keep(Repo(workspace), "cp-1a2b3c", keep_commit)      # after update-ref refs/gateway/checkpoints/cp-1a2b3c
@@ -61,8 +62,10 @@ class Vault:
         if not (self.path / "HEAD").exists():
             self.path.mkdir(parents=True, exist_ok=True)
             self.repo.run("init", "--bare", "--quiet")
+            for key in ("gc.auto", "receive.autogc"):  # the vault keeps everything; nothing prunes it
+                self.repo.run("config", key, "0" if key == "gc.auto" else "false")
         ref = self.PREFIX + checkpoint_id
-        self.repo.run(*QUIET_FETCH, str(workspace.root), f"+{REF_PREFIX}{checkpoint_id}:{ref}")
+        workspace.run("push", "--quiet", "--no-verify", str(self.path), f"+{commit}:{ref}")
         if self.repo.run("rev-parse", "--verify", "-q", ref, check=False).strip() != commit:
             raise GitError(f"the checkpoint {checkpoint_id} did not reach the vault {self.path}")
 
