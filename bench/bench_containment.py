@@ -213,13 +213,13 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(figures, indent=2))
         return 0
     print("sandbox: a command as shell_run runs it, unconfined and in bubblewrap (p50 / p95 ms)")
-    for row in figures["sandbox"]:
+    for row in figures.get("sandbox", []):
         print(
             f"  {row['command']:32} {row['unconfined_p50_ms']:7.2f} -> {row['sandbox_p50_ms']:7.2f} / "
             f"{row['sandbox_p95_ms']:7.2f}   +{row['adds_p50_ms']:.2f} ms  ({row['ratio']:.2f}x)"
         )
     print("decisions: describe + decide, in this process vs in the worker processes (p50 ms, workers p99)")
-    for row in figures["decisions"]:
+    for row in figures.get("decisions", []):
         print(
             f"  {row['command']:46} {row['inline_p50_ms']:6.2f}  {row['workers_p50_ms']:6.2f}  "
             f"p99 {row['workers_p99_ms']:6.2f}"
