@@ -4,8 +4,9 @@ Run by hand (it is not a test, and nothing asserts on its numbers):
 
     .venv/bin/python bench/bench_containment.py             # about a minute
     .venv/bin/python bench/bench_containment.py --runs 100 --json
+    .venv/bin/python bench/bench_containment.py --only checkpoint --runs 30
 
-Three sections, on a scratch workspace (``gateway init``):
+Four sections, on a scratch workspace (``gateway init``):
 
     sandbox     one command run as shell_run runs it (bash -c, output captured), unconfined and inside
                 bubblewrap, interleaved; p50 and p95 of each and the ratio
@@ -13,6 +14,8 @@ Three sections, on a scratch workspace (``gateway init``):
                 processes a running gateway uses (the round trip to a worker included)
     deadline    every case of the labelled policy corpus (tests/policy_corpus.yaml) described and decided as
                 a running gateway does it; the slowest against policy.deadline_s, and how many went over
+    checkpoint  one tier-2 checkpoint (snapshot, refs, vault) with its ``git add`` unconfined (the gateway
+                before the git wall: ``sandbox.mode: off``) and behind the wall, interleaved; p50 and p95
 """
 
 from __future__ import annotations
@@ -33,9 +36,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gateway.bootstrap import init_workspace  # noqa: E402
+from gateway.checkpoints import Checkpoints  # noqa: E402
+from gateway.config import SandboxConfig  # noqa: E402
 from gateway.pipeline import Call  # noqa: E402
 from gateway.repo import Repo  # noqa: E402
 from gateway.runtime import Gateway  # noqa: E402
+from gateway.sandbox import Sandbox  # noqa: E402
 from gateway.tools.shell import run_command, run_confined, sandbox_env  # noqa: E402
 from gateway.types import Origin, Principal  # noqa: E402
 
@@ -157,15 +163,42 @@ async def deadline_section(gateway: Gateway) -> dict[str, Any]:
     }
 
 
+def checkpoint_section(gateway: Gateway, runs: int) -> dict[str, Any]:
+    root = gateway.config.workspace
+    for n in range(50):  # a small project: 50 files in 5 directories, one changed before each checkpoint
+        (root / "src" / f"m{n % 5}").mkdir(exist_ok=True)
+        (root / "src" / f"m{n % 5}" / f"f{n}.py").write_text(f"x = {n}\n" * 20)
+    walled = gateway.checkpoints
+    bare = Checkpoints(gateway.db, gateway.config.checkpoints_dir, Sandbox(SandboxConfig(mode="off")))
+    times: dict[str, list[float]] = {"unconfined": [], "walled": []}
+    for i in range(runs + 3):
+        for name, checkpoints in (("unconfined", bare), ("walled", walled)):
+            (root / "src" / "app.py").write_text(f"def answer():\n    return {i}\n")
+            began = time.perf_counter()
+            checkpoints.take(root, f"bench-{name}-{i}", paths=[])
+            if i >= 3:
+                times[name].append(time.perf_counter() - began)
+    bare_p50, walled_p50 = statistics.median(times["unconfined"]), statistics.median(times["walled"])
+    return {
+        "unconfined_p50_ms": bare_p50 * 1000,
+        "walled_p50_ms": walled_p50 * 1000,
+        "walled_p95_ms": quantile(times["walled"], 0.95) * 1000,
+        "adds_p50_ms": (walled_p50 - bare_p50) * 1000,
+    }
+
+
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     repo = scratch()
     config = init_workspace(repo)
     inline, isolated = Gateway(config, isolated=False), Gateway(config)
+    if args.only == "checkpoint":
+        return {"checkpoint": checkpoint_section(inline, args.runs)}
     async with isolated.running():
         return {
             "sandbox": await sandbox_section(inline, args.runs),
             "decisions": await decisions_section(inline, isolated, args.runs),
             "deadline": await deadline_section(isolated),
+            "checkpoint": checkpoint_section(inline, args.runs),
         }
 
 
@@ -173,23 +206,31 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=60, help="timed runs per command (default 60)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--only", choices=["checkpoint"], help="run one section")
     args = parser.parse_args(argv)
     figures = anyio.run(main_async, args)
     if args.json:
         print(json.dumps(figures, indent=2))
         return 0
     print("sandbox: a command as shell_run runs it, unconfined and in bubblewrap (p50 / p95 ms)")
-    for row in figures["sandbox"]:
+    for row in figures.get("sandbox", []):
         print(
             f"  {row['command']:32} {row['unconfined_p50_ms']:7.2f} -> {row['sandbox_p50_ms']:7.2f} / "
             f"{row['sandbox_p95_ms']:7.2f}   +{row['adds_p50_ms']:.2f} ms  ({row['ratio']:.2f}x)"
         )
     print("decisions: describe + decide, in this process vs in the worker processes (p50 ms, workers p99)")
-    for row in figures["decisions"]:
+    for row in figures.get("decisions", []):
         print(
             f"  {row['command']:46} {row['inline_p50_ms']:6.2f}  {row['workers_p50_ms']:6.2f}  "
             f"p99 {row['workers_p99_ms']:6.2f}"
         )
+    c = figures["checkpoint"]
+    print(
+        f"checkpoint: git add unconfined {c['unconfined_p50_ms']:.1f} ms -> behind the wall "
+        f"{c['walled_p50_ms']:.1f} ms (p95 {c['walled_p95_ms']:.1f}), +{c['adds_p50_ms']:.1f} ms p50"
+    )
+    if "deadline" not in figures:
+        return 0
     d = figures["deadline"]
     print(
         f"deadline: {d['cases']} corpus cases as a running gateway decides them: p50 {d['p50_ms']:.2f} ms, "

@@ -11,7 +11,7 @@ sandbox shows) fetches it, so deleting ``refs/gateway/*``, expiring the reflog a
 lose nothing: ``rollback`` fetches the objects back first. Outside git, the files the call names are
 copied into the state dir.
 
-    checkpoints = Checkpoints(db, state_dir / "checkpoints")
+    checkpoints = Checkpoints(db, state_dir / "checkpoints", sandbox)
     cp = checkpoints.take(workspace_root, call_id, paths=["src/a.py"])   # {"id", "kind", "ref", ...}
     checkpoints.rollback(cp["id"])              # the tree, index, refs and stashes as they were
 """
@@ -30,6 +30,7 @@ from gateway.errors import ConfigError, ToolFailed
 from gateway.ledger.chain import utc_now
 from gateway.ledger.store import Store
 from gateway.repo import GitError, Repo
+from gateway.sandbox import Sandbox
 from gateway.types import JSONObject
 
 REF_PREFIX = "refs/gateway/checkpoints/"
@@ -80,9 +81,10 @@ class Vault:
 
 
 class Checkpoints:
-    def __init__(self, db: Store, directory: Path) -> None:
+    def __init__(self, db: Store, directory: Path, sandbox: Sandbox) -> None:
         self.db = db
         self.directory = directory
+        self.sandbox = sandbox  # the snapshot reads the agent's tree behind its wall
         self.vault = Vault(directory / "vault.git")
 
     def take(self, root: Path, call_id: str, paths: list[str], exclude: Sequence[str] = ()) -> JSONObject:
@@ -90,7 +92,9 @@ class Checkpoints:
         checkpoint_id = "cp-" + secrets.token_hex(6)
         repo = Repo(root)
         if repo.is_repo():
-            commit = snapshot(repo, f"gateway checkpoint {checkpoint_id} before call {call_id}", list(exclude))
+            commit = snapshot(
+                repo, f"gateway checkpoint {checkpoint_id} before call {call_id}", list(exclude), self.sandbox
+            )
             detail: JSONObject = {"commit": commit, "exclude": list(exclude)}
             if (root / ".git").is_dir():
                 # a repository's own checkout: a command there can move refs, the index and stashes. In a
@@ -189,17 +193,21 @@ class Checkpoints:
         return saved
 
 
-def snapshot(repo: Repo, message: str, exclude: list[str]) -> str:
-    """A commit of the working tree as it is now, through a throwaway index."""
+def snapshot(repo: Repo, message: str, exclude: list[str], sandbox: Sandbox) -> str:
+    """A commit of the working tree as it is now, through a throwaway index. Only ``git add`` reads the
+    work tree: it runs behind the sandbox's wall, writing nothing but objects and the throwaway index (a
+    directory swapped for a symlink to the gateway's keys leads nowhere in there). The rest reads and
+    writes only the index and objects, outside."""
     with tempfile.TemporaryDirectory() as tmp:
         index = os.path.join(tmp, "index")
         env = {"GIT_INDEX_FILE": index}
         head = repo.run("rev-parse", "--verify", "-q", "HEAD", check=False).strip()
         if head:
             repo.run("read-tree", head, env=env)
-        if exclude:
-            repo.run("rm", "-q", "--cached", "--ignore-unmatch", "--", *exclude, env=env)
-        repo.run("add", "-A", "--", ".", *[f":(exclude,literal){p}" for p in exclude], env=env)
+        if exclude:  # from the index only: --force-remove never looks at the work tree (git rm would)
+            repo.run("update-index", "--force-remove", "--", *exclude, env=env)
+        walled = Repo(repo.root, wall=sandbox.git_wall(repo.root, writes=[git_path(repo, "objects"), Path(tmp)]))
+        walled.run("add", "-A", "--", ".", *[f":(exclude,literal){p}" for p in exclude], env=env)
         tree = repo.run("write-tree", env=env).strip()
     parents = ["-p", head] if head else []
     return repo.run("commit-tree", tree, *parents, "-m", message).strip()
@@ -275,6 +283,11 @@ def restore(repo: Repo, commit: str, exclude: list[str]) -> JSONObject:
     for rel in removed:
         (repo.root / rel).unlink(missing_ok=True)
     return {"commit": commit, "restored": sorted(then), "removed": removed}
+
+
+def git_path(repo: Repo, name: str) -> Path:
+    """Where the repository keeps ``name`` ("objects", "index"): what a walled ``git add`` may write."""
+    return repo.root / repo.run("rev-parse", "--git-path", name).strip()
 
 
 def _worktree_files(repo: Repo) -> list[str]:

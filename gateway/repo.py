@@ -10,12 +10,21 @@ config is the agent's too).
     repo = Repo(Path("/work/repo"))
     out = repo.run("status", "--porcelain=v1")            # raises GitError on a non-zero exit
     out = await repo.arun("log", "--max-count=5")         # the same, off the event loop
+
+Git walks a work tree with lstat, then opens by path: an agent that swaps a directory for a symlink in
+between makes an unconfined git read what the link points to (the gateway's keys, into a blob or a diff).
+So git over a tree an agent can write runs behind a ``wall`` (gateway/sandbox.py ``Sandbox.git_wall``),
+where the gateway's state is not there to be read:
+
+    walled = Repo(worktree, wall=sandbox.git_wall(worktree, writes=[objects_dir]))
+    walled.run("add", "-A")
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import anyio
@@ -38,6 +47,10 @@ SAFE_CONFIG = (
     "-c",
     "diff.ignoreSubmodules=dirty",  # status/diff would run git, and its filters, inside a nested repository
 )
+
+
+# A git argv -> the argv that runs it inside the sandbox (Sandbox.git_wall)
+Wall = Callable[[Sequence[str]], list[str]]
 
 
 class GitError(ToolFailed):
@@ -67,8 +80,9 @@ def common_dir(root: Path) -> Path | None:
 
 
 class Repo:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, wall: Wall | None = None) -> None:
         self.root = root
+        self.wall = wall  # every command of this Repo runs inside it (the gateway's own git, confined)
 
     def run(self, *args: str, check: bool = True, input: str | None = None, env: dict[str, str] | None = None) -> str:
         environ = {
@@ -84,8 +98,9 @@ class Repo:
         common = common_dir(self.root)
         if common is not None:
             environ["GIT_COMMON_DIR"] = str(common)  # overrides any commondir file inside the gitdir
+        argv = ["git", *SAFE_CONFIG, "-C", str(self.root), *args]
         proc = subprocess.run(
-            ["git", *SAFE_CONFIG, "-C", str(self.root), *args],
+            self.wall(argv) if self.wall is not None else argv,
             capture_output=True,
             text=True,
             env=environ,

@@ -137,14 +137,14 @@ class Gateway:
         self.sandbox = Sandbox(config.sandbox, hidden=[*config.secret_paths(), config.worktrees])
         self.egress = Egress(self.ledger)  # the way out for a command whose decision allowed egress
         self.approvals = Approvals(self.db, self.ledger, ttl_s=config.approvals.ttl_s)
-        self.checkpoints = Checkpoints(self.db, config.checkpoints_dir)
+        self.checkpoints = Checkpoints(self.db, config.checkpoints_dir, self.sandbox)
         # the verification commands the gateway runs itself are judged by self.judge (built below) when run
         self.verification = Verification(self.judge_call, self.sandbox, config)
         self.board = TaskBoard(self.db, self.ledger, self.engine, config, self.verification)
         local = [
             *file_tools(config.limits),
             *shell_tools(config.limits, config.shell, self.sandbox, self.egress),
-            *git_tools(),
+            *git_tools(self.sandbox),
             *task_tools(self.board),
         ]
         unprefixed = any(not upstream.prefixed for upstream in config.upstreams.values())

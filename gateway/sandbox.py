@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 import shutil
 import subprocess
@@ -44,6 +45,7 @@ from typing import Literal
 from gateway import egress_inside, seccomp
 from gateway.config import SandboxConfig
 from gateway.errors import ToolFailed
+from gateway.repo import Wall, common_dir
 from gateway.types import JSONObject
 
 ANY_HOST = "*"  # network: the whole network (an upstream server the operator lets out), not a host list
@@ -174,6 +176,25 @@ class Sandbox:
             hidden=self.hidden,
             limits=limits,
         )
+
+    def git_wall(self, root: Path, writes: Sequence[Path] = ()) -> Wall:
+        """The wall around the gateway's own git over a tree an agent can write (``Repo(root, wall=...)``).
+
+        git lists a directory and then opens what it listed by path, so a directory the agent swaps for a
+        symlink in between would make an unconfined git read the link's target; in here the gateway's state,
+        other worktrees and key files are not there to be read. ``root`` is read-only, and so is the
+        repository, except ``writes`` (what git must write: the objects dir, a temporary index's dir).
+
+            wall = sandbox.git_wall(worktree, writes=[common / "objects", index_dir])
+            Repo(worktree, wall=wall).run("add", "-A")
+        """
+        real = Path(os.path.realpath(root))
+        repository = common_dir(real)
+        # a task's worktree lies in the hidden worktrees dir: bound back in, then read-only again
+        back = [real] if any(_within(real, h) for h in self.hidden) else []
+        visible = [real, *([repository] if repository else [])]
+        confinement = self.confine(writable=[*back, *writes], cwd=real, protect=back, visible=visible)
+        return functools.partial(self.command, confinement)
 
     def command(self, confinement: Confinement, argv: Sequence[str], egress: Path | None = None) -> list[str]:
         """The argv that runs ``argv`` inside ``confinement``; raises SandboxUnavailable when it cannot.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,9 +18,13 @@ from typing import Any
 import pytest
 from conftest import add_role, inproc_client, ledger_rows, text_of, token
 
+from gateway.config import SandboxConfig
 from gateway.effects.beneath import Beneath
 from gateway.effects.paths import Workspace
 from gateway.errors import PathChanged, PathOutsideWorkspace, ToolFailed
+from gateway.repo import GitError, Repo
+from gateway.sandbox import Sandbox
+from gateway.tasks.worktrees import commit_all, prepare_worktree
 
 SECRET = b"-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIK3y\n-----END PRIVATE KEY-----\n"
 
@@ -281,3 +286,120 @@ async def test_the_red_teams_write_race_never_lands_in_the_state_dir(
             answers.append(text_of(await client.call_tool("fs_write", arguments)))
     assert {p.name: p.read_bytes() for p in roles.iterdir()} == before
     assert not [text for text in answers if "internal gateway error" in text]
+
+
+# --- the gateway's own git over a tree an agent writes: behind the sandbox's wall
+
+
+def all_objects(repository: Path) -> bytes:
+    """Every object's bytes in a repository (loose and packed, reachable or not)."""
+    done = subprocess.run(
+        ["git", "-C", str(repository), "cat-file", "--batch-all-objects", "--batch"], capture_output=True, check=True
+    )
+    return done.stdout
+
+
+def holds_the_key(data: bytes, key: bytes) -> bool:
+    return b"PRIVATE KEY" in data or any(line.encode() in data for line in key_lines(key))
+
+
+@pytest.fixture
+def key_link(gateway: Any, repo: Path) -> str:
+    """src/keys in the workspace, a symlink to the gateway's real keys dir (as if swapped in for a directory);
+    answers the workspace path of the signing key through it."""
+    keys = gateway.config.keys_dir
+    os.symlink(keys, repo / "src" / "keys")
+    return f"src/keys/{(keys / 'active').read_text().strip()}.pem"
+
+
+def test_inside_the_git_wall_a_link_to_the_state_dir_leads_nowhere(
+    gateway: Any, repo: Path, key_link: str, signing_key: bytes
+) -> None:
+    """What makes the class harmless: git that follows the link inside finds nothing, while outside it
+    would read the key (hash-object opens by path, through a leading symlink, like git add in a race)."""
+    key_blob = Repo(repo).run("hash-object", "--", key_link).strip()  # outside the wall: the key, no write
+    walled = Repo(repo, wall=gateway.sandbox.git_wall(repo, writes=[repo / ".git" / "objects"]))
+    with pytest.raises(GitError, match="No such file"):
+        walled.run("hash-object", "-w", "--", key_link)
+    assert walled.run("hash-object", "-w", "--", "src/app.py").strip()  # the tree and the objects are there
+    assert Repo(repo).run("cat-file", "-t", key_blob, check=False).strip() == ""
+    assert not holds_the_key(all_objects(repo), signing_key)
+
+
+def test_a_checkpoint_with_a_link_to_the_keys_holds_no_key_byte(
+    gateway: Any, repo: Path, key_link: str, signing_key: bytes
+) -> None:
+    (repo / "src" / "app.py").write_text("def answer():\n    return 42\n")
+    checkpoint = gateway.checkpoints.take(repo, "call-1", paths=[])
+    commit = gateway.checkpoints.get(checkpoint["id"])["detail"]["commit"]
+    listing = Repo(repo).run("ls-tree", "-r", commit)
+    assert "120000 blob" in listing.split("src/keys")[0].splitlines()[-1]  # the link itself, as a link
+    assert not holds_the_key(all_objects(repo), signing_key)
+    assert not holds_the_key(all_objects(gateway.checkpoints.vault.path), signing_key)
+
+
+def test_the_reports_commit_of_a_worktree_with_a_link_to_the_keys_holds_no_key_byte(
+    gateway: Any, repo: Path, signing_key: bytes
+) -> None:
+    """The task's worktree lies in the worktrees dir the sandbox hides: the wall binds it back, read-only."""
+    worktree = gateway.config.worktrees / "T9"
+    prepare_worktree(Repo(repo), worktree, "task/T9", "main", gateway.sandbox)
+    (worktree / "src" / "new.py").write_text("x = 1\n")
+    os.symlink(gateway.config.keys_dir, worktree / "src" / "keys")
+    commit = commit_all(worktree, "T9: done\n", gateway.sandbox)
+    assert Repo(repo).run("show", f"{commit}:src/new.py") == "x = 1\n"
+    assert Repo(repo).run("ls-tree", commit, "src/keys").startswith("120000 blob")
+    assert not holds_the_key(all_objects(repo), signing_key)
+
+
+def test_the_git_wall_is_no_wall_when_the_sandbox_is_off(repo: Path) -> None:
+    """``sandbox.mode: off`` (already marked unconfined): the gateway's git runs as it did."""
+    wall = Sandbox(SandboxConfig(mode="off")).git_wall(repo, writes=[repo / ".git" / "objects"])
+    assert wall(["git", "status"]) == ["git", "status"]
+
+
+@pytest.fixture
+def git_reader(config: Any) -> str:
+    add_role(config, "reader", ["git_*"], max_tier=1)
+    return token(config, "reader", agent="r1")
+
+
+@pytest.mark.anyio
+async def test_git_diff_and_status_with_a_link_to_the_keys_return_no_key_byte(
+    git_reader: str, gateway: Any, repo: Path, key_link: str, signing_key: bytes
+) -> None:
+    (repo / "src" / "app.py").write_text("def answer():\n    return 42\n")
+    async with inproc_client(gateway, git_reader) as client:
+        status = text_of(await client.call_tool("git_status", {}))
+        diff = text_of(await client.call_tool("git_diff", {"ref": "HEAD"}))
+    assert "?? src/keys" in status and "return 42" in diff
+    assert not holds_the_key((status + diff).encode(), signing_key)
+
+
+def test_the_red_teams_checkpoint_race_never_puts_a_key_byte_in_the_object_store(
+    gateway: Any, repo: Path, signing_key: bytes, swapping: Any
+) -> None:
+    """src/d exchanged (renameat2) with a symlink to the real keys dir, over and over, while checkpoints are
+    taken: git add lists src/d as a directory, then opens its files through the link. Unconfined, this puts
+    the signing key into a blob within a few dozen checkpoints; behind the wall the link leads nowhere."""
+    src = repo / "src"
+    (src / "d").mkdir()
+    for n in range(5):
+        (src / "d" / f"f{n}").write_text("harmless\n")
+    os.symlink(gateway.config.keys_dir, src / "dl")
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def swap_once() -> None:
+        if libc.renameat2(-100, bytes(src / "d"), -100, bytes(src / "dl"), 2) != 0:  # RENAME_EXCHANGE
+            raise OSError(ctypes.get_errno(), "renameat2")
+
+    swapping(swap_once)
+    outcomes = []
+    for n in range(50):
+        try:
+            outcomes.append(gateway.checkpoints.take(repo, f"call-{n}", paths=[])["id"])
+        except GitError as exc:  # git tripped over the swap: no checkpoint, so the call would not run
+            outcomes.append(str(exc))
+    assert not holds_the_key(all_objects(repo), signing_key)
+    assert not holds_the_key(all_objects(gateway.checkpoints.vault.path), signing_key)
+    assert any(o.startswith("cp-") for o in outcomes)

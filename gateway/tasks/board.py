@@ -185,7 +185,9 @@ class TaskBoard:
             task = self.get(task["id"])  # the claim (or another repair) may have made it while we waited
             if task["state"] not in ("claimed", "reported", "verified") or _usable(task["worktree"]):
                 return False
-            prepare_worktree(self.repo, path, task["branch"], task["base_commit"], keep_work=True)
+            prepare_worktree(
+                self.repo, path, task["branch"], task["base_commit"], self.verification.sandbox, keep_work=True
+            )
             with self.db.transaction() as tx:
                 self._set(tx, task["id"], worktree=str(path))
                 self._event(tx, task["id"], "worktree_repaired", worktree=str(path), attempt=task["attempt"])
@@ -457,7 +459,7 @@ class TaskBoard:
 
         def prepare() -> None:
             with worktree_lock(self._worktree_lock(task_id)):
-                prepare_worktree(self.repo, path, task["branch"], base, save_as=saved)
+                prepare_worktree(self.repo, path, task["branch"], base, self.verification.sandbox, save_as=saved)
                 with self.db.transaction() as tx:
                     self._set(tx, task_id, worktree=str(path))
                     if saved and self.repo.run("rev-parse", "-q", "--verify", saved, check=False).strip():
@@ -502,7 +504,7 @@ class TaskBoard:
         worktree = Path(task["worktree"])
         message = f"{record.task_id}: {record.status} (attempt {task['attempt']})\n\nGateway-Task: {record.task_id}\n"
         message += f"Gateway-Record: {record.model_dump_json()}\n"
-        commit = await anyio.to_thread.run_sync(lambda: commit_all(worktree, message))
+        commit = await anyio.to_thread.run_sync(lambda: commit_all(worktree, message, self.verification.sandbox))
         files = await anyio.to_thread.run_sync(lambda: changed_files(self.repo, task["base_commit"], task["branch"]))
         manifest = task["manifest"]
         outside = await self._violations(manifest["allowed_paths"], files)

@@ -6,7 +6,7 @@ the previous attempt's work, committed or not, is kept under ``refs/gateway/atte
 record, and the worktree and branch are reset to the base.
 
 prepare_worktree(repo, worktrees / "T1", "task/T1", base, save_as="refs/gateway/attempts/T1/1")
-sha = commit_all(worktrees / "T1", "T1: record ...")
+sha = commit_all(worktrees / "T1", "T1: record ...", sandbox)
 changed_files(repo, base_commit, "task/T1")     # ["src/a.py", ...], deletions included
 """
 
@@ -20,8 +20,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from gateway.checkpoints import snapshot
+from gateway.checkpoints import git_path, snapshot
 from gateway.repo import Repo
+from gateway.sandbox import Sandbox
 
 ATTEMPTS_REF = "refs/gateway/attempts/"
 PROCESS_STARTED = time.time()  # a git lock file older than this outlived the process that took it
@@ -42,7 +43,13 @@ def worktree_lock(lock: Path) -> Iterator[None]:
 
 
 def prepare_worktree(
-    repo: Repo, path: Path, branch: str, base: str, save_as: str | None = None, keep_work: bool = False
+    repo: Repo,
+    path: Path,
+    branch: str,
+    base: str,
+    sandbox: Sandbox,
+    save_as: str | None = None,
+    keep_work: bool = False,
 ) -> Path:
     """The task's worktree on ``branch``, reset to ``base`` for a new attempt (``save_as`` keeps what the
     last attempt left, commits and uncommitted files alike); ``keep_work`` only makes sure it exists (a
@@ -56,7 +63,7 @@ def prepare_worktree(
         if save_as:
             left = tree.run("rev-parse", "HEAD").strip()
             if tree.run("status", "--porcelain", "--untracked-files=all").strip():
-                left = snapshot(tree, f"{branch}: what the attempt left uncommitted", [])
+                left = snapshot(tree, f"{branch}: what the attempt left uncommitted", [], sandbox)
             if left != base:
                 repo.run("update-ref", save_as, left)
         tree.run("checkout", "-q", "--force", "-B", branch, base)
@@ -73,10 +80,13 @@ def prepare_worktree(
     return path
 
 
-def commit_all(path: Path, message: str) -> str:
-    """Commit everything in the worktree (the worker never commits itself); answers the new HEAD."""
+def commit_all(path: Path, message: str, sandbox: Sandbox) -> str:
+    """Commit everything in the worktree (the worker never commits itself); answers the new HEAD.
+    ``git add`` reads the worker's files behind the sandbox's wall (writing only objects and the
+    worktree's index); the commit, which reads the index and moves the branch, runs outside."""
     tree = Repo(path)
-    tree.run("add", "-A")
+    writes = [git_path(tree, "objects"), git_path(tree, "index").parent]
+    Repo(path, wall=sandbox.git_wall(path, writes=writes)).run("add", "-A")
     tree.run("commit", "-q", "--allow-empty", "--no-verify", "-F", "-", input=message)
     return tree.run("rev-parse", "HEAD").strip()
 

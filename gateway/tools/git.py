@@ -1,6 +1,9 @@
 """Built-in read-only git tools: git_status, git_diff, git_log, for the workspace's repository.
 
-specs = git_tools()
+git reads the agent's files (status and diff compare them) behind the sandbox's wall, read-only: a
+directory the agent swaps for a symlink to the gateway's state leads nowhere in there.
+
+specs = git_tools(sandbox)
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from pydantic import Field
 
 from gateway.errors import InvalidArguments
 from gateway.repo import Repo
+from gateway.sandbox import Sandbox
 from gateway.tools.base import Arguments, builtin, text_result
 from gateway.types import ToolInvocation, ToolSpec
 
@@ -43,9 +47,12 @@ def _revision(value: str) -> str:
     return value
 
 
-def git_tools() -> list[ToolSpec]:
+def git_tools(sandbox: Sandbox) -> list[ToolSpec]:
+    def walled(inv: ToolInvocation) -> Repo:
+        return Repo(inv.workspace.root, wall=sandbox.git_wall(inv.workspace.root))
+
     async def git_status(args: StatusArgs, inv: ToolInvocation) -> mt.CallToolResult:
-        out = await Repo(inv.workspace.root).arun("status", "--porcelain=v1", "--branch", "--untracked-files=all")
+        out = await walled(inv).arun("status", "--porcelain=v1", "--branch", "--untracked-files=all")
         return text_result(out or "clean")
 
     async def git_diff(args: DiffArgs, inv: ToolInvocation) -> mt.CallToolResult:
@@ -56,14 +63,14 @@ def git_tools() -> list[ToolSpec]:
             argv.append(_revision(args.ref))
         argv.append("--")
         argv += [inv.workspace.display(inv.workspace.resolve(p)) for p in args.paths]
-        out = await Repo(inv.workspace.root).arun(*argv)
+        out = await walled(inv).arun(*argv)
         return text_result(out or "no differences")
 
     async def git_log(args: LogArgs, inv: ToolInvocation) -> mt.CallToolResult:
         argv = ["log", f"--max-count={args.max_count}", "--no-color", "--format=%H %ad %an%n    %s", "--date=iso"]
         if args.path:
             argv += ["--", inv.workspace.display(inv.workspace.resolve(args.path))]
-        out = await Repo(inv.workspace.root).arun(*argv)
+        out = await walled(inv).arun(*argv)
         return text_result(out or "no commits")
 
     return [
