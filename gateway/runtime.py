@@ -20,10 +20,7 @@ import structlog
 
 from gateway.approvals import Approvals, RequestStateSeal
 from gateway.checkpoints import Checkpoints
-from gateway.commit.ceremony import Ceremony
-from gateway.commit.executor import Committer
 from gateway.commit.intents import Intents
-from gateway.commit.merge import MergeQueue
 from gateway.commit.tools import ceremony_tools, intent_tools
 from gateway.config import GatewayConfig, PolicyConfig, UpstreamConfig
 from gateway.effects.paths import Workspace
@@ -70,6 +67,9 @@ from gateway.tools.shell import shell_tools
 from gateway.types import Decision, JSONObject, Origin, Principal, ToolSpec
 
 if TYPE_CHECKING:
+    from gateway.commit.ceremony import Ceremony
+    from gateway.commit.executor import Committer
+    from gateway.commit.merge import MergeQueue
     from gateway.identity.external import ExternalIssuer
     from gateway.tools.upstream import UpstreamPool
 
@@ -165,11 +165,9 @@ class Gateway:
         self.catalog = Catalog(local, lambda: self.pool, unprefixed)
         self.intents = Intents(self.db, self.ledger)
         self.leases = Leases(self.db)  # named locks in the store: one holder across every gateway process
-        self.queue = MergeQueue(config, self.ledger, self.leases, self.verification)
-        self.committer = Committer(self.intents, self.board, self.catalog, config, self.queue)
-        self.catalog.add(intent_tools(self.intents, self.committer, self.board, self.catalog))
-        self.ceremony = Ceremony(self.board, self.intents, self.committer, self.ledger)
-        self.catalog.add(ceremony_tools(self.ceremony))
+        # the committer, merge queue and ceremony are made on first use (below): a decision needs none of them
+        self.catalog.add(intent_tools(self.intents, lambda: self.committer, self.board, self.catalog))
+        self.catalog.add(ceremony_tools(lambda: self.ceremony))
         self.deadletters = DeadLetters(self.db, self.ledger)  # handoffs refused as malformed, kept whole
         # escalations pushed to people (gateway.yaml notify); one pass at a time across processes
         self.notifier = Notifier(config.notify, self.ledger, self.leases)
@@ -222,6 +220,24 @@ class Gateway:
             self.upstream_confinement,
             max_read_bytes=self.config.limits.max_read_bytes,
         )
+
+    @functools.cached_property
+    def queue(self) -> MergeQueue:
+        from gateway.commit.merge import MergeQueue
+
+        return MergeQueue(self.config, self.ledger, self.leases, self.verification)
+
+    @functools.cached_property
+    def committer(self) -> Committer:
+        from gateway.commit.executor import Committer
+
+        return Committer(self.intents, self.board, self.catalog, self.config, self.queue)
+
+    @functools.cached_property
+    def ceremony(self) -> Ceremony:
+        from gateway.commit.ceremony import Ceremony
+
+        return Ceremony(self.board, self.intents, self.committer, self.ledger)
 
     async def judge_call(self, call: Call) -> Call:
         """A call decided, not run, and recorded (the verification commands use it before they run)."""

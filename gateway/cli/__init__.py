@@ -42,9 +42,24 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_CLOSED_PIPE
 
 
+def import_structlog_without_rich() -> None:
+    """Import structlog with ``import rich`` failing for that moment only: structlog.dev and
+    structlog.tracebacks import rich whenever it is installed (about 70 ms of a command's cold start) for
+    console tracebacks the gateway never renders (it logs JSON lines, gateway.telemetry.configure_logging).
+    Afterwards rich imports as usual (``gateway trace show`` prints with it)."""
+    if "structlog" in sys.modules or "rich" in sys.modules:
+        return
+    sys.modules["rich"] = None  # type: ignore[assignment]  # a None entry makes the import raise ImportError
+    try:
+        import structlog  # noqa: F401
+    finally:
+        del sys.modules["rich"]
+
+
 def run(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if args.command != "serve":  # serve sets its own level; stdout carries JSON (or MCP), logs go to stderr
+        import_structlog_without_rich()
         from gateway.telemetry import configure_logging
 
         configure_logging("warning")
