@@ -50,6 +50,7 @@ from gateway.pipeline import (
     Validate,
 )
 from gateway.policy.cache import DecisionCache
+from gateway.policy.checked import CheckedSources
 from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.engine import PolicyEngine, fired_rules
 from gateway.policy.isolated import IsolatedEngine
@@ -107,11 +108,16 @@ def decision_report(call: Call) -> JSONObject:
     return {**decision.model_dump(), "effects": call.effects.model_dump() if call.effects else None}
 
 
-def make_engine(config: PolicyConfig, data: JSONObject | PolicyData, isolated: bool = True) -> PolicyEngine:
+def make_engine(
+    config: PolicyConfig,
+    data: JSONObject | PolicyData,
+    isolated: bool = True,
+    checked: CheckedSources | None = None,
+) -> PolicyEngine:
     """The configured engine, behind the decision cache; the embedded one in worker processes with a deadline
     unless ``isolated`` is False (a single command that decides once: nothing else waits on it). ``data`` is
     the policy's data: the gateway's live roles (a role edit reloads the engine like a policy edit), or a
-    fixed document."""
+    fixed document. ``checked`` remembers the policy sources that passed the load's check (the state dir's)."""
     assert config.path is not None
     engine: PolicyEngine
     if config.engine == "opa":
@@ -119,9 +125,9 @@ def make_engine(config: PolicyConfig, data: JSONObject | PolicyData, isolated: b
 
         engine = OpaEngine(config.path, data, url=config.opa_url, token=config.opa_token, timeout=config.deadline_s)
     elif isolated:
-        engine = IsolatedEngine(config.path, data, workers=config.workers, deadline_s=config.deadline_s)
+        engine = IsolatedEngine(config.path, data, config.workers, config.deadline_s, checked)
     else:
-        return EmbeddedEngine(config.path, data)
+        return EmbeddedEngine(config.path, data, checked)
     if config.cache_ttl_s > 0:
         engine = DecisionCache(engine, ttl_s=config.cache_ttl_s, size=config.cache_size)
     return engine
@@ -145,7 +151,7 @@ class Gateway:
             config.identity.audience,
             external=self._external_issuer(),
         )
-        self.engine = make_engine(config.policy, self.roles, isolated)
+        self.engine = make_engine(config.policy, self.roles, isolated, CheckedSources(config.policy_checks_dir))
         self.workspace = Workspace(config.workspace, config.protected_paths())
         # every command run for an agent is confined; none may see the state, other worktrees or credentials
         self.sandbox = Sandbox(config.sandbox, hidden=[*config.secret_paths(), config.worktrees])
