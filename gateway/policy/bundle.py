@@ -95,9 +95,7 @@ class Bundle:
             raise
         except Exception as exc:
             raise BundleError(engine_message(exc)) from None
-        # the first engine this thread asks for: compiling the sources again would cost as much
-        self._compiled: regorus.Engine | None = engine
-        self._compiled_in = threading.get_ident()
+        self.compiled: regorus.Engine | None = engine  # LiveBundle takes it for this thread's decisions
 
     def engine(self) -> regorus.Engine:
         engine = regorus.Engine()
@@ -105,14 +103,6 @@ class Bundle:
             engine.add_policy(name, text)
         engine.add_data(self.data)
         return engine
-
-    def engine_for_thread(self) -> regorus.Engine:
-        """An engine for the calling thread: the one the load compiled, once, to the thread that made it
-        (regorus engines are bound to their thread); else a new one."""
-        if self._compiled is not None and self._compiled_in == threading.get_ident():
-            engine, self._compiled = self._compiled, None
-            return engine
-        return self.engine()
 
 
 class LiveBundle:
@@ -130,14 +120,22 @@ class LiveBundle:
     ) -> None:
         self.directory = directory
         self.data = policy_data(data)
+        self.checked = checked
+        self._local = threading.local()
         self.live = Reloading(
             bundle_look(directory, self.data),
-            lambda seen: Bundle(directory, self.data.document(), seen, checked),
+            self._load,
             (BundleError, OSError),
             on_change,
             interval=RELOAD_CHECK_S,  # read here, so a test may shorten it
         )
-        self._local = threading.local()
+
+    def _load(self, seen: Hashable) -> Bundle:
+        bundle = Bundle(self.directory, self.data.document(), seen, self.checked)
+        # the engine the load compiled decides in this thread (the one that loaded it: regorus engines are
+        # bound to their thread); compiling the sources again would cost as much
+        self._local.engine, self._local.bundle, bundle.compiled = bundle.compiled, bundle, None
+        return bundle
 
     @property
     def bundle(self) -> Bundle:
@@ -162,7 +160,7 @@ class LiveBundle:
         bundle = self.current()
         local = self._local
         if getattr(local, "bundle", None) is not bundle:
-            local.engine, local.bundle = bundle.engine_for_thread(), bundle
+            local.engine, local.bundle = bundle.engine(), bundle
         return local.engine
 
     def current(self, force: bool = False) -> Bundle:
