@@ -225,7 +225,9 @@ def test_relative_paths_in_gateway_yaml_are_relative_to_its_directory(config: Ga
 
 # --- a cold start imports only what the command needs ---------------------------------------------------
 
-HEAVY = ("mcp", "mcp_types", "starlette", "uvicorn", "httpx", "httpx2", "jsonschema", "jwt", "cryptography", "rich")
+HEAVY = ("mcp", "mcp_types", "starlette", "uvicorn", "httpx", "httpx2", "jsonschema", "jwt", "cryptography")
+# what structlog and the telemetry would import for features a decision does not use (gateway.cli, telemetry)
+HEAVY += ("rich", "greenlet", "opentelemetry")
 # what a decision never needs: the commit machinery is made on first use (gateway.runtime.Gateway.committer)
 UNUSED = ("gateway.commit.executor", "gateway.commit.merge", "gateway.commit.ceremony")
 
