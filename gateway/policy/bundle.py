@@ -95,7 +95,6 @@ class Bundle:
             raise
         except Exception as exc:
             raise BundleError(engine_message(exc)) from None
-        self.compiled: regorus.Engine | None = engine  # LiveBundle takes it for this thread's decisions
 
     def engine(self) -> regorus.Engine:
         engine = regorus.Engine()
@@ -120,22 +119,14 @@ class LiveBundle:
     ) -> None:
         self.directory = directory
         self.data = policy_data(data)
-        self.checked = checked
-        self._local = threading.local()
         self.live = Reloading(
             bundle_look(directory, self.data),
-            self._load,
+            lambda seen: Bundle(directory, self.data.document(), seen, checked),
             (BundleError, OSError),
             on_change,
             interval=RELOAD_CHECK_S,  # read here, so a test may shorten it
         )
-
-    def _load(self, seen: Hashable) -> Bundle:
-        bundle = Bundle(self.directory, self.data.document(), seen, self.checked)
-        # the engine the load compiled decides in this thread (the one that loaded it: regorus engines are
-        # bound to their thread); compiling the sources again would cost as much
-        self._local.engine, self._local.bundle, bundle.compiled = bundle.compiled, bundle, None
-        return bundle
+        self._local = threading.local()
 
     @property
     def bundle(self) -> Bundle:
