@@ -29,9 +29,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_once(argv: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, float]:
+def run_once(argv: list[str], stdin: bytes, env: dict[str, str], cwd: Path) -> tuple[float, float]:
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    # in the workspace, as Claude Code runs a hook: ``-m gateway`` imports from the working directory first,
+    # so a bench started from another tree's checkout would time that tree
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd
+    )
     assert proc.stdin is not None and proc.stderr is not None
     proc.stdin.write(stdin)
     proc.stdin.close()
@@ -87,15 +91,15 @@ def main() -> int:
             "gateway --help": ([*gateway, "--help"], b""),
         }
         for argv, stdin in commands.values():
-            run_once(argv, stdin, env)  # writes bytecode; not timed
+            run_once(argv, stdin, env, repo)  # writes bytecode (and remembers the policy's check); not timed
         times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
         for round_ in range(args.runs):
             names = list(commands)
             for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
-                times[name].append(run_once(*commands[name], env))
+                times[name].append(run_once(*commands[name], env, repo))
                 print(".", end="", file=sys.stderr, flush=True)
         print(file=sys.stderr)
-        hooked = http_hook(gateway, event, args.runs * 10, env)
+        hooked = http_hook(gateway, event, args.runs * 10, env, repo)
     base = statistics.median(w for w, _ in times["python -c pass"])
     figures = {}
     print(f"{'command':26} {'wall p50':>9} {'wall p90':>9} {'cpu p50':>8} {'cpu p90':>8} {'x python':>9}")
@@ -125,7 +129,7 @@ def main() -> int:
 
 
 def http_hook(
-    gateway: list[str], event: dict[str, Any], calls: int, env: dict[str, str]
+    gateway: list[str], event: dict[str, Any], calls: int, env: dict[str, str], cwd: Path
 ) -> dict[str, dict[str, float]]:
     """The event posted ``calls`` times to `gateway serve --http`'s hook endpoint, once unchanged and once
     with a new command each time: wall per answer (p50, p90) and the server's CPU per answer (mean, from
@@ -135,10 +139,11 @@ def http_hook(
     from gateway.process import free_port
 
     issued = subprocess.run([*gateway, "token", "issue", "--role", "developer", "--agent", "bench", "--json"],
-                            env=env, capture_output=True, text=True, check=True)  # fmt: skip
+                            env=env, cwd=cwd, capture_output=True, text=True, check=True)  # fmt: skip
     bearer = json.loads(issued.stdout)["token"]
     port = free_port()
-    server = subprocess.Popen([*gateway, "serve", "--http", f"127.0.0.1:{port}"], env=env, stderr=subprocess.DEVNULL)
+    serve = [*gateway, "serve", "--http", f"127.0.0.1:{port}"]
+    server = subprocess.Popen(serve, env=env, cwd=cwd, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
         with httpx2.Client(trust_env=False, timeout=30) as client:

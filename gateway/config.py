@@ -392,6 +392,11 @@ class GatewayConfig(Strict):
         return self.state / "checkpoints"
 
     @property
+    def policy_checks_dir(self) -> Path:
+        """Policy sources that passed the load's check, by digest (gateway/policy/checked.py)."""
+        return self.state / "policy-checks"
+
+    @property
     def decision_log_path(self) -> Path:
         return self.state / "decisions.jsonl"
 

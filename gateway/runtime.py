@@ -20,10 +20,7 @@ import structlog
 
 from gateway.approvals import Approvals, RequestStateSeal
 from gateway.checkpoints import Checkpoints
-from gateway.commit.ceremony import Ceremony
-from gateway.commit.executor import Committer
 from gateway.commit.intents import Intents
-from gateway.commit.merge import MergeQueue
 from gateway.commit.tools import ceremony_tools, intent_tools
 from gateway.config import GatewayConfig, PolicyConfig, UpstreamConfig
 from gateway.effects.paths import Workspace
@@ -53,6 +50,7 @@ from gateway.pipeline import (
     Validate,
 )
 from gateway.policy.cache import DecisionCache
+from gateway.policy.checked import CheckedSources
 from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.engine import PolicyEngine, fired_rules
 from gateway.policy.isolated import IsolatedEngine
@@ -71,6 +69,9 @@ from gateway.tools.shell import shell_tools
 from gateway.types import Decision, JSONObject, Origin, Principal, ToolSpec
 
 if TYPE_CHECKING:
+    from gateway.commit.ceremony import Ceremony
+    from gateway.commit.executor import Committer
+    from gateway.commit.merge import MergeQueue
     from gateway.identity.external import ExternalIssuer
     from gateway.tools.upstream import UpstreamPool
 
@@ -93,11 +94,16 @@ def decision_report(call: Call) -> JSONObject:
     return {**decision.model_dump(), "effects": call.effects.model_dump() if call.effects else None}
 
 
-def make_engine(config: PolicyConfig, data: JSONObject | PolicyData, isolated: bool = True) -> PolicyEngine:
+def make_engine(
+    config: PolicyConfig,
+    data: JSONObject | PolicyData,
+    isolated: bool = True,
+    checked: CheckedSources | None = None,
+) -> PolicyEngine:
     """The configured engine, behind the decision cache; the embedded one in worker processes with a deadline
     unless ``isolated`` is False (a single command that decides once: nothing else waits on it). ``data`` is
     the policy's data: the gateway's live roles (a role edit reloads the engine like a policy edit), or a
-    fixed document."""
+    fixed document. ``checked`` remembers the policy sources that passed the load's check (the state dir's)."""
     assert config.path is not None
     engine: PolicyEngine
     if config.engine == "opa":
@@ -105,9 +111,9 @@ def make_engine(config: PolicyConfig, data: JSONObject | PolicyData, isolated: b
 
         engine = OpaEngine(config.path, data, url=config.opa_url, token=config.opa_token, timeout=config.deadline_s)
     elif isolated:
-        engine = IsolatedEngine(config.path, data, workers=config.workers, deadline_s=config.deadline_s)
+        engine = IsolatedEngine(config.path, data, config.workers, config.deadline_s, checked)
     else:
-        return EmbeddedEngine(config.path, data)
+        return EmbeddedEngine(config.path, data, checked)
     if config.cache_ttl_s > 0:
         engine = DecisionCache(engine, ttl_s=config.cache_ttl_s, size=config.cache_size)
     return engine
@@ -131,7 +137,7 @@ class Gateway:
             config.identity.audience,
             external=self._external_issuer(),
         )
-        self.engine = make_engine(config.policy, self.roles, isolated)
+        self.engine = make_engine(config.policy, self.roles, isolated, CheckedSources(config.policy_checks_dir))
         self.workspace = Workspace(config.workspace, config.protected_paths())
         # every command run for an agent is confined; none may see the state, other worktrees or credentials
         self.sandbox = Sandbox(config.sandbox, hidden=[*config.secret_paths(), config.worktrees])
@@ -151,11 +157,9 @@ class Gateway:
         self.catalog = Catalog(local, lambda: self.pool, unprefixed)
         self.intents = Intents(self.db, self.ledger)
         self.leases = Leases(self.db)  # named locks in the store: one holder across every gateway process
-        self.queue = MergeQueue(config, self.ledger, self.leases, self.verification, self.intents)
-        self.committer = Committer(self.intents, self.board, self.catalog, config, self.queue)
-        self.catalog.add(intent_tools(self.intents, self.committer, self.board, self.catalog))
-        self.ceremony = Ceremony(self.board, self.intents, self.committer, self.ledger, self.judge_call)
-        self.catalog.add(ceremony_tools(self.ceremony))
+        # the committer, merge queue and ceremony are made on first use (below): a decision needs none of them
+        self.catalog.add(intent_tools(self.intents, lambda: self.committer, self.board, self.catalog))
+        self.catalog.add(ceremony_tools(lambda: self.ceremony))
         self.deadletters = DeadLetters(self.db, self.ledger)  # handoffs refused as malformed, kept whole
         # escalations pushed to people (gateway.yaml notify); one pass at a time across processes
         self.notifier = Notifier(config.notify, self.ledger, self.leases)
@@ -208,6 +212,24 @@ class Gateway:
             self.upstream_confinement,
             max_read_bytes=self.config.limits.max_read_bytes,
         )
+
+    @functools.cached_property
+    def queue(self) -> MergeQueue:
+        from gateway.commit.merge import MergeQueue
+
+        return MergeQueue(self.config, self.ledger, self.leases, self.verification, self.intents)
+
+    @functools.cached_property
+    def committer(self) -> Committer:
+        from gateway.commit.executor import Committer
+
+        return Committer(self.intents, self.board, self.catalog, self.config, self.queue)
+
+    @functools.cached_property
+    def ceremony(self) -> Ceremony:
+        from gateway.commit.ceremony import Ceremony
+
+        return Ceremony(self.board, self.intents, self.committer, self.ledger, self.judge_call)
 
     async def judge_call(self, call: Call) -> Call:
         """A call decided, not run, and recorded (the verification commands use it before they run)."""

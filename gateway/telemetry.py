@@ -10,7 +10,8 @@ Spans: one OpenTelemetry span per tools/call, following the MCP semantic convent
 trace (the task's or the session's, as in ``gateway trace show``) and its span id is the call's
 ``span_id`` in the ledger, so a collector's trace view and the ledger line up. Spans are exported over
 OTLP/HTTP only when ``telemetry.otlp_endpoint`` (gateway.yaml) or OTEL_EXPORTER_OTLP_ENDPOINT is set;
-otherwise the tracer is a no-op: no SDK provider, no exporter, no network.
+otherwise there is no tracer: no SDK provider, no exporter, no network, and OpenTelemetry is not even
+imported (a command hook's cold start would pay for it).
 
 The gateway keeps its own TracerProvider rather than the global one, so the MCP SDK's own server-span
 middleware (which uses the global provider) stays a no-op and each call is not traced twice.
@@ -35,9 +36,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import structlog
-from opentelemetry import trace
-from opentelemetry.context import Context
-from opentelemetry.trace import SpanKind, StatusCode
 
 from gateway import __version__
 from gateway.config import GatewayConfig, TelemetryConfig, expand_env
@@ -46,6 +44,7 @@ from gateway.policy.input import INPUT_VERSION, tool_facts
 from gateway.types import Decision, JSONObject
 
 if TYPE_CHECKING:
+    from opentelemetry import trace
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SpanExporter
 
@@ -140,7 +139,7 @@ class Telemetry:
         self.config = config
         self.decisions = decisions
         self.provider: TracerProvider | None = None
-        self.tracer: trace.Tracer = trace.NoOpTracer()
+        self.tracer: trace.Tracer | None = None  # made with the provider, when there is an exporter
         self.exporters: list[SpanExporter] = []
         self.endpoint = otlp_endpoint(config, environ)
         if self.endpoint is not None:
@@ -238,8 +237,11 @@ class Telemetry:
         call.detail["decision_id"] = entry["decision_id"]
 
     def _start(self, call: Call) -> trace.Span | None:
-        if self.provider is None:
+        if self.tracer is None:
             return None
+        from opentelemetry.context import Context
+        from opentelemetry.trace import SpanKind
+
         # the span starts when the call did: it is created at the end, once the trace (task or session) is known
         start_ns = time.time_ns() - int((time.perf_counter() - call.started) * 1e9)
         resolved = call.spec is not None  # an unknown name is not a low-cardinality span name
@@ -280,6 +282,8 @@ class Telemetry:
 
     @staticmethod
     def _end(span: trace.Span, call: Call) -> None:
+        from opentelemetry.trace import StatusCode
+
         attributes: dict[str, Any] = {"gateway.outcome": call.outcome or ("error" if call.error else "ok")}
         if call.spec is not None:
             attributes["gateway.tool.provider"] = call.spec.provider

@@ -24,8 +24,10 @@ import structlog
 import yaml
 from conftest import BIN, make_repo, state_of
 
+from gateway.errors import ConfigError
 from gateway.identity.roles import RoleSet
 from gateway.policy import bundle
+from gateway.policy.checked import CheckedSources
 from gateway.policy.embedded import EmbeddedEngine
 from gateway.types import Decision
 
@@ -251,6 +253,33 @@ def test_a_policy_that_does_not_compile_keeps_the_last_good_one(workspace: Path,
     tiers.write_text(good.replace('"ls", "cat",', '"cat",'))
     assert engine.decide_sync(ls_input(workspace)).tier == 2, "a fixed bundle is picked up"
     assert engine.status()["last_error"] is None
+
+
+def test_sources_that_passed_the_load_check_are_remembered_by_their_digest(
+    workspace: Path, live_policies: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checks: list[int] = []
+    check = bundle.undefined_calls
+    monkeypatch.setattr(bundle, "undefined_calls", lambda modules: checks.append(1) or check(modules))
+    checked = CheckedSources(tmp_path / "state" / "policy-checks")
+    roles = {"roles": RoleSet.load(state_of(workspace) / "roles").as_data()}
+    first = EmbeddedEngine(live_policies, roles, checked)
+    assert len(checks) == 1 and len(list(checked.directory.iterdir())) == 1, "a pass is remembered"
+    again = EmbeddedEngine(live_policies, roles, checked)  # the next command's load
+    assert len(checks) == 1, "the same sources are not checked again"
+    decision = again.decide_sync(ls_input(workspace))
+    assert decision == first.decide_sync(ls_input(workspace)) and decision.tier == 1, "it decides as the first"
+
+    # any edit is a new digest, checked again: a call to an undefined function is refused whatever was remembered
+    tiers = live_policies / "tiers.rego"
+    undefined_call = "\nfindings contains f if {\n\tsome cmd in effects.commands\n\tf := paths.nope(cmd)\n}\n"
+    tiers.write_text(
+        tiers.read_text().replace("import rego.v1\n", "import rego.v1\n\nimport data.gateway.paths\n", 1)
+        + undefined_call
+    )
+    with pytest.raises(ConfigError, match=r"undefined function data\.gateway\.paths\.nope"):
+        EmbeddedEngine(live_policies, roles, checked)
+    assert len(checks) == 2 and len(list(checked.directory.iterdir())) == 1, "only passes are remembered"
 
 
 def test_an_error_while_evaluating_is_a_deny(workspace: Path, live_policies: Path) -> None:

@@ -30,6 +30,7 @@ EXIT_ASK = 3
 EXIT_DENY = 4
 EXIT_INTERRUPTED = 130
 EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command killed by a closed pipe
+STRUCTLOG_EXTRAS = ("rich", "greenlet")  # what structlog imports when installed and the gateway never uses
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,9 +43,28 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_CLOSED_PIPE
 
 
+def import_structlog_plain() -> None:
+    """Import structlog with ``import rich`` and ``import greenlet`` failing for that moment only: structlog
+    imports each whenever it is installed, rich for console tracebacks (about 70 ms of a command's cold start)
+    and greenlet for the deprecated structlog.threadlocal, neither of which the gateway's logging uses (JSON
+    lines, gateway.telemetry.configure_logging). Afterwards both import as usual (``gateway trace show``
+    prints with rich)."""
+    if "structlog" in sys.modules:
+        return
+    blocked = [name for name in STRUCTLOG_EXTRAS if name not in sys.modules]
+    for name in blocked:
+        sys.modules[name] = None  # type: ignore[assignment]  # a None entry makes the import raise ImportError
+    try:
+        import structlog  # noqa: F401
+    finally:
+        for name in blocked:
+            del sys.modules[name]
+
+
 def run(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if args.command != "serve":  # serve sets its own level; stdout carries JSON (or MCP), logs go to stderr
+        import_structlog_plain()
         from gateway.telemetry import configure_logging
 
         configure_logging("warning")

@@ -330,11 +330,13 @@ def cmd_policy_eval(args: argparse.Namespace) -> int:
     import anyio
 
     from gateway.identity.roles import RoleSet
+    from gateway.policy.checked import CheckedSources
     from gateway.runtime import make_engine
 
     config = load_config(args)
     document = read_json(args.input, "the input document")
-    engine = make_engine(config.policy, {"roles": RoleSet.load(config.roles_dir).as_data()}, isolated=False)
+    roles = {"roles": RoleSet.load(config.roles_dir).as_data()}
+    engine = make_engine(config.policy, roles, isolated=False, checked=CheckedSources(config.policy_checks_dir))
     emit(anyio.run(engine.decide, document).model_dump())
     return 0
 

@@ -1,16 +1,19 @@
 """The commit-protocol tools of ARCHITECTURE.md section 5: intent_propose, intent_approve, intent_commit.
 
-specs = intent_tools(intents, committer, board, catalog)
+The committer and the ceremony are reached through a function, called when a tool runs: a process that
+only decides (``gateway check``, the command hook) never builds them nor imports their modules.
+
+specs = intent_tools(intents, lambda: gateway.committer, board, catalog)
+specs = ceremony_tools(lambda: gateway.ceremony)
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from gateway.commit.ceremony import Ceremony
-from gateway.commit.executor import Committer, check_arguments
 from gateway.commit.intents import Intents
 from gateway.tasks.board import TaskBoard
 from gateway.tasks.models import TaskId
@@ -20,6 +23,9 @@ from gateway.types import ToolInvocation, ToolSpec
 
 if TYPE_CHECKING:
     import mcp_types as mt
+
+    from gateway.commit.ceremony import Ceremony
+    from gateway.commit.executor import Committer
 
 
 class ProposeArgs(Arguments):
@@ -35,8 +41,12 @@ class IntentArgs(Arguments):
     intent_id: str = Field(pattern=r"^[0-9a-f]{64}$", description="The id intent_propose answered")
 
 
-def intent_tools(intents: Intents, committer: Committer, board: TaskBoard, catalog: Catalog) -> list[ToolSpec]:
+def intent_tools(
+    intents: Intents, committer: Callable[[], Committer], board: TaskBoard, catalog: Catalog
+) -> list[ToolSpec]:
     async def intent_propose(args: ProposeArgs, inv: ToolInvocation) -> mt.CallToolResult:
+        from gateway.commit.executor import check_arguments
+
         task = board.get(args.task_id)
         check_arguments(args.action, args.arguments, catalog)
         intent = intents.propose(
@@ -50,7 +60,7 @@ def intent_tools(intents: Intents, committer: Committer, board: TaskBoard, catal
         return json_result({"intent_id": approved["id"], "state": approved["state"]})
 
     async def intent_commit(args: IntentArgs, inv: ToolInvocation) -> mt.CallToolResult:
-        outcome = await committer.commit(args.intent_id, inv.principal, inv.progress)
+        outcome = await committer().commit(args.intent_id, inv.principal, inv.progress)
         return json_result(outcome, is_error=outcome["state"] != "committed")
 
     def tool(name: str, description: str, model: type[Any], fn: Any) -> ToolSpec:
@@ -86,9 +96,9 @@ class CeremonyArgs(Arguments):
     pass
 
 
-def ceremony_tools(ceremony: Ceremony) -> list[ToolSpec]:
+def ceremony_tools(ceremony: Callable[[], Ceremony]) -> list[ToolSpec]:
     async def merge_ceremony(args: CeremonyArgs, inv: ToolInvocation) -> mt.CallToolResult:
-        report = await ceremony.run(inv.principal, inv.progress)
+        report = await ceremony().run(inv.principal, inv.progress)
         return json_result(report, is_error=bool(report["left_out"]))
 
     return [

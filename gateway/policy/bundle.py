@@ -25,6 +25,7 @@ from typing import Any, cast
 
 import regorus
 
+from gateway.policy.checked import CheckedSources
 from gateway.policy.reload import (
     RELOAD_CHECK_S,
     Fingerprint,
@@ -63,9 +64,13 @@ class Bundle:
     """Policy sources and data, compiled once to prove they load.
 
     ``seen`` is what ``bundle_look`` saw before the files and data were read: it names the bundle
-    (``revision``), and a file or role changed while they are read is read again at the next look."""
+    (``revision``), and a file or role changed while they are read is read again at the next look.
+    ``checked`` remembers sources that passed the undefined-function check (a command that decides once
+    would spend a tenth of its start-up on it)."""
 
-    def __init__(self, directory: Path, data: dict[str, Any], seen: Hashable) -> None:
+    def __init__(
+        self, directory: Path, data: dict[str, Any], seen: Hashable, checked: CheckedSources | None = None
+    ) -> None:
         files, data_revision = cast(tuple[Fingerprint, str], seen)
         self.directory = directory
         self.data = data
@@ -78,9 +83,12 @@ class Bundle:
         self.data_revision = data_revision  # what a decision worker must hold to decide as this bundle does
         try:
             engine = self.engine()
-            undefined = undefined_calls(json.loads(engine.get_ast_as_json()))
-            if undefined:  # OPA refuses such a module when it is loaded; regorus only when a call reaches it
-                raise BundleError("; ".join(undefined[:3]))
+            if checked is None or not checked.passed(self.sources):
+                undefined = undefined_calls(json.loads(engine.get_ast_as_json()))
+                if undefined:  # OPA refuses such a module when it is loaded; regorus only when a call reaches it
+                    raise BundleError("; ".join(undefined[:3]))
+                if checked is not None:
+                    checked.remember(self.sources)
             engine.set_input({})
             engine.eval_rule(QUERY)  # unsafe variables and unknown functions only surface at evaluation
         except BundleError:
@@ -107,12 +115,13 @@ class LiveBundle:
         directory: Path,
         data: dict[str, Any] | PolicyData,
         on_change: Callable[[str | None], None] | None = None,
+        checked: CheckedSources | None = None,
     ) -> None:
         self.directory = directory
         self.data = policy_data(data)
         self.live = Reloading(
             bundle_look(directory, self.data),
-            lambda seen: Bundle(directory, self.data.document(), seen),
+            lambda seen: Bundle(directory, self.data.document(), seen, checked),
             (BundleError, OSError),
             on_change,
             interval=RELOAD_CHECK_S,  # read here, so a test may shorten it

@@ -18,6 +18,7 @@ import structlog
 
 from gateway.errors import ConfigError
 from gateway.policy.bundle import QUERY, BundleError, LiveBundle, engine_message
+from gateway.policy.checked import CheckedSources
 from gateway.policy.engine import engine_error, to_decision
 from gateway.policy.reload import PolicyData
 from gateway.types import Decision, JSONObject
@@ -25,7 +26,7 @@ from gateway.types import Decision, JSONObject
 log = structlog.get_logger("gateway.policy")
 
 
-def load_bundle(directory: Path, data: JSONObject | PolicyData) -> LiveBundle:
+def load_bundle(directory: Path, data: JSONObject | PolicyData, checked: CheckedSources | None = None) -> LiveBundle:
     """The bundle in force for an engine of this process; reloads are logged."""
 
     def reloaded(error: str | None) -> None:
@@ -35,7 +36,7 @@ def load_bundle(directory: Path, data: JSONObject | PolicyData) -> LiveBundle:
             log.error("policy reload failed; keeping the last good bundle", error=error)
 
     try:
-        return LiveBundle(directory, data, on_change=reloaded)
+        return LiveBundle(directory, data, on_change=reloaded, checked=checked)
     except BundleError as exc:
         raise ConfigError(f"policy bundle {directory} does not load: {exc}") from None
 
@@ -43,8 +44,8 @@ def load_bundle(directory: Path, data: JSONObject | PolicyData) -> LiveBundle:
 class EmbeddedEngine:
     name = "embedded"
 
-    def __init__(self, directory: Path, data: JSONObject | PolicyData) -> None:
-        self.live = load_bundle(directory, data)
+    def __init__(self, directory: Path, data: JSONObject | PolicyData, checked: CheckedSources | None = None) -> None:
+        self.live = load_bundle(directory, data, checked)
 
     @property
     def last_error(self) -> str | None:

@@ -31,6 +31,7 @@ import anyio
 import structlog
 
 from gateway.policy.bundle import QUERY, Bundle, LiveBundle
+from gateway.policy.checked import CheckedSources
 from gateway.policy.embedded import load_bundle
 from gateway.policy.engine import engine_error, to_decision
 from gateway.policy.reload import PolicyData
@@ -202,10 +203,17 @@ class IsolatedEngine:
 
     name = "embedded"
 
-    def __init__(self, directory: Path, data: JSONObject | PolicyData, workers: int, deadline_s: float) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        data: JSONObject | PolicyData,
+        workers: int,
+        deadline_s: float,
+        checked: CheckedSources | None = None,
+    ) -> None:
         # loaded here too: a bundle that never compiles stops the gateway at start, status() reads it, and
         # the workers decide as it does (its revision, and its data: the roles this process loaded)
-        self.live = load_bundle(directory, data)
+        self.live = load_bundle(directory, data, checked)
         self.pool = WorkerPool(self.live, workers)
         self.deadline_s = deadline_s
 
