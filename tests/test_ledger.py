@@ -224,12 +224,18 @@ def written(open_db: Opener, tmp_path: Path) -> Ledger:
     return ledger
 
 
-def test_cutting_rows_off_and_removing_the_head_is_found(open_db: Opener, tmp_path: Path) -> None:
-    ledger = written(open_db, tmp_path)
+def cut_and_remove_the_head(ledger: Ledger) -> Path:
+    """What one who can write the state dir does to hide the newest rows: delete them and the head file."""
     with ledger.db.transaction() as tx:
         tx.execute("DELETE FROM ledger WHERE seq > 3")
     assert ledger.seal is not None
     ledger.seal.head_path.unlink()
+    return ledger.seal.head_path
+
+
+def test_cutting_rows_off_and_removing_the_head_is_found(open_db: Opener, tmp_path: Path) -> None:
+    ledger = written(open_db, tmp_path)
+    cut_and_remove_the_head(ledger)
     report = ledger.verify()
     assert not report.ok and "head" in (report.reason or "") and "missing" in (report.reason or "")
 
@@ -266,12 +272,9 @@ def test_a_wiped_ledger_is_found(open_db: Opener, tmp_path: Path, head: str) -> 
 def test_a_removed_head_is_not_remade_by_the_next_append(open_db: Opener, tmp_path: Path) -> None:
     """Remade on append, the head would vouch for a ledger cut short (or stripped) just before."""
     ledger = written(open_db, tmp_path)
-    with ledger.db.transaction() as tx:
-        tx.execute("DELETE FROM ledger WHERE seq > 3")
-    assert ledger.seal is not None
-    ledger.seal.head_path.unlink()
+    head = cut_and_remove_the_head(ledger)
     ledger.append({"tool": "fs_read", "outcome": "ok"})
-    assert not ledger.seal.head_path.exists()
+    assert not head.exists()
     assert not ledger.verify().ok
 
 

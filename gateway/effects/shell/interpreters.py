@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from gateway.effects.shell import packages
 from gateway.effects.shell.ed_script import EdError, parse_ed
+from gateway.effects.shell.text import script_effects
 from gateway.effects.shell.walker import SHELLS, Call, Describer, Handler
 from gateway.effects.shell.words import Word, short
 
@@ -376,12 +377,7 @@ def _ed(d: Describer, call: Call) -> None:
         except EdError as exc:
             d.opaque(f"{call.name} script {short(text)} could not be read ({exc}): it may run commands or write files")
             return
-        for name in found.reads:
-            d.read(Word.of(name), call)
-        for name in found.writes:
-            d.write(Word.of(name), call)
-        for command in found.runs:
-            d.execute(call, command, f"{call.name} script runs commands (!): {short(command)}")
+        script_effects(d, call, found, f"{call.name} script runs commands (!)")
     elif call.ctx.stdin != "inherit":
         d.opaque(f"{call.name} reads editing commands (which may run programs) from stdin")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from gateway.effects.shell.awk_program import AwkError, scan_awk
 from gateway.effects.shell.files import reads
-from gateway.effects.shell.sed_script import SedError, parse_sed
+from gateway.effects.shell.sed_script import SedEffects, SedError, parse_sed
 from gateway.effects.shell.walker import Call, Describer, Handler
 from gateway.effects.shell.words import ASSIGNMENT, Word, short
 
@@ -96,13 +96,19 @@ def _sed_script(d: Describer, call: Call, scripts: list[Word]) -> None:
     except SedError as exc:
         d.opaque(f"sed script {raw} could not be parsed ({exc}): it may run commands or write files")
         return
+    script_effects(d, call, found, f"sed script {raw} runs commands (e)")
+
+
+def script_effects(d: Describer, call: Call, found: SedEffects, runs: str) -> None:
+    """What an editor script (sed's, ed's) reads, writes and runs, as the call's effects; ``runs`` says why
+    a command runs."""
     for name in found.reads:
         d.read(Word.of(name), call)
     for name in found.writes:
         d.write(Word.of(name), call)
     for command in found.runs:
         what = command or "the pattern space, as a command"
-        d.execute(call, what, f"sed script {raw} runs commands (e): {short(what)}")
+        d.execute(call, what, f"{runs}: {short(what)}")
 
 
 def _awk(d: Describer, call: Call) -> None:
