@@ -83,6 +83,12 @@ class SandboxUnavailable(ToolFailed):
     code = "sandbox_unavailable"
 
 
+class PathRefused(ToolFailed):
+    """A path the wall would have to bind that an agent may have placed there (a link, a hidden path)."""
+
+    code = "path_refused"
+
+
 @dataclass(frozen=True)
 class Confinement:
     """What one command (or one upstream server) may touch; ``describe`` is ``input.context.sandbox``."""
@@ -188,6 +194,14 @@ class Sandbox:
             wall = sandbox.git_wall(worktree, writes=[common / "objects", index_dir])
             Repo(worktree, wall=wall).run("add", "-A")
         """
+        for path in writes:
+            # what the wall lets git write is bound into it as it resolves: a repository whose objects dir an
+            # agent replaced by a link (to the state dir's parent, say) would bind that target in, writable
+            absolute = Path(os.path.abspath(path))
+            if os.path.realpath(absolute) != str(absolute):
+                raise PathRefused(f"the gateway's git was not run: {absolute} is a symlink or passes through one")
+            if any(_within(absolute, h) or _within(h, absolute) for h in self.hidden):
+                raise PathRefused(f"the gateway's git was not run: {absolute} holds or lies in a hidden path")
         real = Path(os.path.realpath(root))
         repository = common_dir(real)
         # a task's worktree lies in the hidden worktrees dir: bound back in, then read-only again

@@ -23,7 +23,7 @@ from gateway.effects.beneath import Beneath
 from gateway.effects.paths import Workspace
 from gateway.errors import PathChanged, PathOutsideWorkspace, ToolFailed
 from gateway.repo import GitError, Repo
-from gateway.sandbox import Sandbox
+from gateway.sandbox import PathRefused, Sandbox
 from gateway.tasks.worktrees import commit_all, prepare_worktree
 
 SECRET = b"-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIK3y\n-----END PRIVATE KEY-----\n"
@@ -350,6 +350,23 @@ def test_the_reports_commit_of_a_worktree_with_a_link_to_the_keys_holds_no_key_b
     assert Repo(repo).run("show", f"{commit}:src/new.py") == "x = 1\n"
     assert Repo(repo).run("ls-tree", commit, "src/keys").startswith("120000 blob")
     assert not holds_the_key(all_objects(repo), signing_key)
+
+
+def test_a_repository_whose_objects_dir_is_a_link_is_refused_not_bound(gateway: Any, repo: Path) -> None:
+    """A developer may rearrange its own .git: objects moved away and a relative link to the state dir's parent
+    left in its place. Bound into the wall as it resolves, that would show the state dir (writable) to the
+    walled git add; the gateway refuses the checkpoint instead, and nothing is written there."""
+    git = repo / ".git"
+    Repo(repo).run("checkout", "-q", "--orphan", "empty")  # as the red team did: no HEAD whose objects it needs
+    (git / "objects").rename(git / "objects.real")
+    parent = gateway.config.state_dir.parent
+    os.symlink(os.path.relpath(parent, git), git / "objects")
+    before = sorted(p.name for p in parent.iterdir())
+    with pytest.raises(PathRefused, match="symlink"):
+        gateway.checkpoints.take(repo, "call-1", paths=[])
+    with pytest.raises(PathRefused, match="hidden"):
+        gateway.sandbox.git_wall(repo, writes=[gateway.config.state_dir / "x"])
+    assert sorted(p.name for p in parent.iterdir()) == before
 
 
 def test_the_git_wall_is_no_wall_when_the_sandbox_is_off(repo: Path) -> None:
