@@ -61,14 +61,28 @@ class Vault:
     def keep(self, workspace: Repo, checkpoint_id: str, commit: str) -> None:
         """Copy the objects of the workspace's checkpoint ref in; raises GitError when they did not arrive."""
         if not (self.path / "HEAD").exists():
-            self.path.mkdir(parents=True, exist_ok=True)
-            self.repo.run("init", "--bare", "--quiet")
-            for key in ("gc.auto", "receive.autogc"):  # the vault keeps everything; nothing prunes it
-                self.repo.run("config", key, "0" if key == "gc.auto" else "false")
+            self._create()
         ref = self.PREFIX + checkpoint_id
         workspace.run("push", "--quiet", "--no-verify", str(self.path), f"+{commit}:{ref}")
         if self.repo.run("rev-parse", "--verify", "-q", ref, check=False).strip() != commit:
             raise GitError(f"the checkpoint {checkpoint_id} did not reach the vault {self.path}")
+
+    def _create(self) -> None:
+        """Made aside and renamed into place: several gateway processes (serve --workers, replicas) may take
+        their first checkpoint at once, and two `git init` in one directory collide."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        aside = Path(tempfile.mkdtemp(prefix=".vault-", dir=self.path.parent))
+        try:
+            repo = Repo(aside)
+            repo.run("init", "--bare", "--quiet")
+            for key, value in (("gc.auto", "0"), ("receive.autogc", "false")):  # the vault keeps everything
+                repo.run("config", key, value)
+            os.rename(aside, self.path)  # onto nothing (or an empty dir); another process's vault stays
+        except OSError:
+            if not (self.path / "HEAD").exists():
+                raise
+        finally:
+            shutil.rmtree(aside, ignore_errors=True)
 
     def bring_back(self, workspace: Repo, checkpoint_id: str, commit: str) -> bool:
         """Put the checkpoint's ref (and every object it reaches) back into the workspace's repository;

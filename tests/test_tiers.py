@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import mcp_types as mt
 import pytest
 from conftest import add_role, inproc_client, ledger_rows, reconfigure, text_of, token
 
+from gateway.checkpoints import Vault
 from gateway.process import gateway_cli as cli
 from gateway.repo import Repo
 from gateway.runtime import Gateway
@@ -350,3 +352,27 @@ async def test_denials_as_results_still_record_the_denial(config: Any, repo: Pat
     assert not result.is_error and result.structured_content["status"] == "denied"
     assert not (repo / "x.txt").exists()
     assert ledger_rows(gateway)[-1].outcome == "denied"
+
+
+def test_gateway_processes_making_the_vault_at_once_share_one(tmp_path: Path) -> None:
+    """serve --workers and replicas take their first checkpoints together: every one of them finds the vault
+    (a race in `git init` failed a commit in CI before the vault was made aside and renamed into place)."""
+    path = tmp_path / "checkpoints" / "vault.git"
+    start = threading.Barrier(8)
+    failures: list[BaseException] = []
+
+    def make() -> None:
+        start.wait()
+        try:
+            Vault(path)._create()
+        except BaseException as exc:  # collected and asserted below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=make) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert Repo(path).run("rev-parse", "--is-bare-repository").strip() == "true"
+    assert [p.name for p in path.parent.iterdir()] == ["vault.git"]  # nothing left aside
