@@ -45,6 +45,7 @@ from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from gateway.errors import StoreUnavailable
+from gateway.ledger.store import MIGRATIONS as SQLITE_MIGRATIONS
 from gateway.ledger.store import SCHEMA_VERSION, check_version
 
 log = structlog.get_logger("gateway.store")
@@ -68,122 +69,21 @@ DEFAULTS = {
 }
 
 # The schema at each version, as PostgreSQL migrations: (version, script) in order, numbered like the SQLite
-# MIGRATIONS (store.py) so both stores report the same version for the same schema. Version 5 is the
-# baseline: the whole schema SQLite reaches through migrations 1-5. Never edit a shipped entry; append.
+# MIGRATIONS (store.py) so both stores report the same version for the same schema, and written from them:
+# ``execute`` translates SQLite's json_extract, and sequence numbers (``seq``) become 64-bit. Version 5 is the
+# baseline: the whole schema SQLite reaches through migrations 1-5, in one step (shipped SQLite migrations never
+# change, so neither does it). A later version is appended as (6, postgresql(SQLITE_MIGRATIONS[5])), or by hand
+# where the dialects part.
+BASELINE = 5
+
+
+def postgresql(script: str) -> str:
+    """A SQLite migration as PostgreSQL takes it (the rest of the dialect is ``translate``'s)."""
+    return re.sub(r"\bseq INTEGER\b", "seq BIGINT", script)
+
+
 MIGRATIONS: list[tuple[int, str]] = [
-    (
-        5,
-        """
-        CREATE TABLE ledger (
-            seq BIGINT PRIMARY KEY,
-            body TEXT NOT NULL,
-            prev_hash TEXT NOT NULL,
-            hash TEXT NOT NULL,
-            mac TEXT
-        );
-        CREATE INDEX ledger_trace ON ledger ((body::jsonb ->> 'trace_id'));
-        CREATE TABLE revocations (jti TEXT PRIMARY KEY, time TEXT NOT NULL, reason TEXT);
-        CREATE TABLE checkpoints (
-            id TEXT PRIMARY KEY,
-            time TEXT NOT NULL,
-            kind TEXT NOT NULL,
-            workspace TEXT NOT NULL,
-            ref TEXT,
-            call_id TEXT,
-            detail TEXT NOT NULL
-        );
-        CREATE TABLE approvals (
-            id TEXT PRIMARY KEY,
-            call_key TEXT NOT NULL,
-            state TEXT NOT NULL,
-            created TEXT NOT NULL,
-            expires TEXT NOT NULL,
-            principal TEXT NOT NULL,
-            tool TEXT NOT NULL,
-            arguments_digest TEXT NOT NULL,
-            request TEXT NOT NULL,
-            settled_by TEXT,
-            settled_at TEXT,
-            used_by_call TEXT
-        );
-        CREATE INDEX approvals_key ON approvals (call_key, state);
-        CREATE TABLE tasks (
-            id TEXT PRIMARY KEY,
-            manifest TEXT NOT NULL,
-            state TEXT NOT NULL,
-            base_branch TEXT NOT NULL,
-            base_commit TEXT NOT NULL,
-            branch TEXT NOT NULL,
-            worktree TEXT,
-            owner TEXT,
-            claim_expires TEXT,
-            attempt INTEGER NOT NULL DEFAULT 0,
-            failures INTEGER NOT NULL DEFAULT 0,
-            trace_id TEXT NOT NULL,
-            submitted_by TEXT NOT NULL,
-            created TEXT NOT NULL,
-            updated TEXT NOT NULL,
-            report TEXT,
-            verification TEXT,
-            blocker TEXT,
-            note TEXT,
-            report_digest TEXT,
-            strategy TEXT NOT NULL DEFAULT 'initial',
-            shifts INTEGER NOT NULL DEFAULT 0,
-            strategy_attempts INTEGER NOT NULL DEFAULT 0,
-            workers TEXT NOT NULL DEFAULT '[]',
-            history TEXT NOT NULL DEFAULT '[]',
-            manifest_version INTEGER NOT NULL DEFAULT 1,
-            red TEXT
-        );
-        CREATE TABLE intents (
-            id TEXT PRIMARY KEY,
-            task_id TEXT NOT NULL,
-            action TEXT NOT NULL,
-            arguments TEXT NOT NULL,
-            state TEXT NOT NULL,
-            proposed_by TEXT NOT NULL,
-            approved_by TEXT,
-            committed_by TEXT,
-            outcome TEXT,
-            trace_id TEXT,
-            created TEXT NOT NULL,
-            updated TEXT NOT NULL,
-            attempt INTEGER NOT NULL DEFAULT 0
-        );
-        CREATE TABLE leases (
-            name TEXT PRIMARY KEY,
-            holder TEXT NOT NULL,
-            acquired TEXT NOT NULL,
-            expires TEXT NOT NULL
-        );
-        CREATE TABLE task_manifests (
-            task_id TEXT NOT NULL,
-            version INTEGER NOT NULL,
-            manifest TEXT NOT NULL,
-            by TEXT NOT NULL,
-            time TEXT NOT NULL,
-            why TEXT,
-            PRIMARY KEY (task_id, version)
-        );
-        CREATE TABLE deadletters (
-            id TEXT PRIMARY KEY,
-            time TEXT NOT NULL,
-            kind TEXT NOT NULL,
-            tool TEXT NOT NULL,
-            task_id TEXT,
-            principal TEXT,
-            trace_id TEXT,
-            error TEXT NOT NULL,
-            payload TEXT NOT NULL,
-            state TEXT NOT NULL DEFAULT 'dead',
-            replayed_at TEXT,
-            replay_result TEXT
-        );
-        CREATE INDEX deadletters_state ON deadletters (state, time);
-        CREATE TABLE cursors (name TEXT PRIMARY KEY, seq BIGINT NOT NULL, tries INTEGER NOT NULL DEFAULT 0)
-        """,
-    ),
+    (BASELINE, postgresql(";\n".join(script.strip().rstrip(";") for script in SQLITE_MIGRATIONS[:BASELINE]))),
 ]
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION, "a schema change needs a PostgreSQL migration as well as a SQLite one"
 
