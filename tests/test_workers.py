@@ -179,20 +179,21 @@ async def test_a_revocation_reaches_every_worker(config: Any) -> None:
     a fresh connection (whichever worker serves it) is refused."""
     revoked = token(config, "planner", agent="leaver")
 
-    async def refused(url: str) -> bool:
-        """A new connection each time (so either worker may serve it): 401 naming the revocation?"""
-        import httpx2
-
-        request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
-        headers = {"Authorization": f"Bearer {revoked}", "Accept": "application/json, text/event-stream"}
-        async with httpx2.AsyncClient() as http:
-            answer = await http.post(f"{url}/mcp", json=request, headers=headers)
-        return answer.status_code == 401 and "revoked" in answer.text
-
     with http_gateway(config.source, workers=2) as url:
-        assert not await refused(url)
+        assert not await refused(url, revoked, "revoked")
         assert gateway_cli(config, "token", "revoke", _jti(revoked)).returncode == 0
-        assert all([await refused(url) for _ in range(10)])
+        assert all([await refused(url, revoked, "revoked") for _ in range(10)])
+
+
+async def refused(url: str, bearer: str, says: str) -> bool:
+    """A tools/list on a new connection each time (so either worker may serve it): a 401 that ``says``?"""
+    import httpx2
+
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    headers = {"Authorization": f"Bearer {bearer}", "Accept": "application/json, text/event-stream"}
+    async with httpx2.AsyncClient() as http:
+        answer = await http.post(f"{url}/mcp", json=request, headers=headers)
+    return answer.status_code == 401 and says in answer.text
 
 
 async def seen_by_every_worker(probe: Callable[[], Awaitable[bool]], streak: int = 10) -> None:
@@ -224,15 +225,6 @@ async def test_a_role_edit_reaches_every_worker_without_a_restart(config: Any) -
         status = (written.structured_content or {}).get("status")
         return "shell_run" not in tools and status == "approval_pending"
 
-    async def refused() -> bool:
-        import httpx2
-
-        request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
-        headers = {"Authorization": f"Bearer {bearer}", "Accept": "application/json, text/event-stream"}
-        async with httpx2.AsyncClient() as http:
-            answer = await http.post(f"{url}/mcp", json=request, headers=headers)
-        return answer.status_code == 401 and "no role file" in answer.text
-
     with http_gateway(config.source, workers=2) as url:
         for _ in range(4):  # both workers decide (and cache) under the old role first
             tools, written = await listed_and_written()
@@ -241,7 +233,7 @@ async def test_a_role_edit_reaches_every_worker_without_a_restart(config: Any) -
         role_file.write_text(yaml.safe_dump({**role, "tools": ["fs_*"], "max_tier": 1}))
         await seen_by_every_worker(narrowed)
         role_file.unlink()
-        await seen_by_every_worker(refused)
+        await seen_by_every_worker(lambda: refused(url, bearer, "no role file"))
 
 
 @pytest.mark.one_store
