@@ -60,6 +60,7 @@ COMPANIONS = {
 MAX_HEAD = 16_384
 CONNECT_TIMEOUT_S = 30.0
 RESOLVE_TIMEOUT_S = 10.0
+DRAIN_S = 2.0  # how long the connections of a command that has ended may take to close by themselves
 # headers that belong to the hop to this proxy, not to the origin server; a plain request goes on with
 # "Connection: close", so one connection carries one request to the host that was checked
 HOP_HEADERS = frozenset({b"connection", b"proxy-connection", b"keep-alive", b"proxy-authorization", b"te", b"upgrade"})
@@ -179,17 +180,22 @@ class Egress:
         path = directory / "proxy.sock"
         listener = await anyio.create_unix_listener(path)
         allowed = AllowList.of(hosts, COMPANIONS)
+        open_connections = _Count()
         try:
             async with anyio.create_task_group() as tg:
 
                 async def handle(client: SocketStream) -> None:
-                    async with client:
-                        await self._handle(client, allowed, trace_id)
+                    with open_connections:
+                        async with client:
+                            await self._handle(client, allowed, trace_id)
 
                 tg.start_soon(listener.serve, handle)
                 try:
                     yield path
                 finally:
+                    # the command has ended: its connections end with it; cut off only those that linger
+                    with anyio.move_on_after(DRAIN_S):
+                        await open_connections.none()
                     tg.cancel_scope.cancel()
         finally:
             await listener.aclose()
@@ -281,6 +287,28 @@ class Egress:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_pump, reader, upstream, tg.cancel_scope)
                 tg.start_soon(_pump, upstream, client, tg.cancel_scope)
+
+
+class _Count:
+    """Connections being handled; ``none()`` returns once there are none."""
+
+    def __init__(self) -> None:
+        self.open = 0
+        self.idle = anyio.Event()
+        self.idle.set()
+
+    def __enter__(self) -> None:
+        if self.open == 0:
+            self.idle = anyio.Event()
+        self.open += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self.open -= 1
+        if self.open == 0:
+            self.idle.set()
+
+    async def none(self) -> None:
+        await self.idle.wait()
 
 
 class _Recorder:

@@ -52,6 +52,7 @@ _NUMERIC_LABEL = re.compile(r"0x[0-9a-f]*|[0-9]+")  # a label that makes a resol
 _DECIMAL_OCTET = re.compile(r"0|[1-9][0-9]{0,2}")
 _PORT = re.compile(r"[1-9][0-9]{0,4}")
 _INVISIBLE = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})  # controls, format characters (soft hyphen...), spaces
+_CONTROL = re.compile(r"[\x00-\x20\x7f-\x9f]")  # controls and the space: refused before anything else
 # never part of a host, whatever a parser would make of them (% and @ are named with their own reasons)
 _NOT_IN_HOST = re.compile(r"[\x00-\x20\x7f-\x9f/\\?#\[\]<>^`{|}\"',;=*!$&()+~]")
 
@@ -92,6 +93,9 @@ def parse_host(text: str) -> Host:
         raise HostRefused("empty host")
     if len(text) > 255:
         raise HostRefused("host longer than 255 characters")
+    control = _CONTROL.search(text)
+    if control:
+        raise HostRefused(f"host {text!r} holds {control.group()!r}")
     if text.startswith("[") or ":" in text:
         return Host(ip=_ipv6(text[1:-1] if text.startswith("[") and text.endswith("]") else text))
     if "@" in text:

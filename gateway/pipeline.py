@@ -550,7 +550,8 @@ def granted_confinement(call: Call) -> Confinement | None:
     the hosts its effects name, with the port a URL named (see gateway/hosts.py), and only those."""
     confinement = call.confinement
     if confinement is not None and call.effects is not None and call.effects.network:
-        return confinement.allowing(n.endpoint for n in call.effects.network)
+        # "listen:PORT" says the command serves; it names no host to reach
+        return confinement.allowing(n.endpoint for n in call.effects.network if not n.host.startswith("listen:"))
     return confinement
 
 
