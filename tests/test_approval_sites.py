@@ -16,20 +16,17 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-import httpx2
 import pytest
 from conftest import (
     http_client,
-    http_gateway,
     inproc_client,
     ledger_rows,
-    make_repo,
     reconfigure,
     token,
-    workspace_for_tests,
 )
 from test_cli import on_a_terminal
 from test_hook import event
+from test_hook_http import Served, serve
 
 from gateway.config import GatewayConfig
 from gateway.ledger.chain import digest
@@ -40,26 +37,16 @@ from gateway.types import Principal
 pytestmark = pytest.mark.anyio
 
 
-class Live:
-    """The module's gateway, one developer's token for it, and the three ways that token reaches it."""
-
-    def __init__(self, config: GatewayConfig, url: str) -> None:
-        self.config = config
-        self.url = url
-        self.bearer = token(config, "developer", agent="cc")
-        self.http = httpx2.Client(timeout=60, trust_env=False)
+class Live(Served):
+    """The module's gateway and one developer's token for it, by the three ways that token reaches it."""
 
     async def mcp(self, command: str) -> dict[str, Any]:
-        async with http_client(self.url, self.bearer) as client:
+        async with http_client(self.base, self.bearer) as client:
             result = await client.call_tool("shell_run", {"command": command})
         return dict(result.structured_content or {})
 
     def hook(self, command: str) -> dict[str, Any]:
-        body = event("Bash", {"command": command}, self.config.workspace)
-        headers = {"Authorization": f"Bearer {self.bearer}", "Content-Type": "application/json"}
-        response = self.http.post(f"{self.url}/hooks/claude-code", content=body, headers=headers)
-        assert response.status_code == 200, response.text
-        return dict(response.json()["hookSpecificOutput"])
+        return self.decide("Bash", {"command": command})
 
     def command_hook(self, command: str) -> dict[str, Any]:
         argv = [sys.executable, "-m", "gateway", "--config", str(self.config.source), "hook", "claude-code"]
@@ -74,7 +61,7 @@ class Live:
         assert done.returncode == 0, done.stderr
 
     def last(self, kind: str) -> Any:
-        return ledger_rows(Gateway(self.config, isolated=False), kind=kind)[-1]
+        return self.rows(kind)[-1]
 
     def approval(self, approval_id: str) -> dict[str, Any]:
         shown = gateway_cli(self.config, "approvals", "show", approval_id, "--json")
@@ -84,11 +71,7 @@ class Live:
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
-    config = workspace_for_tests(make_repo(tmp_path_factory.mktemp("sites") / "repo"))
-    with http_gateway(config.source) as url:
-        live = Live(config, url)
-        yield live
-        live.http.close()
+    yield from serve(Live, tmp_path_factory.mktemp("sites"))
 
 
 def held_id(answer: dict[str, Any]) -> str:
