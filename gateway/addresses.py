@@ -28,11 +28,13 @@ __all__ = ["METADATA", "AddressGuard", "address_class", "is_this_host", "listeni
 METADATA = frozenset(
     parse_address(a) for a in ("169.254.169.254", "fd00:ec2::254", "169.254.170.2", "fd20:ce::254", "100.100.100.200")
 )
+_THIS_NETWORK = IPv4Network("0.0.0.0/8")  # "this network": Linux connects 0.x.x.x to this host
+_CGNAT = IPv4Network("100.64.0.0/10")
 _CLASSES: tuple[tuple[str, Callable[[IPAddress], bool]], ...] = (
-    ("unspecified", lambda a: a.is_unspecified or a in IPv4Network("0.0.0.0/8")),
+    ("unspecified", lambda a: a.is_unspecified or a in _THIS_NETWORK),
     ("loopback", lambda a: a.is_loopback),
     ("link-local", lambda a: a.is_link_local),
-    ("CGNAT (shared address space)", lambda a: a in IPv4Network("100.64.0.0/10")),
+    ("CGNAT (shared address space)", lambda a: a in _CGNAT),
     ("multicast", lambda a: a.is_multicast),
     ("private", lambda a: a.is_private),
     ("reserved", lambda a: a.is_reserved),
@@ -81,29 +83,23 @@ def is_this_host(address: IPAddress) -> bool:
 
 
 def listening_ports() -> set[int]:
-    """The TCP ports this process listens on (Linux /proc; empty elsewhere): the gateway's HTTP port under any
-    ``--http`` or ``--workers`` (a worker holds the socket its supervisor bound)."""
-    inodes = set()
+    """The TCP ports this process listens on (Linux: its descriptors in /proc/self/fd; empty elsewhere): the
+    gateway's HTTP port under any ``--http`` or ``--workers`` (a worker holds the socket its supervisor bound).
+    Each socket is asked directly (a scan of /proc/net/tcp costs milliseconds on a busy host)."""
+    ports: set[int] = set()
     try:
-        for fd in os.listdir("/proc/self/fd"):
-            try:
-                link = os.readlink(f"/proc/self/fd/{fd}")
-            except OSError:
-                continue
-            if link.startswith("socket:["):
-                inodes.add(link[8:-1])
+        descriptors = os.listdir("/proc/self/fd")
     except OSError:
-        return set()
-    ports = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        return ports
+    for name in descriptors:
         try:
-            with open(table, encoding="ascii") as rows:
-                next(rows, None)
-                for row in rows:
-                    fields = row.split()
-                    if len(fields) > 9 and fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
-                        ports.add(int(fields[1].rsplit(":", 1)[1], 16))
-        except OSError:
+            if not os.readlink(f"/proc/self/fd/{name}").startswith("socket:"):
+                continue
+            with socket.socket(fileno=os.dup(int(name))) as sock:  # a duplicate: closing it leaves ours open
+                stream = sock.family in (socket.AF_INET, socket.AF_INET6) and sock.type == socket.SOCK_STREAM
+                if stream and sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+                    ports.add(int(sock.getsockname()[1]))
+        except (OSError, ValueError):  # closed meanwhile, or not a socket after all
             continue
     return ports
 
@@ -117,11 +113,10 @@ class AddressGuard:
 
     def refusal(self, address: IPAddress, port: int) -> str | None:
         """Why the proxy must not connect to ``address:port``, or None."""
-        if port in self.own_ports() and is_this_host(address):
+        this_host = is_this_host(address)
+        if this_host and port in self.own_ports():  # /proc is read only for an address of this host
             return f"{address} port {port} is the gateway's own (this host): never reachable through egress"
-        found = address_class(address)
-        if found is None and is_this_host(address):
-            found = "this host's own"
+        found = address_class(address) or ("this host's own" if this_host else None)
         if found is None or self._named(address, exactly=found == "cloud metadata"):
             return None
         return f"{address} is a {found} address; gateway.yaml (egress.allow_addresses) does not name it"
