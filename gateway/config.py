@@ -18,6 +18,7 @@ secrets stay out of the file.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import os
 import re
 from pathlib import Path
@@ -207,6 +208,26 @@ class SandboxConfig(Strict):
     open_files: Annotated[int, Field(gt=0)] = 4096
 
 
+class EgressConfig(Strict):
+    """What the egress proxy (gateway/egress.py) may connect to besides public internet addresses."""
+
+    # Addresses it refuses by default (loopback, private, link-local, CGNAT, multicast, unspecified, reserved,
+    # this host's own, cloud metadata; gateway/addresses.py) that it may reach for a host a call's decision
+    # allowed: IP addresses or networks ("127.0.0.1", "10.20.0.0/16", "fd12::/64"). A cloud metadata address
+    # only when named exactly. The gateway's own listening ports stay unreachable whatever this says.
+    allow_addresses: list[str] = Field(default_factory=list)
+
+    @field_validator("allow_addresses")
+    @classmethod
+    def _networks(cls, values: list[str]) -> list[str]:
+        for value in values:
+            try:
+                ipaddress.ip_network(value, strict=True)
+            except ValueError as exc:
+                raise ValueError(f"{value!r} is not an IP address or network (host bits must be zero): {exc}") from None
+        return values
+
+
 class TelemetryConfig(Strict):
     """OpenTelemetry export and the decision log. Spans are exported only when an OTLP endpoint is set here
     or in OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; otherwise nothing leaves the host."""
@@ -255,6 +276,7 @@ class GatewayConfig(Strict):
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    egress: EgressConfig = Field(default_factory=EgressConfig)
     source: Path | None = Field(default=None, exclude=True)
 
     @field_validator("upstreams")

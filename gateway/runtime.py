@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING
 import anyio
 import structlog
 
+from gateway.addresses import AddressGuard, listening_ports
 from gateway.approvals import Approvals, RequestStateSeal
 from gateway.checkpoints import Checkpoints
 from gateway.commit.intents import Intents
 from gateway.commit.tools import ceremony_tools, intent_tools
-from gateway.config import GatewayConfig, PolicyConfig, UpstreamConfig
+from gateway.config import GatewayConfig, PolicyConfig, UpstreamConfig, parse_listen
 from gateway.effects.paths import Workspace
 from gateway.egress import Egress
 from gateway.identity.keys import KeyRing
@@ -141,7 +142,10 @@ class Gateway:
         self.workspace = Workspace(config.workspace, config.protected_paths())
         # every command run for an agent is confined; none may see the state, other worktrees or credentials
         self.sandbox = Sandbox(config.sandbox, hidden=[*config.secret_paths(), config.worktrees])
-        self.egress = Egress(self.ledger)  # the way out for a command whose decision allowed egress
+        # the way out for a command whose decision allowed egress; never to the gateway's own ports
+        listen_port = parse_listen(config.listen)[1]
+        guard = AddressGuard(config.egress.allow_addresses, own_ports=lambda: listening_ports() | {listen_port})
+        self.egress = Egress(self.ledger, guard)
         self.approvals = Approvals(self.db, self.ledger, ttl_s=config.approvals.ttl_s)
         self.checkpoints = Checkpoints(self.db, config.checkpoints_dir, self.sandbox)
         # the verification commands the gateway runs itself are judged by self.judge (built below) when run
@@ -258,7 +262,8 @@ class Gateway:
         arrive with their workspace set."""
         if call.workspace is None:
             self._locate(call)
-        call.confinement = self.confinement_for(call)
+        # a hooked call runs in Claude Code, outside any sandbox of the gateway's: it has none to describe
+        call.confinement = None if call.kind == "hook" else self.confinement_for(call)
 
     def _locate(self, call: Call) -> None:
         assert call.principal is not None

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 if TYPE_CHECKING:
     import mcp_types as mt
@@ -100,6 +100,22 @@ class CommandEffect(Frozen):
 class NetworkEffect(Frozen):
     host: str
     via: str  # the program or tool that contacts it
+    # the port a URL named (https://host:8443/); None: none named, and the egress proxy allows 443 and 80
+    port: int | None = None
+
+    @model_serializer(mode="wrap")
+    def _port_when_named(self, handler: SerializerFunctionWrapHandler) -> JSONObject:
+        data: JSONObject = handler(self)
+        if data.get("port") is None:
+            data.pop("port", None)
+        return data
+
+    @property
+    def endpoint(self) -> str:
+        """What egress to it allows: ``host``, or ``host:port`` (``[v6]:port``) when a port was named."""
+        if self.port is None:
+            return self.host
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
 
 
 class PackageEffect(Frozen):

@@ -355,17 +355,44 @@ def cmd_approvals(args: argparse.Namespace) -> int:
             ("expires", "EXPIRES (UTC)", day_time),
             ("principal", "AGENT (ROLE)", lambda p: f"{p.get('agent')} ({p.get('role')})"),
             ("tool", "TOOL"),
+            ("channel", "CHANNEL", lambda c: c or "none: authorises nothing"),
             ("arguments_digest", "ARGUMENTS DIGEST", lambda d: d[:16]),
         ]
         table(approvals, columns, empty="no pending approvals" + ("" if args.all else " (--all lists settled ones)"))
         return 0
     if not args.id:
         raise invalid(f"approvals {args.approvals_command} needs an approval id (gateway approvals list shows them)")
+    if args.approvals_command == "show":
+        approval = gateway.approvals.get(args.id)
+        emit(approval) if wants_json(args) else block(approval_fields(approval))
+        return 0
     by = args.by or os.environ.get("USER") or "cli"
     approve = args.approvals_command == "approve"
     settled = gateway.approvals.settle(args.id, approve=approve, by=by, comment=args.comment)
     emit(settled) if wants_json(args) else block(settled)
     return 0
+
+
+def approval_fields(approval: dict[str, Any]) -> dict[str, Any]:
+    """One approval as ``gateway approvals show`` prints it: the call, where it runs, and its state."""
+    principal, decision = approval["principal"], approval["request"].get("decision") or {}
+    return {
+        "id": approval["id"],
+        "state": approval["state"],
+        "tool": approval["tool"],
+        "agent": f"{principal.get('agent')} ({principal.get('role')})",
+        "task": principal.get("task") or "-",
+        "channel": approval["channel"] or "none recorded",
+        "runs": approval["where"],
+        "confinement": approval["confinement"],
+        "reasons": "; ".join(decision.get("reasons") or []) or "-",
+        "asked": day_time(approval["created"]),
+        "expires": day_time(approval["expires"]),
+        "settled by": approval.get("settled_by") or "-",
+        "used by call": approval.get("used_by_call") or "-",
+        "arguments digest": approval["arguments_digest"],
+        "binding digest": approval["call_key"],
+    }
 
 
 def day_time(iso: str | None) -> str:

@@ -224,15 +224,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     approvals = top.add(
         "approvals",
-        "tier-3 approvals: list the pending ones, approve ID, deny ID",
+        "tier-3 approvals: list the pending ones, show ID (the call, its channel and confinement), approve ID, deny ID",
         [
             "gateway approvals list",
             "gateway approvals list --all --json",
+            "gateway approvals show ap-1a2b3c",
             "gateway approvals approve ap-1a2b3c --comment 'cleanup of build/ only'",
         ],
     )
-    approvals.add_argument("approvals_command", choices=["list", "approve", "deny"], help="what to do")
-    approvals.add_argument("id", nargs="?", help="approve, deny: the approval id")
+    approvals.add_argument("approvals_command", choices=["list", "show", "approve", "deny"], help="what to do")
+    approvals.add_argument("id", nargs="?", help="show, approve, deny: the approval id")
     approvals.add_argument("--all", action="store_true", help="list settled and used approvals too")
     approvals.add_argument("--by", help="who settles it (default: $USER)")
     approvals.add_argument("--comment", default="", help="approve, deny: why, kept with the answer in the ledger")

@@ -476,7 +476,15 @@ def _approval_rows(approval: JSONObject, now: str) -> list[tuple[str, str]]:
     request = approval.get("request") or {}
     decision = request.get("decision") or {}
     arguments = request.get("arguments")
+    channel = approval.get("channel")
     rows = [
+        (
+            "Channel",
+            f"<code>{esc(channel)}</code>"
+            if channel
+            else "<b class='unconfined'>none recorded: authorises no call</b>",
+        ),
+        ("Runs", _where(approval)),
         ("Rule", " ".join(f"<code class='rule'>{esc(r)}</code>" for r in decision.get("rules") or []) or "-"),
         ("Reasons", _items(decision.get("reasons")) if decision.get("reasons") else "-"),
         (
@@ -491,9 +499,19 @@ def _approval_rows(approval: JSONObject, now: str) -> list[tuple[str, str]]:
             esc(day_time(approval["expires"])) + " UTC" + (" <b>(expired)</b>" if approval["expires"] <= now else ""),
         ),
     ]
+    unused = request.get("approvals_not_used") or []
+    if unused:
+        rows.append(("Not used", _items([f"{u.get('id')}: {u.get('why')}" for u in unused])))
     if request.get("trace_id"):
         rows.append(("Trace", f'<a href="{esc(trace_href(request["trace_id"]))}">{esc(request["trace_id"])}</a>'))
     return rows
+
+
+def _where(approval: JSONObject) -> str:
+    """Where the approved call runs, in words; unconfined in bold, as the trace page marks it."""
+    where = esc(approval.get("where"))
+    confinement = approval.get("confinement") or {}
+    return f"<strong class='unconfined'>{where}</strong>" if not confinement.get("confined") else where
 
 
 def _approval_header(approval: JSONObject) -> str:
@@ -559,7 +577,8 @@ def confirm_body(approval: JSONObject, answer: str, csrf: str, now: str) -> str:
     arguments = request.get("arguments")
     verb = "Approve" if answer == "approve" else "Deny"
     effect = (
-        "the agent's retry of exactly this call (same agent, role, task, tool and arguments) runs once"
+        "the agent's retry of exactly this call (same agent, role, task, tool and arguments, on the same channel, "
+        "in the same confinement) runs once"
         if answer == "approve"
         else "the agent's retry of this call is refused"
     )

@@ -278,7 +278,7 @@ class Describer:
             deletes=unique(self.deletes),
             recursive_deletes=unique(self.recursive_deletes),
             commands=commands,
-            network=list({(n.host, n.via): n for n in self.network}.values()),
+            network=list({(n.host, n.via, n.port): n for n in self.network}.values()),
             privileged=self.privileged,
             packages=list({repr(p): p for p in self.packages}.values()),
             opaque=unique(self.opaques),
