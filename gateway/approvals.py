@@ -46,17 +46,17 @@ Settled = Literal["approved", "denied"]
 MAX_COMMENT = 2000  # characters of a reviewer's comment on an approval
 
 
-def call_key(principal: Principal, tool: str, arguments: JSONObject) -> str:
-    """What an approval binds to: who, which tool, exactly which arguments."""
-    return digest(
-        {
-            "agent": principal.agent,
-            "role": principal.role,
-            "task": principal.task,
-            "tool": tool,
-            "arguments": digest(arguments),
-        }
-    )
+def call_key(principal: Principal, tool: str, arguments: JSONObject, definition: str | None = None) -> str:
+    """What an approval binds to: who, which tool, exactly which arguments, and for an upstream tool the
+    digest of its pinned definition (``definition``)."""
+    bound = {
+        "agent": principal.agent,
+        "role": principal.role,
+        "task": principal.task,
+        "tool": tool,
+        "arguments": digest(arguments),
+    }
+    return digest({**bound, "definition": definition} if definition is not None else bound)
 
 
 class RequestStateSeal:

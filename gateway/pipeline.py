@@ -40,6 +40,7 @@ from gateway.errors import (
     Denied,
     GatewayError,
     InvalidArguments,
+    Quarantined,
     ToolFailed,
     ToolNotGranted,
     UnknownTool,
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
 
     from gateway.sandbox import Confinement
     from gateway.telemetry import Telemetry
+    from gateway.tools.pins import PinStatus
 
 log = structlog.get_logger("gateway.pipeline")
 
@@ -98,6 +100,7 @@ class Call:
     started: float = field(default_factory=time.perf_counter)
     principal: Principal | None = None
     spec: ToolSpec | None = None
+    pin: PinStatus | None = None  # an upstream definition's pin status: input.tool.pin, part of the approval key
     workspace: Workspace | None = None
     task: JSONObject | None = None  # input.task: the task the caller works on, as the policy sees it
     intent: JSONObject | None = None  # input.intent: the intent a commit-protocol call names
@@ -115,6 +118,11 @@ class Call:
 
     def stop(self, error: GatewayError) -> None:
         self.error, self.outcome = error, error.outcome
+
+    @property
+    def pin_facts(self) -> JSONObject | None:
+        """``input.tool.pin``: the upstream definition's pin status, None for the gateway's own tools."""
+        return self.pin.as_input() if self.pin is not None else None
 
     def response(self) -> CallResult:
         if self.error is not None:
@@ -214,7 +222,8 @@ class Resolve:
     """The tool name becomes a ToolSpec, if the caller's role may see it.
 
     A tool the role is not granted gets the same answer as a tool that does not exist, so a role
-    cannot probe for tools; the ledger still tells the two apart.
+    cannot probe for tools; the ledger still tells the two apart. An upstream definition that is not pinned
+    as listed (changed, new, renamed: gateway/tools/pins.py) is quarantined: refused with the reason.
     """
 
     def __init__(self, catalog: Catalog, grants: ToolGrants) -> None:
@@ -241,6 +250,10 @@ class Resolve:
             message = f"no {what} named {asked!r} is available to role {call.principal.role!r}"
             raise ToolNotGranted(message) if spec is not None else UnknownTool(message)
         call.spec = spec
+        call.pin = self.catalog.pin(spec)
+        if call.pin is not None and call.pin.quarantined:
+            upstream = spec.provider.removeprefix("upstream:")
+            raise Quarantined(call.pin.reason(spec.name, upstream), pin=call.pin_facts)
 
 
 # --- validate -------------------------------------------------------------------------------------
@@ -396,7 +409,7 @@ class HookVerdict:
     async def __call__(self, call: Call) -> None:
         assert call.decision is not None and call.principal is not None
         if call.decision.action == "ask":
-            key = call_key(call.principal, call.tool, call.arguments)
+            key = approval_key(call)
             settled = self.approvals.consume(key, call.call_id)
             if settled is None:
                 hold_for_approval(self.approvals, call, key)
@@ -415,7 +428,7 @@ def policy_input(call: Call) -> JSONObject:
     return input_document(
         kind=INPUT_KINDS[call.method],
         principal=call.principal,
-        tool=tool_facts(call.spec, call.tool),
+        tool=tool_facts(call.spec, call.tool, call.pin_facts),
         arguments=call.arguments,
         effects=call.effects,
         workspace=str(call.workspace.root),
@@ -463,7 +476,7 @@ class ActOnTier:
         import mcp_types as mt
 
         assert call.principal is not None and call.decision is not None
-        key = call_key(call.principal, call.tool, call.arguments)
+        key = approval_key(call)
         settled = self.approvals.consume(key, call.call_id)
         if settled is not None:
             answer, approval_id = settled
@@ -537,6 +550,13 @@ class ActOnTier:
         return answer
 
 
+def approval_key(call: Call) -> str:
+    """What a person's approval binds to: the call, and for an upstream tool the definition it was judged
+    on (its pin digest), so an approval given before the upstream changed the tool never runs the changed one."""
+    assert call.principal is not None
+    return call_key(call.principal, call.tool, call.arguments, call.pin.digest if call.pin is not None else None)
+
+
 def hold_for_approval(approvals: Approvals, call: Call, key: str) -> JSONObject:
     """A pending approval for the call (an open one for the same key is reused); the call is "asked"."""
     assert call.principal is not None and call.decision is not None
@@ -550,6 +570,7 @@ def hold_for_approval(approvals: Approvals, call: Call, key: str) -> JSONObject:
             "trace_id": call.trace_id,
             "decision": call.decision.model_dump(),
             "effects": call.effects.model_dump() if call.effects else None,
+            "definition": call.pin.digest if call.pin is not None else None,
         },
     )
     call.detail["approval"] = {"id": pending["id"], "answer": "pending", "expires": pending["expires"]}

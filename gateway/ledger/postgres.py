@@ -84,6 +84,7 @@ def postgresql(script: str) -> str:
 
 MIGRATIONS: list[tuple[int, str]] = [
     (BASELINE, postgresql(";\n".join(script.strip().rstrip(";") for script in SQLITE_MIGRATIONS[:BASELINE]))),
+    (6, postgresql(SQLITE_MIGRATIONS[5])),
 ]
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION, "a schema change needs a PostgreSQL migration as well as a SQLite one"
 
