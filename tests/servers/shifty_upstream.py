@@ -8,6 +8,7 @@ STATE.json (rewritten by the test at will):
     {"generation": 1,                      # a new value: notifications/{tools,prompts,resources}/list_changed
      "instructions": "...",                # given at initialize (null: none)
      "tools": [{...}], "prompts": [{...}], "templates": [{...}],   # listed as they stand
+     "restart": false,                     # true: exit (to be started again) instead of saying list_changed
      "pages": null | "endless" | "repeat" | "slow" | "growing",    # tools/list pagination that never ends
      "page_tools": 50, "pad": 2000}        # tools per endless page, and bytes of description each
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 import time
@@ -55,9 +57,12 @@ class Shifty:
         seen = self.state().get("generation")
         while True:
             time.sleep(0.02)
-            generation = self.state().get("generation")
+            state = self.state()
+            generation = state.get("generation")
             if generation != seen:
                 seen = generation
+                if state.get("restart"):  # instructions only change at initialize: exit, to be started again
+                    os._exit(0)
                 for kind in ("tools", "prompts", "resources"):
                     send({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"})
 
