@@ -371,7 +371,7 @@ def cmd_approvals(args: argparse.Namespace) -> int:
 def cmd_upstreams(args: argparse.Namespace) -> int:
     from gateway.ledger.chain import Ledger
     from gateway.ledger.store import open_store
-    from gateway.tools.pins import Pins, diff_text
+    from gateway.tools.pins import Pins
 
     config = load_config(args)
     db = open_store(config)
@@ -396,8 +396,6 @@ def cmd_upstreams(args: argparse.Namespace) -> int:
         return 0
     if command == "diff":
         changes = pins.changes(args.upstream)
-        for change in changes:
-            change["diff"] = diff_text(change["pinned_definition"], change["definition"], change["name"])
         if wants_json(args):
             emit(changes)
             return 0

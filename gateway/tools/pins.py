@@ -220,7 +220,8 @@ class Pins:
         return [_decoded(r) for r in rows]
 
     def changes(self, upstream: str | None = None) -> list[JSONObject]:
-        """Pending changes, newest first, each with the pinned definition it would replace (or None)."""
+        """Pending changes, newest first, each with the pinned definition it would replace (or None) and the
+        unified diff between the two (``diff``)."""
         where, params = ("WHERE c.upstream = ?", (upstream,)) if upstream else ("", ())
         rows = self.db.query(
             "SELECT c.*, p.digest AS pinned_digest, p.definition AS pinned_definition FROM upstream_changes c "
@@ -228,7 +229,10 @@ class Pins:
             f"{where} ORDER BY c.last_seen DESC",
             params,
         )
-        return [_decoded(r) for r in rows]
+        changes = [_decoded(r) for r in rows]
+        for change in changes:
+            change["diff"] = diff_text(change["pinned_definition"], change["definition"], change["name"])
+        return changes
 
     # --- what a connection found -----------------------------------------------------------------
 
