@@ -44,6 +44,7 @@ pytestmark = pytest.mark.anyio
 
 SHIFTY = str(Path(__file__).parent / "servers" / "shifty_upstream.py")
 ECHO = str(Path(__file__).parent / "servers" / "echo_server.py")
+GROWING = str(Path(__file__).parent / "servers" / "growing_upstream.py")
 
 
 def tool(name: str, properties: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
@@ -466,3 +467,23 @@ async def test_the_review_page_shows_the_diff_and_approves_the_definition_it_sho
     assert [(r.detail["by"], r.detail["comment"], r.detail["digest"]) for r in approved] == [
         ("agent-1", "read it", digest)
     ]
+
+
+async def test_a_2026_07_28_upstream_says_its_tools_changed_on_its_listen_stream(config: GatewayConfig) -> None:
+    """The SDK's own server, in the modern era: list_changed is an event on subscriptions/listen."""
+    add_role(config, "operator", ["*"], max_tier=2)
+    entry = {"command": sys.executable, "args": [GROWING], "read_only": ["*"]}
+    config = reconfigure(config, upstreams={"grow": entry})
+    gateway = Gateway(config)
+    async with inproc_client(gateway, token(config, "operator")) as client:
+        upstream = gateway.pool.upstreams["grow"]
+        assert upstream.channel is not None and upstream.channel.modern
+        assert text_of(await client.call_tool("grow__grow", {})) == "grown"
+        with anyio.fail_after(30):
+            while {("tool", "wipe"), ("tool", "echo")} - upstream.held():
+                await anyio.sleep(0.02)
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert "grow__grow" in names and names.isdisjoint({"grow__wipe", "grow__echo"})
+        refused = await client.call_tool("grow__echo", {"text": "x"})
+        assert refused.structured_content["error"]["code"] == "quarantined"
+    assert upstream.restarts == 0

@@ -174,11 +174,11 @@ class Upstream:
             self._note_changed()
 
     async def _listen(self, client: Client) -> None:
-        capabilities = client.server_capabilities
+        capabilities = client.server_capabilities  # asked of every list it has: it acks what it honours
         wanted = {
-            "tools_list_changed": bool(capabilities.tools and capabilities.tools.list_changed),
-            "resources_list_changed": bool(capabilities.resources and capabilities.resources.list_changed),
-            "prompts_list_changed": bool(capabilities.prompts and capabilities.prompts.list_changed),
+            "tools_list_changed": capabilities.tools is not None,
+            "resources_list_changed": capabilities.resources is not None,
+            "prompts_list_changed": capabilities.prompts is not None,
         }
         if not any(wanted.values()):
             return
