@@ -36,6 +36,7 @@ from mcp import MCPError
 from gateway.cli.commands import print_changes
 from gateway.config import LOCKFILE, GatewayConfig
 from gateway.errors import ConfigError
+from gateway.notify import notice
 from gateway.process import free_port, gateway_cli, server_process
 from gateway.runtime import Gateway
 from gateway.tools.pins import Definition, canonical
@@ -199,6 +200,8 @@ async def test_a_rug_pull_after_a_held_call_is_quarantined_and_its_old_approval_
     assert any("'command' has no role" in why for why in row.effects["opaque"])
     assert [r.detail["source"] for r in upstream_rows(gateway, "pinned")] == ["first-use"]
     assert {r.tool for r in upstream_rows(gateway, "quarantined")} == {"shifty__fetch_page", "shifty__note"}
+    notices = [notice(r) for r in upstream_rows(gateway, "quarantined")]  # what the escalation webhooks get
+    assert all(n and n["event"] == "upstream_quarantined" and "upstream shifty" in n["text"] for n in notices)
     assert {r.detail["by"] for r in upstream_rows(gateway, "approved")} >= {"alice"}
 
 

@@ -675,8 +675,9 @@ def replay_deadletter(gateway: Any, letter: dict[str, Any], payload_file: str | 
     by = os.environ.get("USER") or "cli"
 
     async def run() -> Any:
+        gateway.load_pins()  # the replay sees the upstream tools a serving gateway sees, pinned as it pins them
         async with anyio.create_task_group() as tg:
-            await gateway.pool.start(tg)  # the replay sees the upstream tools a serving gateway sees
+            await gateway.pool.start(tg)
             try:
                 return await replay(gateway, letter["id"], payload, by=by)
             finally:
