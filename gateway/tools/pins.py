@@ -238,7 +238,8 @@ class Pins:
 
     def reconcile(self, upstream: str, definitions: list[Definition]) -> dict[tuple[str, str], PinStatus]:
         """Pin a first listing (no pins, no lockfile entry); otherwise record each definition that is not
-        pinned as a pending change (once per digest, with a ledger row) and answer every status."""
+        pinned as a pending change (once per digest, with a ledger row), drop pending changes it no longer
+        lists, and answer every status."""
         now = utc_now()
         with self.db.transaction() as tx:
             locked = tx.execute("SELECT 1 FROM upstream_locks WHERE upstream = ?", (upstream,)).fetchone()
@@ -258,6 +259,16 @@ class Pins:
                 return {d.key: PinStatus("pinned", d.digest, d.digest) for d in definitions}
         statuses = self.statuses(upstream, definitions)
         with self.db.transaction() as tx:
+            # what is pending is what it lists now: a change it took back, or a definition it no longer lists,
+            # is not left for a person to approve (approving it would hold back what it lists instead)
+            listed = {(d.kind, d.name, d.digest) for d in definitions if statuses[d.key].status != "pinned"}
+            pending = tx.execute("SELECT kind, name, digest FROM upstream_changes WHERE upstream = ?", (upstream,))
+            for row in pending.fetchall():
+                if (row["kind"], row["name"], row["digest"]) not in listed:
+                    tx.execute(
+                        "DELETE FROM upstream_changes WHERE upstream = ? AND kind = ? AND name = ? AND digest = ?",
+                        (upstream, row["kind"], row["name"], row["digest"]),
+                    )
             for d in definitions:
                 status = statuses[d.key]
                 if status.status == "pinned":
