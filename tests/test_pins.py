@@ -240,8 +240,7 @@ async def test_a_renamed_tool_is_told_apart_from_a_new_one_and_a_swap_is_a_chang
         assert text_of(await client.call_tool("shifty__echo_v2", {"text": "c"})) == json.dumps(
             {"name": "echo_v2", "arguments": {"text": "c"}}
         )
-        pinned = {p["name"] for p in gateway.pins.list("shifty")}
-        assert "echo_v2" in pinned and "echo" not in pinned  # the rename replaced the old pin
+        assert {"echo", "echo_v2"} <= {p["name"] for p in gateway.pins.list("shifty")}  # a copy would keep both
 
         # a swap: each name keeps its place but takes the other's body
         gateway.pins.approve(by="alice", name="tidy")

@@ -37,6 +37,7 @@ from typing import Any, Literal
 
 import rfc8785
 
+from gateway.approvals import MAX_COMMENT
 from gateway.errors import ConfigError
 from gateway.ledger.chain import Ledger, utc_now
 from gateway.ledger.store import Store, Transaction
@@ -332,6 +333,8 @@ class Pins:
         person saw: a change seen since under another digest is not approved. Each is a ledger row."""
         if not every and not name:
             raise ConfigError("name the change to approve (gateway upstreams diff lists them), or pass --all")
+        if len(comment) > MAX_COMMENT:
+            raise ConfigError(f"the comment is {len(comment)} characters long; at most {MAX_COMMENT}")
         approved: list[JSONObject] = []
         with self.db.transaction() as tx:
             clauses, params = [], []
@@ -367,12 +370,8 @@ class Pins:
                     "SELECT digest FROM upstream_pins WHERE upstream = ? AND kind = ? AND name = ?", (up, kind, key)
                 ).fetchone()
                 tx.execute("DELETE FROM upstream_pins WHERE upstream = ? AND kind = ? AND name = ?", (up, kind, key))
+                # a renamed one's old pin stays: the upstream may list both names (a copy, not a rename)
                 _pin(tx, up, _stored(row), "approved", by, now)
-                if row["status"] == "renamed" and row["renamed_from"]:
-                    tx.execute(
-                        "DELETE FROM upstream_pins WHERE upstream = ? AND kind = ? AND name = ?",
-                        (up, kind, row["renamed_from"]),
-                    )
                 tx.execute(
                     "DELETE FROM upstream_changes WHERE upstream = ? AND kind = ? AND name = ? AND digest = ?",
                     (up, kind, key, row["digest"]),
@@ -413,10 +412,14 @@ class Pins:
                 if not isinstance(entry.get("digest"), str):
                     raise ConfigError(f"{where} has no digest")
                 body = entry.get("definition")
-                if body is not None:
-                    expected = Definition.of(kind, body, name)
-                    if expected.digest != entry["digest"] or expected.name != name:
-                        raise ConfigError(f"{where}: its digest is not that of its definition (edited by hand?)")
+                if body is None:
+                    continue
+                try:
+                    expected = Definition.of(kind, body, name) if isinstance(body, dict) else None
+                except ValueError:
+                    expected = None
+                if expected is None or expected.digest != entry["digest"] or expected.name != name:
+                    raise ConfigError(f"{where}: its digest is not that of its definition (edited by hand?)")
         return raw["upstreams"]
 
     def import_lock(self) -> list[str]:
