@@ -102,6 +102,9 @@ class UpstreamConfig(Strict):
     prefixed: bool = True
     sandbox: UpstreamSandbox = Field(default_factory=UpstreamSandbox)
     listing: ListingLimits | None = None  # default: limits.upstream_listing
+    # false: its resource list entries (often generated: files, pages) are served without pins; its tools,
+    # prompts, resource templates and instructions are pinned whatever this says
+    pin_resources: bool = True
 
     @model_validator(mode="after")
     def _one_transport(self) -> UpstreamConfig:

@@ -505,3 +505,19 @@ async def test_a_change_taken_back_is_served_again_and_left_for_nobody_to_approv
         await until(lambda: not gateway.pool.upstreams["shifty"].held())
         assert gateway.pins.changes("shifty") == []  # approving the stale one would hold back the pinned one
         assert not (await client.call_tool("shifty__lookup", {"q": "x"})).is_error
+
+
+@pytest.mark.parametrize("pin_resources", [True, False])
+async def test_resource_list_entries_are_pinned_unless_the_operator_says_they_are_generated(
+    config: GatewayConfig, tmp_path: Path, pin_resources: bool
+) -> None:
+    readme = {"name": "readme", "uri": "shifty://docs/readme", "description": "the readme"}
+    shifty = Shifty(tmp_path, resources=[readme])
+    config = configure(config, shifty, read_only=["*"], pin_resources=pin_resources)
+    gateway = Gateway(config)
+    async with inproc_client(gateway, token(config, "operator")) as client:
+        page = {"name": "page-2", "uri": "shifty://docs/2", "description": "a page written since"}
+        shifty.change(resources=[readme, page], tools=[tool("lookup")])
+        await until(held(gateway, ("tool", "lookup")))  # the re-list is done: the new tool is held back
+        listed = {r.uri for r in (await client.list_resources()).resources}
+    assert listed == ({"shifty://docs/readme"} if pin_resources else {"shifty://docs/readme", "shifty://docs/2"})

@@ -199,7 +199,11 @@ class Upstream:
         if capabilities.resources is not None:
             for item in await list_all(channel, "resources/list", "resources", limits):
                 _, resource = _model(mt.Resource, item, "resources/list")
-                spec = readables.add_resource(self._resource_spec(resource.name, resource.uri), resource)
+                spec = self._resource_spec(resource.name, resource.uri)
+                if not self.config.pin_resources:  # the operator's choice: served as listed, never held back
+                    readables.add_resource(replace(spec, pin_key=None), resource)
+                    continue
+                spec = readables.add_resource(spec, resource)
                 definitions.append(self._definition("resource", item, spec.name))
             for item in await list_all(channel, "resources/templates/list", "resourceTemplates", limits):
                 _, template = _model(mt.ResourceTemplate, item, "resources/templates/list")

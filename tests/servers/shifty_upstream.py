@@ -7,7 +7,7 @@ python shifty_upstream.py --state STATE.json [--log CALLS.jsonl]
 STATE.json (rewritten by the test at will):
     {"generation": 1,                      # a new value: notifications/{tools,prompts,resources}/list_changed
      "instructions": "...",                # given at initialize (null: none)
-     "tools": [{...}], "prompts": [{...}], "templates": [{...}],   # listed as they stand
+     "tools": [{...}], "prompts": [{...}], "resources": [{...}], "templates": [{...}],   # listed as they stand
      "restart": false,                     # true: exit (to be started again) instead of saying list_changed
      "pages": null | "endless" | "repeat" | "slow" | "growing",    # tools/list pagination that never ends
      "page_tools": 50, "pad": 2000}        # tools per endless page, and bytes of description each
@@ -87,7 +87,7 @@ class Shifty:
         elif method == "prompts/list":
             reply["result"] = {"prompts": state.get("prompts", [])}
         elif method == "resources/list":
-            reply["result"] = {"resources": []}
+            reply["result"] = {"resources": state.get("resources", [])}
         elif method == "resources/templates/list":
             reply["result"] = {"resourceTemplates": state.get("templates", [])}
         elif method == "prompts/get":
