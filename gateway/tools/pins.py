@@ -215,6 +215,21 @@ class Pins:
         instructions = judge(server, pins).status if server is not None else "pinned"
         return {d.key: judge(d, pins, "pinned" if d.kind == "server" else instructions) for d in listed}
 
+    def status(self, upstream: str, definition: Definition, server: Definition | None) -> PinStatus:
+        """One definition's status (a call's): its own pin and the instructions' read alone, the whole index
+        only when it is not pinned (to tell a rename from a new one)."""
+        rows = self.db.query(
+            "SELECT kind, name, digest, fingerprint FROM upstream_pins WHERE upstream = ? "
+            "AND ((kind = ? AND name = ?) OR kind = 'server')",
+            (upstream, definition.kind, definition.name),
+        )
+        pins = {(r["kind"], r["name"]): (r["digest"], r["fingerprint"]) for r in rows}
+        instructions = judge(server, pins).status if server is not None else "pinned"
+        found = judge(definition, pins, "pinned" if definition.kind == "server" else instructions)
+        if found.status != "new":
+            return found
+        return self.statuses(upstream, [definition, *([server] if server is not None else [])])[definition.key]
+
     def list(self, upstream: str | None = None) -> list[JSONObject]:
         where, params = ("WHERE upstream = ?", (upstream,)) if upstream else ("", ())
         rows = self.db.query(f"SELECT * FROM upstream_pins {where} ORDER BY upstream, kind, name", params)

@@ -256,8 +256,7 @@ class Upstream:
         definition = self.definitions.get(spec.pin_key) if spec.pin_key else None
         if definition is None or self.pins is None:
             return PinStatus("new", definition.digest if definition else "", None)
-        server = self.definitions.get(("server", INSTRUCTIONS))
-        return self.pins.statuses(self.prefix, [definition, *([server] if server else [])])[definition.key]
+        return self.pins.status(self.prefix, definition, self.definitions.get(("server", INSTRUCTIONS)))
 
     async def _channel(self, stack: AsyncExitStack) -> StdioChannel | HttpChannel:
         if self.config.url is not None:
