@@ -101,19 +101,21 @@ def confinement_summary(confinement: JSONObject) -> str:
     return f"{where} ({confinement.get('mode')}): writes {writable}; network: {network}"
 
 
-def call_key(principal: Principal, tool: str, arguments: JSONObject, site: CallSite) -> str:
-    """What an approval binds to: who, which tool, exactly which arguments, and where the call runs."""
-    return digest(
-        {
-            "agent": principal.agent,
-            "role": principal.role,
-            "task": principal.task,
-            "tool": tool,
-            "arguments": digest(arguments),
-            "channel": site.channel,
-            "confinement": digest(site.confinement),
-        }
-    )
+def call_key(
+    principal: Principal, tool: str, arguments: JSONObject, site: CallSite, definition: str | None = None
+) -> str:
+    """What an approval binds to: who, which tool, exactly which arguments, where the call runs, and for an
+    upstream tool the digest of its pinned definition (``definition``)."""
+    bound = {
+        "agent": principal.agent,
+        "role": principal.role,
+        "task": principal.task,
+        "tool": tool,
+        "arguments": digest(arguments),
+        "channel": site.channel,
+        "confinement": digest(site.confinement),
+    }
+    return digest({**bound, "definition": definition} if definition is not None else bound)
 
 
 class RequestStateSeal:

@@ -30,10 +30,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from gateway.errors import ConfigError
 
 CONFIG_FILE = "gateway.yaml"
+LOCKFILE = "gateway-upstreams.lock"  # pinned upstream definitions, committed beside gateway.yaml
 PREFIX_PATTERN = r"^[A-Za-z0-9_-]{1,32}$"
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
-ArgumentRole = Literal["read", "write", "delete", "command", "url"]
+# what an upstream tool's argument is: a path read, written or deleted, a shell command, a URL, or plain data
+# (text, a number, a message: nothing the gateway judges). An argument with no role makes a call opaque.
+ArgumentRole = Literal["read", "write", "delete", "command", "url", "data"]
 
 
 class Strict(BaseModel):
@@ -67,6 +70,17 @@ class UpstreamSandbox(Strict):
     visible: list[str] = Field(default_factory=list)
 
 
+class ListingLimits(Strict):
+    """Bounds on each listing an upstream answers (tools/list, resources/list, resources/templates/list,
+    prompts/list, every page of it): an upstream over one is marked down with the bound named."""
+
+    pages: Annotated[int, Field(gt=0, le=100_000)] = 100
+    items: Annotated[int, Field(gt=0, le=1_000_000)] = 2000  # definitions in one listing
+    bytes: Annotated[int, Field(gt=0)] = 4 << 20  # JSON-RPC bytes of all its pages together
+    seconds: Annotated[float, Field(gt=0, le=3600)] = 30.0  # all its pages, from the first request
+    definition_bytes: Annotated[int, Field(gt=0)] = 64 << 10  # one definition, as canonical JSON
+
+
 class UpstreamConfig(Strict):
     """An upstream MCP server: a stdio command or a streamable HTTP URL."""
 
@@ -77,7 +91,8 @@ class UpstreamConfig(Strict):
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     timeout_s: Annotated[float, Field(gt=0, le=3600)] = 120.0
-    # tool name (glob) -> {argument name -> role}: which argument is a path, a command or a URL
+    # tool name (glob) -> {argument name -> role}: which argument is a path, a command, a URL or plain data;
+    # a call that passes an argument with no role is opaque (tier 3) unless the tool is declared read-only
     arguments: dict[str, dict[str, ArgumentRole]] = Field(default_factory=dict)
     # tool names (globs) the operator vouches are read-only (upstream annotations are only hints)
     read_only: list[str] = Field(default_factory=list)
@@ -87,6 +102,10 @@ class UpstreamConfig(Strict):
     # names (the conformance suite); a name a gateway tool already has is not exposed
     prefixed: bool = True
     sandbox: UpstreamSandbox = Field(default_factory=UpstreamSandbox)
+    listing: ListingLimits | None = None  # default: limits.upstream_listing
+    # false: its resource list entries (often generated: files, pages) are served without pins; its tools,
+    # prompts, resource templates and instructions are pinned whatever this says
+    pin_resources: bool = True
 
     @model_validator(mode="after")
     def _one_transport(self) -> UpstreamConfig:
@@ -103,6 +122,7 @@ class LimitsConfig(Strict):
     search_results: Annotated[int, Field(gt=0)] = 200
     list_entries: Annotated[int, Field(gt=0)] = 2000
     export_rows: Annotated[int, Field(gt=0, le=1_000_000)] = 10_000  # calls one /ui export may hold
+    upstream_listing: ListingLimits = Field(default_factory=ListingLimits)  # an upstream's `listing` wins
 
 
 class PolicyConfig(Strict):
@@ -419,14 +439,20 @@ class GatewayConfig(Strict):
         return self.state / "policy-checks"
 
     @property
+    def upstream_lockfile(self) -> Path | None:
+        """The operator's committed pins of upstream definitions, beside gateway.yaml (gateway/tools/pins.py)."""
+        return self.source.with_name(LOCKFILE) if self.source is not None else None
+
+    @property
     def decision_log_path(self) -> Path:
         return self.state / "decisions.jsonl"
 
     def protected_paths(self) -> list[Path]:
-        """Paths no agent may touch through the gateway: its own state, keys, policies and config."""
+        """Paths no agent may touch through the gateway: its own state, keys, policies and config (with the
+        upstream lockfile beside it)."""
         paths = [self.state, self.roles_dir, self.policy_dir, self.worktrees]
         if self.source is not None:
-            paths.append(self.source)
+            paths += [self.source, self.source.with_name(LOCKFILE)]  # the lockfile: pins a start would import
         return paths
 
     def secret_paths(self) -> list[Path]:

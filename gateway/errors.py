@@ -83,6 +83,12 @@ class DecisionDeadline(Denied):
     code = "decision_deadline"
 
 
+class Quarantined(Denied):
+    """An upstream definition that is not its pin (changed, new, renamed): held until a person approves it."""
+
+    code = "quarantined"
+
+
 class ToolNotGranted(Denied):
     """A tool the caller's role may not see: answered exactly like a tool that does not exist."""
 

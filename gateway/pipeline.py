@@ -40,6 +40,7 @@ from gateway.errors import (
     Denied,
     GatewayError,
     InvalidArguments,
+    Quarantined,
     ToolFailed,
     ToolNotGranted,
     UnknownTool,
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
 
     from gateway.sandbox import Confinement
     from gateway.telemetry import Telemetry
+    from gateway.tools.pins import PinStatus
 
 log = structlog.get_logger("gateway.pipeline")
 
@@ -98,6 +100,7 @@ class Call:
     started: float = field(default_factory=time.perf_counter)
     principal: Principal | None = None
     spec: ToolSpec | None = None
+    pin: PinStatus | None = None  # an upstream definition's pin status: input.tool.pin, part of the approval key
     workspace: Workspace | None = None
     task: JSONObject | None = None  # input.task: the task the caller works on, as the policy sees it
     intent: JSONObject | None = None  # input.intent: the intent a commit-protocol call names
@@ -115,6 +118,11 @@ class Call:
 
     def stop(self, error: GatewayError) -> None:
         self.error, self.outcome = error, error.outcome
+
+    @property
+    def pin_facts(self) -> JSONObject | None:
+        """``input.tool.pin``: the upstream definition's pin status, None for the gateway's own tools."""
+        return self.pin.as_input() if self.pin is not None else None
 
     def response(self) -> CallResult:
         if self.error is not None:
@@ -214,7 +222,8 @@ class Resolve:
     """The tool name becomes a ToolSpec, if the caller's role may see it.
 
     A tool the role is not granted gets the same answer as a tool that does not exist, so a role
-    cannot probe for tools; the ledger still tells the two apart.
+    cannot probe for tools; the ledger still tells the two apart. An upstream definition that is not pinned
+    as listed (changed, new, renamed: gateway/tools/pins.py) is quarantined: refused with the reason.
     """
 
     def __init__(self, catalog: Catalog, grants: ToolGrants) -> None:
@@ -241,6 +250,10 @@ class Resolve:
             message = f"no {what} named {asked!r} is available to role {call.principal.role!r}"
             raise ToolNotGranted(message) if spec is not None else UnknownTool(message)
         call.spec = spec
+        call.pin = self.catalog.pin(spec)
+        if call.pin is not None and call.pin.quarantined:
+            upstream = spec.provider.removeprefix("upstream:")
+            raise Quarantined(call.pin.reason(spec.name, upstream), pin=call.pin_facts)
 
 
 # --- validate -------------------------------------------------------------------------------------
@@ -399,7 +412,7 @@ class HookVerdict:
         assert call.decision is not None and call.principal is not None
         if call.decision.action == "ask":
             site = call_site(call)
-            key = call_key(call.principal, call.tool, call.arguments, site)
+            key = approval_key(call, site)
             if not take_approval(self.approvals, call, key, site):
                 hold_for_approval(self.approvals, call, key, site)
                 return
@@ -413,7 +426,7 @@ def policy_input(call: Call) -> JSONObject:
     return input_document(
         kind=INPUT_KINDS[call.method],
         principal=call.principal,
-        tool=tool_facts(call.spec, call.tool),
+        tool=tool_facts(call.spec, call.tool, call.pin_facts),
         arguments=call.arguments,
         effects=call.effects,
         workspace=str(call.workspace.root),
@@ -462,7 +475,7 @@ class ActOnTier:
 
         assert call.principal is not None and call.decision is not None
         site = call_site(call)
-        key = call_key(call.principal, call.tool, call.arguments, site)
+        key = approval_key(call, site)
         if take_approval(self.approvals, call, key, site):
             return
         origin = call.origin
@@ -531,6 +544,15 @@ class ActOnTier:
         return answer
 
 
+def approval_key(call: Call, site: CallSite) -> str:
+    """What a person's approval binds to: the call, where it runs, and for an upstream tool the definition it
+    was judged on (its pin digest), so an approval given before the upstream changed the tool never runs the
+    changed one."""
+    assert call.principal is not None
+    definition = call.pin.digest if call.pin is not None else None
+    return call_key(call.principal, call.tool, call.arguments, site, definition)
+
+
 def call_site(call: Call) -> CallSite:
     """Where a call runs, as an approval binds to it: the channel it came by and the confinement it runs in
     (with the egress its decision grants). Claude Code runs a hooked call itself, outside any sandbox."""
@@ -583,6 +605,7 @@ def hold_for_approval(approvals: Approvals, call: Call, key: str, site: CallSite
         "trace_id": call.trace_id,
         "decision": call.decision.model_dump(),
         "effects": call.effects.model_dump() if call.effects else None,
+        "definition": call.pin.digest if call.pin is not None else None,
     }
     if call.detail.get("approvals_not_used"):
         about["approvals_not_used"] = call.detail["approvals_not_used"]

@@ -66,6 +66,7 @@ from gateway.telemetry import Telemetry
 from gateway.tools.catalog import Catalog
 from gateway.tools.files import file_tools
 from gateway.tools.git import git_tools
+from gateway.tools.pins import Pins
 from gateway.tools.shell import shell_tools
 from gateway.types import Decision, JSONObject, Origin, Principal, ToolSpec
 
@@ -147,6 +148,8 @@ class Gateway:
         guard = AddressGuard(config.egress.allow_addresses, own_ports=lambda: listening_ports() | {listen_port})
         self.egress = Egress(self.ledger, guard)
         self.approvals = Approvals(self.db, self.ledger, ttl_s=config.approvals.ttl_s)
+        # upstream definitions as pinned (first use, the operator's lockfile, a person's approval)
+        self.pins = Pins(self.db, self.ledger, config.upstream_lockfile)
         self.checkpoints = Checkpoints(self.db, config.checkpoints_dir, self.sandbox)
         # the verification commands the gateway runs itself are judged by self.judge (built below) when run
         self.verification = Verification(self.judge_call, self.sandbox, config)
@@ -215,6 +218,8 @@ class Gateway:
             self.sandbox,
             self.upstream_confinement,
             max_read_bytes=self.config.limits.max_read_bytes,
+            pins=self.pins,
+            listing=self.config.limits.upstream_listing,
         )
 
     @functools.cached_property
@@ -314,7 +319,8 @@ class Gateway:
         (git's hooks and config, a worktree's link to its repository) and gateway.yaml."""
         git = root / ".git"
         protect = [git / "hooks", git / "config", git / "modules"] if git.is_dir() else [git]
-        return [*protect, *([self.config.source] if self.config.source else [])]
+        own = [self.config.source, self.config.upstream_lockfile] if self.config.source else []
+        return [*protect, *own]
 
     def pinned_in(self, root: Path) -> list[Path]:
         """What stays in place inside a writable directory, writable: a repository's ``.git`` directory is
@@ -365,9 +371,22 @@ class Gateway:
             await anyio.sleep(self.config.tasks.sweep_s)
             await anyio.to_thread.run_sync(self.board.sweep)
 
+    def load_pins(self) -> None:
+        """The operator's lockfile into the store (a bad one stops the start, naming the entry). With upstreams
+        configured and no lockfile yet, an empty one is made, which the sandbox then mounts read-only."""
+        if self.config.upstreams:
+            try:
+                if self.pins.ensure_lockfile():
+                    log.info("made an empty upstream lockfile", path=str(self.config.upstream_lockfile))
+            except OSError as exc:  # a read-only config dir: no agent can write there either
+                log.info("no upstream lockfile made", path=str(self.config.upstream_lockfile), error=str(exc))
+        for upstream in self.pins.import_lock():
+            log.info("upstream pins taken from the lockfile", upstream=upstream)
+
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Gateway]:
         self.engine.start()
+        await anyio.to_thread.run_sync(self.load_pins)
         async with anyio.create_task_group() as tg:
             await self.pool.start(tg)
             # Several processes may serve one store (serve --workers, replicas): one recovers at a time,

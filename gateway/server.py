@@ -127,17 +127,17 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
     async def list_resources(
         ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListResourcesResult:
-        return mt.ListResourcesResult(resources=listed(ctx, gateway.pool.resources()))
+        return mt.ListResourcesResult(resources=listed(ctx, gateway.pool.resources(served=True)))
 
     async def list_templates(
         ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListResourceTemplatesResult:
-        return mt.ListResourceTemplatesResult(resource_templates=listed(ctx, gateway.pool.templates()))
+        return mt.ListResourceTemplatesResult(resource_templates=listed(ctx, gateway.pool.templates(served=True)))
 
     async def list_prompts(
         ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListPromptsResult:
-        return mt.ListPromptsResult(prompts=listed(ctx, gateway.pool.prompts()))
+        return mt.ListPromptsResult(prompts=listed(ctx, gateway.pool.prompts(served=True)))
 
     async def read_resource(ctx: ServerRequestContext[Any], params: mt.ReadResourceRequestParams) -> Any:
         origin = origin_for(ctx, params, credential(ctx), connection)
@@ -155,9 +155,9 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
         principal = lister(ctx)
         ref = params.ref
         if isinstance(ref, mt.PromptReference):
-            spec = gateway.pool.prompt(ref.name)
+            spec = next((s for s, _ in gateway.pool.prompts(served=True) if s.name == ref.name), None)
         else:
-            spec = next((s for s, t in gateway.pool.templates() if t.uri_template == ref.uri), None)
+            spec = next((s for s, t in gateway.pool.templates(served=True) if t.uri_template == ref.uri), None)
         upstream = gateway.pool.upstream_of(spec) if spec is not None else None
         if spec is None or upstream is None or not granted(principal, spec):
             return EMPTY_COMPLETION

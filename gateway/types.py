@@ -167,9 +167,10 @@ class ToolSpec:
     An upstream's resources and prompts are judged as calls too, each with a read-only ToolSpec of its own.
 
     ``argument_roles`` maps an argument name to what it means for effects: ``read``, ``write``,
-    ``delete`` (paths), ``command`` (a shell string), ``url``, or ``resource`` (a resource URI; ``file://``
-    is a path read). Built-in tools declare theirs; for upstream
-    tools they come from gateway.yaml, since upstream annotations are untrusted hints.
+    ``delete`` (paths), ``command`` (a shell string), ``url``, ``resource`` (a resource URI; ``file://``
+    is a path read) or ``data`` (plain data, no effect). Built-in tools declare theirs; for upstream
+    tools they come from gateway.yaml, since upstream annotations are untrusted hints (an upstream tool's
+    argument with no role is opaque).
     """
 
     name: str
@@ -183,6 +184,8 @@ class ToolSpec:
     read_only: bool = False  # declared by the gateway or the operator (gateway.yaml), never by an upstream
     upstream_name: str | None = None
     arguments_model: type[BaseModel] | None = None  # built-ins validate with it; others with input_schema
+    # an upstream definition's (kind, name) among its upstream's pins (gateway/tools/pins.py)
+    pin_key: tuple[str, str] | None = None
 
     def as_mcp_tool(self) -> mt.Tool:
         import mcp_types as mt  # the SDK's types load with the server, not with every command

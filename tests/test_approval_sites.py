@@ -178,8 +178,11 @@ async def test_an_approval_given_in_one_confinement_is_not_spent_in_another(
 
 
 def downgrade_to_schema_5(config: GatewayConfig) -> None:
-    """The approvals table as a gateway before schema 6 left it: no channel, no confinement."""
+    """The approvals table as a gateway before schema 6 left it: no channel, no confinement (and none of the
+    later schemas' tables)."""
     with sqlite3.connect(config.store_path) as db:
+        for table in ("upstream_pins", "upstream_changes", "upstream_locks"):  # schema 7
+            db.execute(f"DROP TABLE {table}")
         db.execute("DROP INDEX approvals_call")
         db.execute("ALTER TABLE approvals DROP COLUMN channel")
         db.execute("ALTER TABLE approvals DROP COLUMN confinement")

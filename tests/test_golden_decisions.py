@@ -135,6 +135,16 @@ def variants(base: JSONObject, write: JSONObject, workspace: Path) -> list[Golde
             "a described upstream tool, not read-only",
             tool={"name": "tickets__get", "provider": "upstream:tickets", "analysed": True, "read_only": False},
         ),
+        changed(
+            "an upstream tool changed since it was pinned",
+            tool={
+                "name": "tickets__get",
+                "provider": "upstream:tickets",
+                "analysed": True,
+                "read_only": True,
+                "pin": {"status": "changed", "digest": "sha256:b", "pinned": "sha256:a", "instructions": "pinned"},
+            },
+        ),
         changed("context outside the workspace", context={**base["context"], "workspace": str(workspace.parent)}),
     ]
 

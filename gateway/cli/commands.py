@@ -395,6 +395,73 @@ def approval_fields(approval: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def cmd_upstreams(args: argparse.Namespace) -> int:
+    from gateway.ledger.chain import Ledger
+    from gateway.ledger.store import open_store
+    from gateway.tools.pins import Pins
+
+    config = load_config(args)
+    db = open_store(config)
+    pins = Pins(db, Ledger.for_config(config, db), config.upstream_lockfile)
+    pins.import_lock()  # the lockfile is authoritative: what it says is what is pinned
+    command = args.upstreams_command
+    if command == "pins":
+        found = pins.list(args.upstream)
+        if wants_json(args):
+            emit(found)
+            return 0
+        columns = [
+            ("upstream", "UPSTREAM"),
+            ("kind", "KIND"),
+            ("exposed", "NAME"),
+            ("digest", "DIGEST", lambda d: d[:23]),
+            ("source", "FROM"),
+            ("pinned_by", "BY"),
+            ("pinned_at", "AT (UTC)", day_time),
+        ]
+        table(found, columns, empty="nothing is pinned yet (an upstream is pinned when the gateway first lists it)")
+        return 0
+    if command == "diff":
+        changes = pins.changes(args.upstream)
+        if wants_json(args):
+            emit(changes)
+            return 0
+        print_changes(changes)
+        return 0
+    if command == "approve":
+        by = args.by or os.environ.get("USER") or "cli"
+        approved = pins.approve(by, args.name, args.upstream, args.digest, every=args.all, comment=args.comment)
+        locked = set(pins.read_lock())
+        rewritten = sorted({a["upstream"] for a in approved} & locked)
+        if rewritten:
+            pins.write_lock(rewritten)
+        if wants_json(args):
+            emit({"approved": approved, "lockfile": str(pins.lockfile) if rewritten else None})
+            return 0
+        for item in approved:
+            print(f"approved {clean(item['exposed'])} ({item['status']}) as {item['digest']}")
+        if rewritten:
+            print(f"{pins.lockfile} now pins it: commit it")
+        return 0
+    written = pins.write_lock(args.upstream)
+    emit({"lockfile": str(written)}) if wants_json(args) else print(f"wrote {written}")
+    return 0
+
+
+def print_changes(changes: list[dict[str, Any]]) -> None:
+    """Each held-back definition for a person: what it is, its digests, the diff, and the command to approve it."""
+    if not changes:
+        print("no definition is held back: every listed one is pinned")
+    for change in changes:
+        renamed = f" (renamed from {clean(change['renamed_from'])})" if change["renamed_from"] else ""
+        print(f"{clean(change['exposed'])}  {change['status'].upper()}{renamed}  upstream {clean(change['upstream'])}")
+        pinned, seen = change["pinned_digest"] or "-", day_time(change["last_seen"])
+        print(f"  digest {change['digest']}  pinned {pinned}  seen {seen}")
+        for line in change["diff"].splitlines():
+            print(f"  {clean(line)}")
+        print(f"  approve: gateway upstreams approve {clean(change['exposed'])} --digest {change['digest']}")
+
+
 def day_time(iso: str | None) -> str:
     return "-" if not iso else iso[:19].replace("T", " ")
 
@@ -635,8 +702,9 @@ def replay_deadletter(gateway: Any, letter: dict[str, Any], payload_file: str | 
     by = os.environ.get("USER") or "cli"
 
     async def run() -> Any:
+        gateway.load_pins()  # the replay sees the upstream tools a serving gateway sees, pinned as it pins them
         async with anyio.create_task_group() as tg:
-            await gateway.pool.start(tg)  # the replay sees the upstream tools a serving gateway sees
+            await gateway.pool.start(tg)
             try:
                 return await replay(gateway, letter["id"], payload, by=by)
             finally:

@@ -19,7 +19,7 @@ INPUT_VERSION = 2
 INPUT_KINDS = {"tools/call": "tool_call", "resources/read": "resource_read", "prompts/get": "prompt_get"}
 
 
-def tool_facts(spec: ToolSpec | None, name: str) -> JSONObject:
+def tool_facts(spec: ToolSpec | None, name: str, pin: JSONObject | None = None) -> JSONObject:
     return {
         "name": name,
         "provider": spec.provider if spec else None,
@@ -27,6 +27,9 @@ def tool_facts(spec: ToolSpec | None, name: str) -> JSONObject:
         "commit_class": spec.commit_class if spec else False,
         "read_only": spec.read_only if spec else False,  # declared by the gateway or the operator
         "analysed": analysed(spec),
+        # an upstream definition against its pin (gateway/tools/pins.py): {"status": "pinned" | "changed" |
+        # "new" | "renamed", "digest", "pinned", "renamed_from", "instructions"}; None for the gateway's own
+        "pin": pin,
     }
 
 
