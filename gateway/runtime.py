@@ -48,6 +48,7 @@ from gateway.pipeline import (
     Resolve,
     Stage,
     Validate,
+    ValidText,
 )
 from gateway.policy.cache import DecisionCache
 from gateway.policy.checked import CheckedSources
@@ -168,6 +169,7 @@ class Gateway:
         recording = Record(self.ledger, self.telemetry)
         self.describing: list[Stage] = [
             Resolve(self.catalog, self.roles),
+            ValidText(),
             Validate(config.limits),
             Describe(self.situate, config.policy.deadline_s),
         ]
