@@ -31,8 +31,8 @@ from gateway.ledger.chain import Ledger, digest, utc_now
 from gateway.ledger.leases import Leases, LeaseTimeout
 from gateway.ledger.store import Row, Store, Transaction
 from gateway.policy.engine import PolicyEngine
-from gateway.repo import Repo
-from gateway.tasks.drift import drift, frozen_problems, frozen_violations, matches
+from gateway.repo import GitError, Repo
+from gateway.tasks.drift import diff_shape, drift, frozen_problems, frozen_violations, matches
 from gateway.tasks.models import Claim, ExecutionRecord, StrategyShift, TaskManifest, VerificationResult
 from gateway.tasks.states import TASK_MOVES, check_move
 from gateway.tasks.verification import Verification
@@ -163,6 +163,19 @@ class TaskBoard:
             if verification
             else None,
         }
+
+    def merge_shape(self, task_id: str) -> JSONObject | None:
+        """What merging the task's verified commit (else its branch) into its base branch would add, change
+        and delete (gateway/tasks/drift.py diff_shape): the commit policy's ``input.intent.diff``. None when
+        it cannot be measured (no such task or branch: then there is nothing to merge either)."""
+        task = self.find(task_id)
+        if task is None:
+            return None
+        head = (task.get("verification") or {}).get("commit") or task["branch"]
+        try:
+            return diff_shape(self.repo, f"refs/heads/{task['base_branch']}", head)
+        except GitError:
+            return None
 
     def all(self) -> list[JSONObject]:
         return [_task(row) for row in self.db.query("SELECT * FROM tasks ORDER BY created, id")]
