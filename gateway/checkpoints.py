@@ -218,10 +218,15 @@ def snapshot(repo: Repo, message: str, exclude: list[str], sandbox: Sandbox) -> 
         head = repo.run("rev-parse", "--verify", "-q", "HEAD", check=False).strip()
         if head:
             repo.run("read-tree", head, env=env)
-        if exclude:  # from the index only: --force-remove never looks at the work tree (git rm would)
-            repo.run("update-index", "--force-remove", "--", *exclude, env=env)
         walled = Repo(repo.root, wall=sandbox.git_wall(repo.root, writes=[git_path(repo, "objects"), Path(tmp)]))
-        walled.run("add", "-A", "--", ".", *[f":(exclude,literal){p}" for p in exclude], env=env)
+        walled.run("add", "-A", "--", ".", env=env)
+        if exclude:
+            # left out of the index after the add, not by an exclude pathspec to it: `git add` fails on a
+            # pathspec that names an ignored file (a .gitignore listing gateway.yaml failed every tier-2 call).
+            # ls-files and update-index read the index only, never the work tree; a directory goes whole.
+            named = repo.run("ls-files", "-z", "--cached", "--", *[f":(literal){p}" for p in exclude], env=env)
+            if named:
+                repo.run("update-index", "--force-remove", "-z", "--stdin", input=named, env=env)
         tree = repo.run("write-tree", env=env).strip()
     parents = ["-p", head] if head else []
     return repo.run("commit-tree", tree, *parents, "-m", message).strip()

@@ -59,6 +59,18 @@ class InvalidArguments(InvalidRequest):
     code = "invalid_arguments"
 
 
+class MalformedRequest(InvalidRequest):
+    """A request the MCP SDK refuses before the pipeline sees it (gateway/server.py)."""
+
+    code = "malformed_request"
+
+
+class InvalidUnicode(InvalidRequest):
+    """Text that is not valid Unicode (a lone UTF-16 surrogate): gateway/unicode.py."""
+
+    code = "invalid_unicode"
+
+
 class ArgumentsTooLarge(InvalidRequest):
     code = "arguments_too_large"
 

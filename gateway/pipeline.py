@@ -1,6 +1,6 @@
 """The enforcement pipeline: every tools/call (and resources/read, prompts/get) passes these stages, in order.
 
-    authenticate -> resolve -> validate -> describe -> decide -> act on tier -> record intent
+    authenticate -> resolve -> valid text -> validate -> describe -> decide -> act on tier -> record intent
         -> execute -> check, and always: record
 
 A stage is a plain async callable ``(call) -> None`` that reads and fills the ``Call`` (the spirit of
@@ -40,6 +40,7 @@ from gateway.errors import (
     Denied,
     GatewayError,
     InvalidArguments,
+    InvalidUnicode,
     Quarantined,
     ToolFailed,
     ToolNotGranted,
@@ -62,6 +63,7 @@ from gateway.types import (
     ToolInvocation,
     ToolSpec,
 )
+from gateway.unicode import not_unicode
 
 if TYPE_CHECKING:
     import mcp_types as mt
@@ -257,6 +259,23 @@ class Resolve:
 
 
 # --- validate -------------------------------------------------------------------------------------
+
+
+class ValidText:
+    """Refuses a call whose arguments (or the input responses and request state it brings back) are not valid
+    Unicode: a lone UTF-16 surrogate, which JSON can carry and no file name, store, hash or log can. Nothing
+    could describe or run it faithfully; the ledger records it with the text escaped (gateway/unicode.py)."""
+
+    async def __call__(self, call: Call) -> None:
+        origin = call.origin
+        for what, value in (
+            ("argument", call.arguments),
+            ("input response", origin.input_responses),
+            ("request state", origin.request_state),
+        ):
+            problem = not_unicode(what, value)
+            if problem is not None:
+                raise InvalidUnicode(problem)
 
 
 class Validate:

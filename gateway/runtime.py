@@ -49,13 +49,14 @@ from gateway.pipeline import (
     Resolve,
     Stage,
     Validate,
+    ValidText,
 )
 from gateway.policy.cache import DecisionCache
 from gateway.policy.checked import CheckedSources
 from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.engine import PolicyEngine, fired_rules
 from gateway.policy.isolated import IsolatedEngine
-from gateway.policy.reload import PolicyData
+from gateway.policy.reload import PolicyData, WithSettings, policy_data
 from gateway.repo import common_dir
 from gateway.sandbox import ANY_HOST, Confinement, Sandbox
 from gateway.tasks.board import TaskBoard, acceptance_files
@@ -105,8 +106,11 @@ def make_engine(
     """The configured engine, behind the decision cache; the embedded one in worker processes with a deadline
     unless ``isolated`` is False (a single command that decides once: nothing else waits on it). ``data`` is
     the policy's data: the gateway's live roles (a role edit reloads the engine like a policy edit), or a
-    fixed document. ``checked`` remembers the policy sources that passed the load's check (the state dir's)."""
+    fixed document; gateway.yaml's ``policy.settings`` join it as ``data.settings``. ``checked`` remembers the
+    policy sources that passed the load's check (the state dir's)."""
     assert config.path is not None
+    if config.settings:
+        data = WithSettings(policy_data(data), config.settings)
     engine: PolicyEngine
     if config.engine == "opa":
         from gateway.policy.opa import OpaEngine
@@ -175,6 +179,7 @@ class Gateway:
         recording = Record(self.ledger, self.telemetry)
         self.describing: list[Stage] = [
             Resolve(self.catalog, self.roles),
+            ValidText(),
             Validate(config.limits),
             Describe(self.situate, config.policy.deadline_s),
         ]
@@ -280,6 +285,8 @@ class Gateway:
             if intent is not None:
                 keys = ("id", "task_id", "action", "state", "proposed_by", "approved_by", "attempt")
                 call.intent = {k: intent[k] for k in keys}
+                if intent["action"] == "merge":  # the merge's shape: the policy holds a mass deletion
+                    call.intent["diff"] = self.board.merge_shape(intent["task_id"])
                 named = intent["task_id"]
         if task is None and isinstance(named, str) and call.spec is not None and call.spec.provider == "gateway":
             task = self.board.find(named)

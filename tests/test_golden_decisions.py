@@ -39,6 +39,8 @@ from gateway.types import JSONObject
 
 pytestmark = pytest.mark.anyio
 
+MASS_DELETION = {"added": 0, "changed": 1, "deleted": 4000, "tracked": 6000, "deleted_share": 0.6667}
+MASS_DELETION |= {"lines_added": 1, "lines_deleted": 90000}
 NO_REAL_OPA = "GATEWAY_TEST_OPA_URL is not set: no real OPA to compare with (docs/opa.md, section 6)"
 
 
@@ -93,6 +95,13 @@ def variants(base: JSONObject, write: JSONObject, workspace: Path) -> list[Golde
             committer,
             {"name": "intent_commit", **gateway_tool},
             intent=intent,
+            task=task,
+        ),
+        changed(
+            "intent_commit of an approved merge deleting most of the repository",
+            committer,
+            {"name": "intent_commit", **gateway_tool},
+            intent={**intent, "diff": MASS_DELETION},
             task=task,
         ),
         changed(

@@ -102,7 +102,7 @@ def serve_stdio(config: GatewayConfig) -> int:
     from mcp.server.stdio import stdio_server
 
     from gateway.runtime import Gateway
-    from gateway.server import build_server
+    from gateway.server import ScreenedReads, build_server
 
     gateway = Gateway(config)  # decides in worker processes, each decision bounded by the deadline
     token = os.environ.get("GATEWAY_TOKEN")
@@ -112,7 +112,8 @@ def serve_stdio(config: GatewayConfig) -> int:
 
     async def run() -> None:
         async with gateway.running(), stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+            screened = ScreenedReads(read, write, gateway, token)  # a line that is not valid Unicode: answered
+            await server.run(screened, write, server.create_initialization_options())
 
     anyio.run(run)
     return 0

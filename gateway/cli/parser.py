@@ -405,7 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
     ceremony = top.add(
         "ceremony",
         "the merge ceremony: triage every task, merge the verified ones with approved intents in dependency "
-        "order, leave out failures and block their dependents; exit 1 when one was left out",
+        "order, leave out what does not merge now (its dependents wait); exit 1 when one was left out",
         ["gateway ceremony"],
     )
     ceremony.set_defaults(handler=commands.cmd_ceremony)
