@@ -145,6 +145,19 @@ control_hits contains [p, entry] if {
 	on_the_way(entry, lp, ends)
 }
 
+# A path the analysis reports as a pattern (`cp -r x/* .github/` writes `.github/*`) reaches an entry it
+# could match: the entry's own name, or a name inside it.
+patterns := {[p, lp] | some [p, lp] in reached; regex.match(`[*?\[]`, lp)}
+
+control_hits contains [p, entry] if {
+	some [p, lp] in patterns
+	some entry in protected
+	name := lower(replace(trim_prefix(entry.path, "/"), "*", "x"))
+	some tail in tails(lp)
+	some example in [name, concat("/", [name, "x"])]
+	glob.match(tail, ["/"], example)
+}
+
 # Deleting or moving away the whole workspace takes every control with it (the hooks that judge the agent).
 control_hits contains [".", {"path": ".", "kind": "agent", "what": "the workspace, with every control in it"}] if "." in removed
 

@@ -116,6 +116,10 @@ WORKSPACE_FILES = {
     ".github/workflows/ci.yml": "on: push\n",
     ".gitlab-ci.yml": "test:\n  script: x\n",
     "src/environment.py": "NAME = 'dev'\n",
+    ".claude/settings.json": '{"hooks": {}}\n',
+    ".mcp.json": '{"mcpServers": {}}\n',
+    "CLAUDE.md": "# Notes for agents\n",
+    ".vscode/settings.json": "{}\n",
 }
 
 
@@ -136,6 +140,7 @@ def make_workspace(root: Path) -> tuple[GatewayConfig, Path]:
     os.symlink("src/app.py", repo / "link_in")
     os.symlink(outside / "secret.txt", repo / "link_out")
     os.symlink(outside, repo / "link_dir_out")
+    os.symlink(".claude", repo / "link_claude")
     config = workspace_for_tests(repo)
     for name, role in CORPUS["roles"].items():
         add_role(config, name, **role)
