@@ -15,6 +15,7 @@ failure prints the mismatches and a confusion summary (expected vs decided).
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -120,7 +121,9 @@ WORKSPACE_FILES = {
     ".mcp.json": '{"mcpServers": {}}\n',
     "CLAUDE.md": "# Notes for agents\n",
     ".vscode/settings.json": "{}\n",
+    ".cargo/config.toml": '[alias]\nship = "publish --no-verify"\nqa = "test"\n',
 }
+GIT_ALIASES = {"alias.pub": "push", "alias.short": "status --short", "alias.nuke": "!rm -rf /"}
 
 
 def make_workspace(root: Path) -> tuple[GatewayConfig, Path]:
@@ -141,6 +144,8 @@ def make_workspace(root: Path) -> tuple[GatewayConfig, Path]:
     os.symlink(outside / "secret.txt", repo / "link_out")
     os.symlink(outside, repo / "link_dir_out")
     os.symlink(".claude", repo / "link_claude")
+    for key, value in GIT_ALIASES.items():
+        subprocess.run(["git", "-C", str(repo), "config", key, value], check=True)
     config = workspace_for_tests(repo)
     for name, role in CORPUS["roles"].items():
         add_role(config, name, **role)

@@ -327,7 +327,13 @@ def _python_publisher(*value_options: str) -> Handler:
         general(d, call)
         if call.facts.subcommand == "publish":
             at = first_operand(call.args, frozenset(value_options)) or 0
-            _upload(d, call, d.options(call, "ru", "--repository --repository-url --repo --url --username", args=call.args[at + 1 :]))
+            _upload(
+                d,
+                call,
+                d.options(
+                    call, "ru", "--repository --repository-url --repo --url --username", args=call.args[at + 1 :]
+                ),
+            )
 
     return handler
 
