@@ -55,13 +55,22 @@ own_glob(entry) := concat("", ["{", concat(",", [lower(p), concat("/", [lower(p)
 # Every entry as one glob of alternatives at any depth: one match per path tells apart the paths that touch
 # none (almost all of them, and a call may name thousands) before each entry is matched on its own. Built
 # by joining (no entry holds a comma or a brace), not entry by entry: it is worked out for every decision.
-anywhere := [lower(entry.path) | some entry in protected; not startswith(entry.path, "/")]
+anywhere := lower(concat(",", [entry.path | some entry in protected; not startswith(entry.path, "/")]))
 
-at_root := [lower(substring(entry.path, 1, -1)) | some entry in protected; startswith(entry.path, "/")]
+at_root := lower(concat(",", [substring(entry.path, 1, -1) | some entry in protected; startswith(entry.path, "/")]))
 
 protected_glob := concat("", [
-	"{", concat(",", anywhere), ",", concat("/**,", anywhere), "/**,**/", concat(",**/", anywhere), ",**/",
-	concat("/**,**/", anywhere), "/**,", concat(",", at_root), ",", concat("/**,", at_root), "/**}",
+	"{", anywhere, ",", replace(anywhere, ",", "/**,"), "/**,**/", replace(anywhere, ",", ",**/"), ",**/",
+	replace(anywhere, ",", "/**,**/"), "/**,", at_root, ",", replace(at_root, ",", "/**,"), "/**}",
+])
+
+# The first name of every entry, as one regular expression over whole names: a path that reaches an entry, or
+# lies on the way to one, holds one of them. Asked once of all the call's paths joined, then of each path,
+# before anything costlier (a call may name thousands of paths, almost always none of them protected).
+first_names := regex.replace(concat(",", [anywhere, at_root]), `/[^,]*`, "")
+
+control_hint := concat("", [
+	`(^|[/\n])(`, replace(replace(replace(first_names, ".", `\.`), "*", `[^/\n]*`), ",", "|"), `)([/\n]|$)`,
 ])
 
 # Below an exempt directory (a checkout of its own) a path is judged from that directory on.
@@ -87,27 +96,23 @@ protects(entry, p) if {
 }
 
 # A directory on the way to an entry (`.github` for `.github/workflows`, at any depth): copying into it,
-# moving it or deleting it reaches the entry.
-ways(entry) := {concat("/", array.slice(parts, 0, n)) |
-	parts := split(lower(trim_prefix(entry.path, "/")), "/")
-	some n in numbers.range(1, count(parts) - 1)
+# moving it or deleting it reaches the entry. Screened against the joined lists: most paths are on no way.
+somewhere_on_the_way(p) if {
+	some tail in tails(p)
+	contains(concat("", [",", anywhere, ","]), concat("", [",", tail, "/"]))
 }
 
-# Every directory on the way, once per decision: most paths are none of them.
-nested := [entry | some entry in protected; contains(entry.path, "/")]
+somewhere_on_the_way(p) if contains(concat("", [",", at_root, ","]), concat("", [",", p, "/"]))
 
-ways_at_any_depth := {w | some entry in nested; not anchored(entry); some w in ways(entry)}
-
-ways_at_root := {w | some entry in nested; anchored(entry); some w in ways(entry)}
-
-on_the_way(entry, p, ends) if {
+on_the_way(entry, p) if {
 	not anchored(entry)
-	count(ends & ways(entry)) > 0
+	some tail in tails(p)
+	startswith(lower(entry.path), concat("", [tail, "/"]))
 }
 
-on_the_way(entry, p, _) if {
+on_the_way(entry, p) if {
 	anchored(entry)
-	p in ways(entry)
+	startswith(lower(entry.path), concat("", ["/", p, "/"]))
 }
 
 candidates := changed | unknown_access
@@ -129,20 +134,23 @@ linked := {[p, lower(p)] |
 # Every protected path the call reaches, as [what the call names, the entry].
 reached := changed_inside | linked
 
+might_reach_controls if regex.match(control_hint, concat("\n", [lp | some [_, lp] in reached]))
+
+hinted := {[p, lp] | might_reach_controls; some [p, lp] in reached; regex.match(control_hint, lp)}
+
 control_hits contains [p, entry] if {
-	some [p, lp] in reached
+	some [p, lp] in hinted
 	glob.match(protected_glob, ["/"], lp)
 	some entry in protected
 	protects(entry, lp)
 }
 
 control_hits contains [p, entry] if {
-	some [p, lp] in reached
+	some [p, lp] in hinted
 	lp != "."
-	ends := {t | some t in tails(lp)}
-	count(ends & ways_at_any_depth) + count({lp} & ways_at_root) > 0
+	somewhere_on_the_way(lp)
 	some entry in protected
-	on_the_way(entry, lp, ends)
+	on_the_way(entry, lp)
 }
 
 # A path the analysis reports as a pattern (`cp -r x/* .github/` writes `.github/*`) reaches an entry it

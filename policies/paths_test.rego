@@ -254,11 +254,14 @@ test_a_team_entry_is_protected if {
 	contains(d.reasons[0], "our agent's settings")
 }
 
-# The one glob that screens every path must match whatever an entry matches.
+# The regular expression and the glob that screen every path must match whatever an entry matches.
 test_the_screening_glob_covers_every_entry if {
 	every entry in data.gateway.controls.protected {
 		glob.match(data.gateway.paths.protected_glob, ["/"], lower(replace(trim_prefix(entry.path, "/"), "*", "x")))
 		glob.match(data.gateway.paths.protected_glob, ["/"], lower(inside(entry)))
+		regex.match(data.gateway.paths.control_hint, lower(concat("/", ["pkg", inside(entry)])))
+		regex.match(data.gateway.paths.control_hint, lower(split(trim_prefix(entry.path, "/"), "/")[0]))
 	}
 	not glob.match(data.gateway.paths.protected_glob, ["/"], "src/app.py")
+	not regex.match(data.gateway.paths.control_hint, "src/app.py\ndocs/claude.mdx\n.gitignore")
 }
