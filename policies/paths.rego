@@ -44,7 +44,16 @@ kind_of(entry) := entry.kind if control_kinds[entry.kind]
 
 kind_of(entry) := "agent" if not control_kinds[entry.kind]
 
-protected := data.gateway.controls.protected
+# The shipped and the team's entries, and the repository's core.hooksPath when it points into the workspace.
+protected := data.gateway.controls.protected | configured_hooks
+
+default configured_hooks := set()
+
+configured_hooks := {{"path": concat("", ["/", hooks]), "kind": "hooks", "what": "the hooks core.hooksPath names"}} if {
+	hooks := object.get(input, ["context", "git_hooks"], null)
+	is_string(hooks)
+	hooks != ""
+}
 
 anchored(entry) if startswith(entry.path, "/")
 

@@ -265,3 +265,18 @@ test_the_screening_glob_covers_every_entry if {
 	not glob.match(data.gateway.paths.protected_glob, ["/"], "src/app.py")
 	not regex.match(data.gateway.paths.control_hint, "src/app.py\ndocs/claude.mdx\n.gitignore")
 }
+
+# core.hooksPath pointing into the workspace makes that directory git's hooks (the input names it).
+test_the_configured_hooks_path_is_protected if {
+	doc := testing.with_task(testing.call("worker", "fs_write", {"creates": ["scripts/hooks/pre-commit"]}), everything)
+	hooked := object.union(doc, {"context": object.union(doc.context, {"git_hooks": "scripts/hooks"})})
+	d := decision with input as hooked with data.roles as testing.roles
+	"paths.git_hooks" in d.rules
+	some reason in d.reasons
+	contains(reason, "core.hooksPath")
+	plain := decision with input as doc with data.roles as testing.roles
+	plain.tier == 1
+	elsewhere := object.union(hooked, {"effects": object.union(hooked.effects, {"creates": ["src/scripts/hooks/x"]})})
+	other := decision with input as elsewhere with data.roles as testing.roles
+	other.tier == 1
+}

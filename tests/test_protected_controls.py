@@ -3,15 +3,16 @@
 A red team wrote `.claude/settings.local.json` with `{"disableAllHooks": true}` through `fs_write` at tier 1;
 its next Claude Code session ran a tier-3 command with no ledger row. Here every class of protected path
 (policies/controls.rego: agent settings and hooks, MCP servers, instructions, editor and CI configuration, git
-hooks) is written by every writer the gateway judges: the fs tools and shell_run from a real MCP client that
-approves its own elicitations, and Claude Code's Write, Edit, MultiEdit, NotebookEdit and Bash through the HTTP
-hook and the command hook. Each is held for a person, recorded with the rule and the path, and nothing lands.
-Ordinary writes beside them stay tier 1 or 2.
+hooks, core.hooksPath's directory) is written by every writer the gateway judges: the fs tools and shell_run
+from a real MCP client that approves its own elicitations, and Claude Code's Write, Edit, MultiEdit,
+NotebookEdit and Bash through the HTTP hook and the command hook. Each is held for a person, recorded with the
+rule and the path, and nothing lands. Ordinary writes beside them stay tier 1 or 2.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from conftest import http_client, http_gateway, ledger_rows, make_repo, text_of,
 from test_hook import event, run_hook
 
 from gateway.config import GatewayConfig
+from gateway.effects.git_hooks import hooks_path
 from gateway.runtime import Gateway
 
 pytestmark = pytest.mark.anyio
@@ -53,6 +55,7 @@ CONTROLS = {
     ".github/workflows/ci.yml": "paths.ci_config",
     ".husky/pre-commit": "paths.git_hooks",
     ".git/hooks/pre-commit": "paths.git_internals",
+    "scripts/hooks/pre-push": "paths.git_hooks",  # core.hooksPath points there
 }
 
 
@@ -99,6 +102,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     for rel, text in EXISTING.items():
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         (repo / rel).write_text(text)
+    subprocess.run(["git", "-C", str(repo), "config", "core.hooksPath", "scripts/hooks"], check=True)
     config = workspace_for_tests(repo)
     with http_gateway(config.source) as url:
         live = Live(config, url)
@@ -233,3 +237,11 @@ async def test_ordinary_writes_beside_them_are_not_held(live: Live) -> None:
     answer = live.hook("Write", {"file_path": str(live.repo / "src" / "new.py"), "content": "x = 1\n"})
     assert answer["permissionDecision"] == "allow", answer
     live.assert_untouched()
+
+
+def test_the_hooks_path_is_read_from_the_repository(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    assert hooks_path(repo) is None
+    for value, seen in [("scripts/hooks", "scripts/hooks"), ("./tools/../githooks", "githooks"), ("/etc/hooks", None)]:
+        subprocess.run(["git", "-C", str(repo), "config", "core.hooksPath", value], check=True)
+        assert hooks_path(repo) == seen, value
