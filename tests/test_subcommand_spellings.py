@@ -122,6 +122,7 @@ def test_gem_resolves_as_rubygems_does(word: str, runs: str | None) -> None:
         ("gem push --host https://gems.example my.gem", "push", "gems.example"),
         ("gem y my -v 1", "yank", "rubygems.org"),
         ("twine upload dist/*", "upload", "upload.pypi.org"),
+        ("python -m twine upload dist/*", "twine", "upload.pypi.org"),
         ("twine upload -r testpypi dist/*", "upload", "test.pypi.org"),
         ("twine upload -r private dist/*", "upload", "pypirc:private"),
         ("twine upload --repository-url https://pypi.example/legacy/ dist/*", "upload", "pypi.example"),
