@@ -244,3 +244,38 @@ def test_an_alias_from_a_file_the_agent_may_write_is_opaque(repo: Path) -> None:
     git_config(repo, "include.path", "../team.gitconfig")
     fx, _ = described("git ship", repo)
     assert any("team.gitconfig, which the agent may rewrite" in reason for reason in fx.opaque), fx.opaque
+
+
+# --- gh -----------------------------------------------------------------------------------------------------
+
+
+def test_gh_aliases_from_its_config(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "gh"
+    config.mkdir()
+    (config / "config.yml").write_text('aliases:\n  co: pr checkout\n  rel: release create\n  pr: "issue list"\n')
+    monkeypatch.setenv("GH_CONFIG_DIR", str(config))
+    fx, cmd = described("gh rel v1.0", repo)
+    assert (cmd.subcommand, cmd.operation, cmd.subcommand_as_written) == ("release", "create", "rel")
+    assert "api.github.com" in hosts(fx)
+    _, cmd = described("gh -R acme/app co 12", repo)
+    assert (cmd.subcommand, cmd.operation) == ("pr", "checkout")
+    _, cmd = described("gh pr list", repo)
+    assert (cmd.subcommand, cmd.operation) == ("pr", "list"), "an alias never hides a gh command"
+
+
+@pytest.mark.parametrize(
+    ("config", "command", "why"),
+    [
+        ('aliases:\n  wipe: "!rm -rf ~"\n', "gh wipe", "runs a shell command"),
+        ("aliases: [\n", "gh x", "does not read"),
+        ("aliases: {}\n", "GH_CONFIG_DIR=/tmp gh x", "given to the command"),
+    ],
+)
+def test_a_gh_alias_that_cannot_be_known_is_opaque(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: str, command: str, why: str
+) -> None:
+    (tmp_path / "config.yml").write_text(config)
+    monkeypatch.setenv("GH_CONFIG_DIR", str(tmp_path))
+    fx, _ = described(command, repo)
+    assert any(why in reason for reason in fx.opaque), fx.opaque
+    assert "api.github.com" in hosts(fx)

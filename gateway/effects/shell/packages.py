@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from gateway.effects.shell import cargo_aliases, spellings
+from gateway.effects.shell import cargo_aliases, gh_aliases, spellings
 from gateway.effects.shell.options import Opts, first_operand
 from gateway.effects.shell.walker import Call, Describer, Handler
 from gateway.effects.shell.words import Word, names
@@ -338,6 +338,23 @@ def _python_publisher(*value_options: str) -> Handler:
     return handler
 
 
+def _gh(d: Describer, call: Call) -> None:
+    """gh: an alias from its config is expanded first (`gh co 12` is `gh pr checkout 12`); every command but
+    help, version and completion talks to the GitHub API."""
+    general = subcommands("-R", "--repo", host="api.github.com")
+    at = first_operand(call.args, frozenset({"-R", "--repo"}))
+    if at is None:
+        general(d, call)
+        return
+    written = call.args[at].value
+    expanded = gh_aliases.expand(d, call, [w.value for w in call.args[at:]])
+    if expanded is None:
+        d.reach("api.github.com", call.name)
+        return
+    general(d, replace(call, words=[call.words[0], *call.args[:at], *(Word.of(w) for w in expanded)]))
+    call.facts.subcommand_as_written = written
+
+
 def _image_push(d: Describer, call: Call) -> None:
     """docker/podman push IMAGE (`image push` is the same command): the registry the image names, else
     Docker Hub."""
@@ -427,5 +444,5 @@ HANDLERS: dict[str, Handler] = {
     "hatch": _python_publisher("-e", "--env"),
     "flit": _python_publisher(),
     "twine": _twine,
-    "gh": subcommands("-R", "--repo", host="api.github.com"),
+    "gh": _gh,
 }
