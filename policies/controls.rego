@@ -114,4 +114,5 @@ entries := [
 
 # A worktree Claude Code makes for a session (`claude --worktree`) is a checkout of its own: its files are
 # ordinary files, judged by the same list from its root (its own .claude, CLAUDE.md and CI stay protected).
+# A team that lets subagents keep their project memory adds `exempt contains ".claude/agent-memory"`.
 exempt contains ".claude/worktrees/*"

@@ -280,3 +280,14 @@ test_the_configured_hooks_path_is_protected if {
 	other := decision with input as elsewhere with data.roles as testing.roles
 	other.tier == 1
 }
+
+# A team exempts a directory below which paths are judged afresh (subagents' project memory, say).
+test_a_team_exemption if {
+	memory := ".claude/agent-memory/reviewer/MEMORY.md"
+	worker({"creates": [memory]}, everything).tier == 3
+	exempt := data.gateway.controls.exempt | {".claude/agent-memory"}
+	d := worker({"creates": [memory]}, everything) with data.gateway.controls.exempt as exempt
+	d.tier == 1
+	e := worker({"creates": [".claude/settings.json"]}, everything) with data.gateway.controls.exempt as exempt
+	e.tier == 3
+}
