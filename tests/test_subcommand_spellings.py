@@ -76,6 +76,8 @@ def test_npm_table_is_npms_own() -> None:
         ("npm pub", "publish", "pub", "registry.npmjs.org"),
         ("npm --registry https://r.example pu --access public", "publish", "pu", "r.example"),
         ("npm unp pkg@1.0.0", "unpublish", "unp", "registry.npmjs.org"),
+        ("npm --access public pub", "publish", "pub", "registry.npmjs.org"),  # --access takes a value
+        ("pnpm --otp 123456 publish", "publish", "publish", "registry.npmjs.org"),
         ("npm isntall left-pad", "install", "isntall", "registry.npmjs.org"),
         ("pnpm publish", "publish", "publish", "registry.npmjs.org"),
         ("pnpm m publish", "publish", "m", "registry.npmjs.org"),

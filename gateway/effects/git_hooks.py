@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 
 from gateway.repo import common_dir
@@ -25,12 +26,18 @@ _cache: dict[tuple[str, int, int], str | None] = {}
 
 
 def hooks_path(root: Path) -> str | None:
-    """core.hooksPath of the checkout at ``root`` relative to it, when it points inside; else None."""
-    common = common_dir(root)
+    """core.hooksPath of the checkout at ``root`` relative to it, when it points inside; else None. Asked for
+    every decision: a plain .git directory costs two stats while its config is unchanged."""
+    git = os.path.join(root, ".git")
+    try:
+        mode = os.lstat(git).st_mode
+    except OSError:
+        return None
+    common = git if stat.S_ISDIR(mode) else common_dir(root)  # a worktree's .git file names its repository
     if common is None:
         return None
     found = None
-    for path in (common / "config", root / ".git" / "config.worktree"):
+    for path in (os.path.join(common, "config"), os.path.join(git, "config.worktree")):
         found = _read(path) or found
     if not found:
         return None
@@ -42,22 +49,24 @@ def hooks_path(root: Path) -> str | None:
     return relative if relative not in (".", "") else None
 
 
-def _read(path: Path) -> str | None:
+def _read(path: str) -> str | None:
     """The last core.hooksPath in one config file, remembered while the file is unchanged."""
     try:
-        stat = path.stat()
+        seen = os.stat(path)
     except OSError:
         return None
-    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    key = (path, seen.st_mtime_ns, seen.st_size)
     if key not in _cache:
-        _cache.clear() if len(_cache) > 256 else None
+        if len(_cache) > 256:
+            _cache.clear()
         _cache[key] = _parse(path)
     return _cache[key]
 
 
-def _parse(path: Path) -> str | None:
+def _parse(path: str) -> str | None:
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        with open(path, encoding="utf-8", errors="replace") as config:
+            text = config.read()
     except OSError:
         return None
     section, value = "", None

@@ -164,6 +164,13 @@ def _npm_command(program: str, operands: list[str]) -> tuple[str, list[str]]:
     return name, rest
 
 
+def _after_option(call: Call, opts: Opts) -> bool:
+    """The first operand follows an option without `=` (it may be that option's value)."""
+    at = next((i for i, w in enumerate(call.args) if w is opts.operands[0]), None)
+    before = call.args[at - 1].value if at else ""
+    return before.startswith("-") and "=" not in before and before != "--"
+
+
 def _npm_like(d: Describer, call: Call) -> None:
     """npm, yarn, pnpm, bun: add/install/remove (local unless global); exec/dlx/create fetch and run packages.
     The command is the one the program runs for the word given (`npm pub` publishes)."""
@@ -172,6 +179,10 @@ def _npm_like(d: Describer, call: Call) -> None:
     global_ = opts.has("-g", "--global") or any(w.value == "global" for w in opts.values("--location"))
     if call.name == "yarn" and operands[:1] == ["global"]:
         global_, operands = True, operands[1:]
+    if operands and _RESOLVE[call.name](operands[0]) is None and len(operands) > 1 and _after_option(call, opts):
+        # `npm --access public pub`: npm's configs take a value (`--access public`), which this parse does not
+        # know for each of them; the word is a value, and the next one the command
+        operands = operands[1:]
     if operands:
         sub, rest = _npm_command(call.name, operands)
         _name(call, [sub, *rest])
