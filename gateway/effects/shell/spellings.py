@@ -13,7 +13,10 @@ word as written (``subcommand_as_written``). Each table is the program's own, re
 - bun (src/cli.zig `Command.which`); other words run a script or a file
 - RubyGems (command_manager.rb): aliases, then a unique prefix, the word in lower case
 - cargo (src/bin/cargo/main.rs): built-in aliases; `[alias]` tables of .cargo/config.toml are read by
-  gateway/effects/shell/packages.py
+  gateway/effects/shell/cargo_aliases.py, git's and gh's aliases by git_aliases.py and gh_aliases.py
+
+pip (`pip inst` is "unknown command", pip 26.3), twine (argparse choices), poetry (cleo 2 finds names
+exactly) and uv take a command's name only as written: their handlers need no table.
 
     npm("pub")     # "publish"
     npm("p")       # None: pack, ping, pkg, prefix, profile, prune, publish
