@@ -33,6 +33,7 @@ from gateway.approvals import APPROVAL_SCHEMA, Approvals, CallSite, RequestState
 from gateway.checkpoints import Checkpoints
 from gateway.config import ApprovalsConfig, LimitsConfig
 from gateway.effects.describe import describe
+from gateway.effects.git_hooks import hooks_path
 from gateway.effects.paths import Workspace
 from gateway.errors import (
     ArgumentsTooLarge,
@@ -453,6 +454,7 @@ def policy_input(call: Call) -> JSONObject:
         task=call.task,
         intent=call.intent,
         sandbox=call.confinement.describe() if call.confinement is not None else None,
+        git_hooks=hooks_path(call.workspace.root),
     )
 
 
