@@ -100,6 +100,7 @@ class LimitsConfig(Strict):
     shell_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 120.0
     shell_output_bytes: Annotated[int, Field(gt=0)] = 262_144
     search_results: Annotated[int, Field(gt=0)] = 200
+    search_timeout_s: Annotated[float, Field(gt=0, le=600)] = 10.0  # fs_search is refused past this
     list_entries: Annotated[int, Field(gt=0)] = 2000
     export_rows: Annotated[int, Field(gt=0, le=1_000_000)] = 10_000  # calls one /ui export may hold
 

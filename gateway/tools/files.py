@@ -11,10 +11,9 @@ Writes are atomic (temp file, then rename).
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import os
-import re
 import stat
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,7 +24,8 @@ from pydantic import Field
 from gateway.config import LimitsConfig
 from gateway.effects.beneath import Beneath, Entry
 from gateway.effects.paths import Workspace
-from gateway.errors import InvalidArguments, PathChanged, ToolFailed
+from gateway.errors import InvalidArguments, PathChanged, Timeout, ToolFailed
+from gateway.linear_regex import Pattern, PatternRefused, glob, linear
 from gateway.tools.base import Arguments, builtin, json_result, text_result
 from gateway.types import ToolInvocation, ToolSpec
 
@@ -34,6 +34,12 @@ if TYPE_CHECKING:
 
 SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv"}
 MAX_SEARCH_FILE_BYTES = 4 * 1024 * 1024
+
+
+class SearchDeadline(Timeout):
+    """fs_search ran past limits.search_timeout_s: refused, with nothing of its partial result."""
+
+    code = "search_deadline"
 
 
 class ReadArgs(Arguments):
@@ -49,9 +55,15 @@ class ListArgs(Arguments):
 
 
 class SearchArgs(Arguments):
-    pattern: str = Field(min_length=1, max_length=1000, description="Regular expression (Python syntax) to find")
+    pattern: str = Field(
+        min_length=1,
+        max_length=1000,
+        description="Regular expression to find: RE2 syntax, Python's without backreferences or lookaround",
+    )
     path: str = Field(".", description="File or directory to search, relative to the workspace root")
-    glob: str | None = Field(None, description="Only search files whose name matches this glob, e.g. '*.py'")
+    glob: str | None = Field(
+        None, max_length=255, description="Only search files whose name matches this glob, e.g. '*.py'"
+    )
     ignore_case: bool = Field(False, description="Match case-insensitively")
     fixed_string: bool = Field(False, description="Treat the pattern as a literal string, not a regex")
     max_results: int | None = Field(None, gt=0, description="Stop after this many matching lines")
@@ -104,13 +116,15 @@ def file_tools(limits: LimitsConfig) -> list[ToolSpec]:
 
     async def fs_search(args: SearchArgs, inv: ToolInvocation) -> mt.CallToolResult:
         base = inv.workspace.resolve(args.path)
-        source = re.escape(args.pattern) if args.fixed_string else args.pattern
-        try:
-            regex = re.compile(source, re.IGNORECASE if args.ignore_case else 0)
-        except re.error as exc:
-            raise InvalidArguments(f"argument 'pattern': not a valid regular expression: {exc}") from None
+        regex = _compiled(
+            "pattern", lambda: linear(args.pattern, ignore_case=args.ignore_case, literal=args.fixed_string)
+        )
+        names = _compiled("glob", lambda: glob(args.glob)) if args.glob else None
         cap = min(args.max_results or limits.search_results, limits.search_results)
         tree = Beneath(inv.workspace.root)
+        # RE2 is linear in the text, not instant: a pattern its cache cannot hold runs at the speed of its
+        # slow path over a large tree; the deadline is checked between lines (a line is at most 4 MiB)
+        deadline = time.monotonic() + limits.search_timeout_s
 
         def candidates() -> Iterator[Path]:
             found = tree.lstat(base)
@@ -120,10 +134,19 @@ def file_tools(limits: LimitsConfig) -> list[ToolSpec]:
             with contextlib.closing(tree.scan(base, True, _shown(inv.workspace, include_hidden=False))) as entries:
                 yield from (e.path for e in entries if not e.is_dir and not e.is_symlink)
 
+        def on_time() -> None:
+            if time.monotonic() > deadline:
+                raise SearchDeadline(
+                    f"pattern {args.pattern[:80]!r} took longer than {limits.search_timeout_s:g} s over "
+                    f"{inv.workspace.display(base)!r}; refused (limits.search_timeout_s). Narrow it with 'path' "
+                    "or 'glob'."
+                )
+
         def search() -> list[str]:
             hits: list[str] = []
             for path in candidates():
-                if args.glob and not fnmatch.fnmatch(path.name, args.glob):
+                on_time()
+                if names is not None and names.fullmatch(path.name) is None:
                     continue
                 try:
                     data = tree.read(path, MAX_SEARCH_FILE_BYTES + 1)
@@ -135,6 +158,7 @@ def file_tools(limits: LimitsConfig) -> list[ToolSpec]:
                     continue  # too large, or binary
                 rel = inv.workspace.display(path)
                 for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+                    on_time()
                     if regex.search(line):
                         hits.append(f"{rel}:{number}: {line[:400]}")
                         if len(hits) >= cap:
@@ -227,6 +251,13 @@ def file_tools(limits: LimitsConfig) -> list[ToolSpec]:
             destructive=True,
         ),
     ]
+
+
+def _compiled(argument: str, compile_: Callable[[], Pattern]) -> Pattern:
+    try:
+        return compile_()
+    except PatternRefused as exc:
+        raise InvalidArguments(f"argument '{argument}': {exc}") from None
 
 
 def _shown(workspace: Workspace, include_hidden: bool) -> Callable[[Entry], bool]:
