@@ -150,7 +150,7 @@ class Gateway:
         local = [
             *file_tools(config.limits),
             *shell_tools(config.limits, config.shell, self.sandbox, self.egress),
-            *git_tools(self.sandbox),
+            *git_tools(self.sandbox, config.limits),
             *task_tools(self.board),
         ]
         unprefixed = any(not upstream.prefixed for upstream in config.upstreams.values())

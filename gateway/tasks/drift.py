@@ -29,6 +29,7 @@ from gateway.tasks.worktrees import changed_files
 
 Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+MAX_PARSED_BYTES = 4 * 1024 * 1024
 
 
 def matches(pattern: str, path: str) -> bool:
@@ -131,6 +132,9 @@ class _Trees:
 
     def _parse(self, commit: str, path: str) -> ast.Module | Unparsable | None:
         try:
+            size = int(self.repo.run("cat-file", "-s", f"{commit}:{path}"))
+            if size > MAX_PARSED_BYTES:  # an agent committed it: its tree would take the gateway's memory
+                return Unparsable(f"{path} is {size} bytes; the gateway parses Python files up to {MAX_PARSED_BYTES}")
             source = self.repo.run("cat-file", "blob", f"{commit}:{path}")
         except GitError:
             return None
@@ -140,8 +144,8 @@ class _Trees:
             return ast.parse(source, filename=path)
         except SyntaxError as e:
             return Unparsable(f"{path} does not parse: {e.msg} (line {e.lineno})")
-        except ValueError as e:  # null bytes
-            return Unparsable(f"{path} does not parse: {e}")
+        except (ValueError, RecursionError, MemoryError) as e:  # null bytes; nesting too deep for the parser
+            return Unparsable(f"{path} does not parse: {type(e).__name__} {e}")
 
 
 def _split(entry: str) -> tuple[str, str]:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv"}
 MAX_SEARCH_FILE_BYTES = 4 * 1024 * 1024
+MAX_EDIT_BYTES = 16 * 1024 * 1024  # fs_edit holds the file (and its edited copy) in the gateway's memory
 
 
 class SearchDeadline(Timeout):
@@ -179,8 +180,13 @@ def file_tools(limits: LimitsConfig) -> list[ToolSpec]:
     async def fs_edit(args: EditArgs, inv: ToolInvocation) -> mt.CallToolResult:
         path = inv.workspace.resolve(args.path)
         tree = Beneath(inv.workspace.root)
+        data = tree.read(path, MAX_EDIT_BYTES + 1)
+        if len(data) > MAX_EDIT_BYTES:
+            raise ToolFailed(
+                f"{args.path!r} is larger than {MAX_EDIT_BYTES} bytes, more than fs_edit edits; nothing changed"
+            )
         try:
-            text = tree.read(path).decode("utf-8")
+            text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise ToolFailed(f"{args.path!r} is not UTF-8 text; nothing changed") from None
         count = text.count(args.old_string)
