@@ -286,15 +286,9 @@ class Sandbox:
         self.check()
         return self._argv(confinement, argv, egress, group)
 
-    def _argv(
-        self,
-        confinement: Confinement,
-        argv: Sequence[str],
-        egress: Path | None = None,
-        group: MemoryGroup | None = None,
-    ) -> list[str]:
-        bwrap = self._bwrap(confinement)
-        if confinement.proxied:
+    def _argv(self, c: Confinement, argv: Sequence[str], egress: Path | None, group: MemoryGroup | None) -> list[str]:
+        bwrap = self._bwrap(c)
+        if c.proxied:
             if egress is None:
                 raise SandboxUnavailable("the command was not run: its network egress needs the egress proxy")
             bwrap[bwrap.index("--chdir") : bwrap.index("--chdir")] = ["--bind", str(egress), EGRESS_SOCKET]
@@ -302,7 +296,7 @@ class Sandbox:
             argv = [sys.executable, "-I", egress_inside.__file__, EGRESS_SOCKET, str(SECCOMP_FD), "--", *argv]
         else:
             bwrap[1:1] = ["--seccomp", str(SECCOMP_FD)]
-        return self._launched([*bwrap, "--", *self._limits(confinement), "--", *argv], group)
+        return self._launched([*bwrap, "--", *self._limits(c), "--", *argv], group)
 
     def check(self) -> None:
         """Raise SandboxUnavailable, naming the fix, unless bubblewrap can start a sandbox here."""
@@ -334,7 +328,7 @@ class Sandbox:
             return False, "'prlimit' (util-linux) not found on PATH"
         try:
             seccomp.program()  # a machine whose syscall numbers the filter does not know gets no sandbox
-            probe = self._argv(self.confine(writable=[], cwd=Path("/")), ["true"])
+            probe = self._argv(self.confine(writable=[], cwd=Path("/")), ["true"], None, None)
         except seccomp.UnsupportedArch as exc:
             return False, str(exc)
         try:

@@ -20,6 +20,8 @@ from conftest import add_role, http_client, http_gateway, inproc_client, ledger_
 from gateway.linear_regex import PatternRefused, linear
 from gateway.runtime import Gateway
 from gateway.tasks.drift import matches
+from gateway.tools import files
+from gateway.tools.files import LineSearch
 from gateway.tools.upstream import template_regex
 from gateway.tools.upstream_schema import SchemaRefused, upstream_validator
 
@@ -66,11 +68,12 @@ async def test_a_pattern_outside_re2_is_refused_with_the_reason(
 async def test_a_slow_search_is_refused_at_its_deadline_while_another_client_is_served(config: Any, repo: Path) -> None:
     config = reconfigure(config, limits={"search_timeout_s": 1.0})
     add_role(config, "searcher", ["fs_search", "fs_read"], max_tier=1)
-    # 4 MB of random a/b in 4 KiB lines (fs_search reads files up to 4 MiB): RE2's DFA for a[ab]{24}c needs
-    # 2**25 states, more than a pattern may hold, so it runs on its slow path (seconds per MB here); no line
-    # matches, so the search would read it all
+    # 8 MB of random a/b in 4 KiB lines, two files (fs_search reads files up to 4 MiB): RE2's DFA for this
+    # pattern needs more states than a pattern may hold, so it runs on its slow path (about a second per MB
+    # here); nothing matches, so the search would read it all. It looks at its deadline every 256 KiB.
     ab = bytes(97 + (i & 1) for i in range(256))
-    (repo / "big.txt").write_bytes(b"\n".join(os.urandom(4096).translate(ab) for _ in range(1000)))
+    for name in ("big1.txt", "big2.txt"):
+        (repo / name).write_bytes(b"\n".join(os.urandom(4096).translate(ab) for _ in range(1000)))
     done: list[str] = []
     results: dict[str, Any] = {}
     with http_gateway(config.source) as url:
@@ -80,7 +83,7 @@ async def test_a_slow_search_is_refused_at_its_deadline_while_another_client_is_
         ):
 
             async def bad_search() -> None:
-                results["slow"] = await slow.call_tool("fs_search", {"pattern": "a[ab]{24}c", "path": "big.txt"})
+                results["slow"] = await slow.call_tool("fs_search", {"pattern": SLOW, "glob": "big*.txt"})
                 done.append("slow")
 
             async def other_calls() -> None:
@@ -136,3 +139,25 @@ def test_uri_templates_and_frozen_globs_are_matched_in_linear_time() -> None:
 def test_refusals_name_the_syntax() -> None:
     with pytest.raises(PatternRefused, match="lookaround"):
         linear("(?<=x)y")
+
+
+SLOW = "(a|b)*a(a|b){20}c"
+TEXT = "alpha\r\nbeta gamma\n\n  \nab ba\ncaf\ufffd b\nlast"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [r"^a", r"a$", r"^$", r"^\s*$", r"a\s+b", r"\bab\b", r"(?i)BETA", r"\Aab", r"a\z", r"(?-m)^b", r"x*", r"."],
+)
+def test_a_text_is_searched_whole_and_finds_the_lines_a_line_by_line_search_finds(
+    source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # fs_search finds lines with one RE2 call per chunk of a file, then searches the lines it lands on: the
+    # same lines as a search of each line (grep's lines: '\n' ends one, '\r\n' too, no empty line after
+    # the last '\n'), chunk boundaries anywhere
+    monkeypatch.setattr(files, "SEARCH_CHUNK_BYTES", 3)
+    line = linear(source)
+    expected = [(n, text) for n, text in enumerate(TEXT.replace("\r\n", "\n").split("\n"), 1) if line.search(text)]
+    assert list(LineSearch.of(source).matching(TEXT, lambda: None)) == expected
+    assert list(LineSearch.of(source).matching(TEXT + "\n", lambda: None)) == expected
+    assert list(LineSearch.of(source).matching("", lambda: None)) == []

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 from pydantic import Field
@@ -32,8 +33,11 @@ from gateway.types import ToolInvocation, ToolSpec
 if TYPE_CHECKING:
     import mcp_types as mt
 
+T = TypeVar("T")
+
 SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv"}
 MAX_SEARCH_FILE_BYTES = 4 * 1024 * 1024
+SEARCH_CHUNK_BYTES = 256 * 1024  # fs_search looks at its deadline after each chunk of a file it searches
 MAX_EDIT_BYTES = 16 * 1024 * 1024  # fs_edit holds the file (and its edited copy) in the gateway's memory
 
 
@@ -117,14 +121,12 @@ def file_tools(limits: LimitsConfig) -> list[ToolSpec]:
 
     async def fs_search(args: SearchArgs, inv: ToolInvocation) -> mt.CallToolResult:
         base = inv.workspace.resolve(args.path)
-        regex = _compiled(
-            "pattern", lambda: linear(args.pattern, ignore_case=args.ignore_case, literal=args.fixed_string)
-        )
+        lines = _compiled("pattern", lambda: LineSearch.of(args.pattern, args.ignore_case, args.fixed_string))
         names = _compiled("glob", lambda: glob(args.glob)) if args.glob else None
         cap = min(args.max_results or limits.search_results, limits.search_results)
         tree = Beneath(inv.workspace.root)
         # RE2 is linear in the text, not instant: a pattern its cache cannot hold runs at the speed of its
-        # slow path over a large tree; the deadline is checked between lines (a line is at most 4 MiB)
+        # slow path over a large tree; the deadline is checked between files, chunks and lines
         deadline = time.monotonic() + limits.search_timeout_s
 
         def candidates() -> Iterator[Path]:
@@ -158,13 +160,11 @@ def file_tools(limits: LimitsConfig) -> list[ToolSpec]:
                 if len(data) > MAX_SEARCH_FILE_BYTES or b"\x00" in data[:8192]:
                     continue  # too large, or binary
                 rel = inv.workspace.display(path)
-                for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
-                    on_time()
-                    if regex.search(line):
-                        hits.append(f"{rel}:{number}: {line[:400]}")
-                        if len(hits) >= cap:
-                            hits.append(f"[stopped after {cap} matches]")
-                            return hits
+                for number, line in lines.matching(data.decode("utf-8", errors="replace"), on_time):
+                    hits.append(f"{rel}:{number}: {line[:400]}")
+                    if len(hits) >= cap:
+                        hits.append(f"[stopped after {cap} matches]")
+                        return hits
             return hits
 
         hits = await anyio.to_thread.run_sync(search)
@@ -259,7 +259,64 @@ def file_tools(limits: LimitsConfig) -> list[ToolSpec]:
     ]
 
 
-def _compiled(argument: str, compile_: Callable[[], Pattern]) -> Pattern:
+class LineSearch:
+    """The lines of a text a pattern finds, as grep finds them: lines end at '\\n' ('\\r\\n' counts as one).
+
+    Calling RE2 from Python costs microseconds a call, ten times ``re``'s, so a text is searched whole first
+    (``anywhere``: the pattern with '^' and '$' at line ends) and only the lines where that search lands are
+    searched one by one. A line's match is a match in the text at the same place, so no line is skipped;
+    ``anywhere`` is None for a pattern it cannot stand in for (a literal, a text anchor, ``(?-m)``). The text
+    is searched as UTF-8 bytes, encoded once: RE2's module encodes a str again on every call."""
+
+    def __init__(self, line: Pattern, anywhere: Pattern | None) -> None:
+        self.line = line
+        self.anywhere = anywhere
+
+    @classmethod
+    def of(cls, source: str, ignore_case: bool = False, literal: bool = False) -> LineSearch:
+        """The search for ``source``; raises PatternRefused."""
+        line = linear(source, ignore_case=ignore_case, literal=literal)
+        return cls(line, None if literal else _anywhere(source, ignore_case))
+
+    def matching(self, text: str, on_time: Callable[[], None]) -> Iterator[tuple[int, str]]:
+        data = text.replace("\r\n", "\n").encode()
+        end = len(data) - 1 if data.endswith(b"\n") else len(data)  # no empty line after the last '\\n'
+        start, number = 0, 1
+        while start < end or (start == end and data):
+            on_time()
+            if self.anywhere is not None:
+                # a chunk of whole lines at a time, so that the deadline is looked at between chunks
+                reach = data.find(b"\n", min(start + SEARCH_CHUNK_BYTES, len(data)))
+                reach = len(data) if reach < 0 else reach
+                found = self.anywhere.search(data, start, reach)
+                if found is None:
+                    number += data.count(b"\n", start, reach + 1)
+                    start = reach + 1
+                    continue
+                if found.start() > end:
+                    return
+                line_start = data.rfind(b"\n", 0, found.start()) + 1
+                number += data.count(b"\n", start, line_start)
+                start = line_start
+            stop = data.find(b"\n", start)
+            stop = len(data) if stop < 0 else stop
+            if self.line.search(data[start:stop]):
+                yield number, data[start:stop].decode()
+            start, number = stop + 1, number + 1
+
+
+def _anywhere(source: str, ignore_case: bool) -> Pattern | None:
+    """``source`` with '^' and '$' at every line end, to search a whole text; None where it would not find
+    every line that ``source`` finds in a line (text anchors, multi-line mode turned off)."""
+    if "\\A" in source or "\\z" in source or re.search(r"\(\?[imsU]*-[imsU]*m", source):
+        return None
+    try:
+        return linear(f"(?m){source}", ignore_case=ignore_case)
+    except PatternRefused:
+        return None
+
+
+def _compiled(argument: str, compile_: Callable[[], T]) -> T:
     try:
         return compile_()
     except PatternRefused as exc:
