@@ -68,12 +68,8 @@ async def test_a_pattern_outside_re2_is_refused_with_the_reason(
 async def test_a_slow_search_is_refused_at_its_deadline_while_another_client_is_served(config: Any, repo: Path) -> None:
     config = reconfigure(config, limits={"search_timeout_s": 1.0})
     add_role(config, "searcher", ["fs_search", "fs_read"], max_tier=1)
-    # 8 MB of random a/b in 4 KiB lines, two files (fs_search reads files up to 4 MiB): RE2's DFA for this
-    # pattern needs more states than a pattern may hold, so it runs on its slow path (about a second per MB
-    # here); nothing matches, so the search would read it all. It looks at its deadline every 256 KiB.
-    ab = bytes(97 + (i & 1) for i in range(256))
-    for name in ("big1.txt", "big2.txt"):
-        (repo / name).write_bytes(b"\n".join(os.urandom(4096).translate(ab) for _ in range(1000)))
+    # seconds of searching (slow_files), looked at against the deadline every 256 KiB
+    slow_files(repo)
     done: list[str] = []
     results: dict[str, Any] = {}
     with http_gateway(config.source) as url:
@@ -103,6 +99,32 @@ async def test_a_slow_search_is_refused_at_its_deadline_while_another_client_is_
     assert "took longer than 1 s" in text_of(slow_result) and "refused" in text_of(slow_result)
     row = next(r for r in ledger_rows(Gateway(config)) if r.tool == "fs_search")
     assert row.outcome == "error" and row.detail["error"]["code"] == "search_deadline"
+
+
+async def test_searches_beyond_their_threads_wait_and_are_refused_at_their_deadline(config: Any, repo: Path) -> None:
+    config = reconfigure(config, limits={"search_timeout_s": 1.0})
+    add_role(config, "searcher", ["fs_search"], max_tier=1)
+    slow_files(repo)
+    gateway = Gateway(config)
+    results: list[Any] = []
+    async with inproc_client(gateway, token(config, "searcher")) as client:
+
+        async def search() -> None:
+            results.append(await client.call_tool("fs_search", {"pattern": SLOW, "glob": "big*.txt"}))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(files.SEARCH_THREADS + 2):  # two wait for a thread, past their deadline
+                tg.start_soon(search)
+    assert [r.structured_content["error"]["code"] for r in results] == ["search_deadline"] * (files.SEARCH_THREADS + 2)
+
+
+def slow_files(repo: Path) -> None:
+    """8 MB of random a/b in 4 KiB lines, two files (fs_search reads files up to 4 MiB) that SLOW searches
+    slowly: RE2's DFA for it needs more states than a pattern may hold, so it runs on its slow path (about a
+    second per MB here); nothing matches, so a search would read it all."""
+    ab = bytes(97 + (i & 1) for i in range(256))
+    for name in ("big1.txt", "big2.txt"):
+        (repo / name).write_bytes(b"\n".join(os.urandom(4096).translate(ab) for _ in range(1000)))
 
 
 def test_upstream_schema_patterns_are_matched_by_re2() -> None:

@@ -37,6 +37,7 @@ T = TypeVar("T")
 
 SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv"}
 MAX_SEARCH_FILE_BYTES = 4 * 1024 * 1024
+SEARCH_THREADS = 4  # fs_search calls that run at once (per gateway process); the others wait
 SEARCH_CHUNK_BYTES = 256 * 1024  # fs_search looks at its deadline after each chunk of a file it searches
 MAX_EDIT_BYTES = 16 * 1024 * 1024  # fs_edit holds the file (and its edited copy) in the gateway's memory
 
@@ -91,6 +92,8 @@ class DeleteArgs(Arguments):
 
 
 def file_tools(limits: LimitsConfig) -> list[ToolSpec]:
+    searching: list[anyio.CapacityLimiter] = []  # made on first use: a limiter belongs to a running event loop
+
     async def fs_read(args: ReadArgs, inv: ToolInvocation) -> mt.CallToolResult:
         path = inv.workspace.resolve(args.path)
         data = Beneath(inv.workspace.root).read(path, limits.max_read_bytes + 1)
@@ -167,7 +170,10 @@ def file_tools(limits: LimitsConfig) -> list[ToolSpec]:
                         return hits
             return hits
 
-        hits = await anyio.to_thread.run_sync(search)
+        # searches share a few threads of their own: at their deadlines, hostile ones cannot take the threads
+        # every other to_thread user (git, checkpoints, the store) waits on; waiting counts against the deadline
+        searching[:] = searching or [anyio.CapacityLimiter(SEARCH_THREADS)]
+        hits = await anyio.to_thread.run_sync(search, limiter=searching[0])
         return text_result("\n".join(hits) if hits else "no matches")
 
     async def fs_write(args: WriteArgs, inv: ToolInvocation) -> mt.CallToolResult:
