@@ -15,10 +15,11 @@ it; ``memory.oom.group`` (v2) kills them all when one is killed. Afterwards ``oo
 the kernel killed anything for the limit, any process left is killed and the group removed.
 
     groups = MemoryGroups.find(config_parent)          # None where the machine gives the gateway none
-    with groups.group(4096 * MIB) as group:
-        argv = [..., group.procs, ...]                 # the launcher writes its pid there, then execs
-        ...
-        group.oom_kills()                              # 1: the kernel killed a process for the limit
+    group = groups.make(4096 * MIB)
+    argv = [..., group.procs, ...]                     # the launcher writes its pid there, then execs
+    ...
+    group.oom_kills()                                  # 1: the kernel killed a process for the limit
+    group.remove()
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ import itertools
 import os
 import signal
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -106,9 +106,8 @@ class MemoryGroups:
                 return groups
         return None
 
-    @contextlib.contextmanager
-    def group(self, limit: int) -> Iterator[MemoryGroup]:
-        """A new group limited to ``limit`` bytes (memory, and swap with it), removed on exit."""
+    def make(self, limit: int) -> MemoryGroup:
+        """A new group limited to ``limit`` bytes (memory, and swap with it); the caller removes it."""
         group = MemoryGroup(self.parent / f"{PREFIX}{os.getpid()}-{next(_counter)}", self.version)
         group.path.mkdir()
         if not group.procs.exists():  # the kernel fills a new cgroup at once: this is a plain directory
@@ -122,9 +121,10 @@ class MemoryGroups:
             else:
                 (group.path / "memory.limit_in_bytes").write_text(str(limit))
                 _write_if_there(group.path / "memory.memsw.limit_in_bytes", str(limit))
-            yield group
-        finally:
+        except OSError:
             group.remove()
+            raise
+        return group
 
     def sweep(self) -> None:
         """Remove the groups of gateway processes that are gone (killed before they removed them)."""
@@ -136,12 +136,11 @@ class MemoryGroups:
 
     def _works(self) -> bool:
         """Whether a group made here gets a memory limit (made and removed at once)."""
-        limit_file = "memory.max" if self.version == 2 else "memory.limit_in_bytes"
         try:
-            with self.group(1 << 40) as probe:
-                return (probe.path / limit_file).exists()
+            self.make(1 << 40).remove()
         except OSError:
             return False
+        return True
 
 
 def _candidates() -> list[tuple[Path, Literal[1, 2]]]:

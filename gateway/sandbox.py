@@ -28,7 +28,7 @@ the ledger, the decision log (``input.context.sandbox``) and ``gateway trace``.
 
     sandbox = Sandbox(config.sandbox, hidden=config.secret_paths() + [config.worktrees])
     confinement = sandbox.confine(writable=[worktree], cwd=worktree, protect=[...], profile="verify")
-    with sandbox.memory_group(confinement) as group:
+    async with sandbox.memory_group(confinement) as group:
         argv = sandbox.command(confinement, ["/bin/bash", "-c", "pytest -q"], group=group)
         ...
         group.oom_kills() if group else 0    # what the kernel killed for its memory limit
@@ -45,11 +45,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+import anyio
 import structlog
 
 from gateway import egress_inside, seccomp
@@ -262,14 +263,19 @@ class Sandbox:
             )
         return found
 
-    @contextlib.contextmanager
-    def memory_group(self, confinement: Confinement) -> Iterator[MemoryGroup | None]:
-        """The memory cgroup one confined command runs in, removed afterwards; None without one."""
+    @contextlib.asynccontextmanager
+    async def memory_group(self, confinement: Confinement) -> AsyncIterator[MemoryGroup | None]:
+        """The memory cgroup one confined command runs in, removed afterwards (off the event loop: what the
+        command left in it is killed first); None without one."""
         if not confinement.confined or self.groups is None:
             yield None
             return
-        with self.groups.group(int(confinement.limits["memory_mb"]) * MIB) as group:
+        group = self.groups.make(int(confinement.limits["memory_mb"]) * MIB)
+        try:
             yield group
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(group.remove)
 
     def command(
         self,

@@ -16,6 +16,7 @@ from test_merge_queue import call, started, submit, work
 
 from gateway.config import SandboxConfig, UpstreamConfig
 from gateway.decision_log import read_entries
+from gateway.memory_cgroup import MemoryGroups
 from gateway.runtime import Gateway
 from gateway.sandbox import SMALL_TMPFS, Sandbox
 
@@ -178,3 +179,14 @@ async def test_verification_commands_and_upstream_servers_have_limits_of_their_o
         server = gateway.upstream_confinement(UpstreamConfig(command="/bin/true"))
     assert server is not None and server.limits["memory_mb"] == 2000 and "cpu_s" not in server.limits
     assert server.limits["memory_cgroup"] is False  # a long-lived server: RLIMIT_AS and tmpfs sizes only
+
+
+def test_groups_a_killed_gateway_left_are_removed_at_the_next_start() -> None:
+    groups = MemoryGroups.find()
+    if groups is None:
+        pytest.skip("this machine gives this process no memory cgroup (cgroup v2 undelegated, v1 not as root)")
+    dead = 4_194_304  # PID_MAX_LIMIT: pids are below it, so no process has this one
+    left = groups.parent / f"gateway-{dead}-1"
+    left.mkdir()
+    assert (left / "cgroup.procs").exists()
+    assert MemoryGroups.find() == groups and not left.exists()

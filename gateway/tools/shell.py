@@ -141,7 +141,7 @@ async def run_confined(
         socket = None
         if confinement.proxied and egress is not None:
             socket = await stack.enter_async_context(egress.serving(confinement.network, trace_id))
-        group = stack.enter_context(sandbox.memory_group(confinement))
+        group = await stack.enter_async_context(sandbox.memory_group(confinement))
         argv = sandbox.command(confinement, ["/bin/bash", "-c", command], egress=socket, group=group)
         result = await run_command(argv, confinement.cwd, env, timeout, cap, progress, label)
         killed = group.oom_kills() if group is not None else 0
