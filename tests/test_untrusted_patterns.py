@@ -17,6 +17,7 @@ import anyio
 import pytest
 from conftest import add_role, http_client, http_gateway, inproc_client, ledger_rows, reconfigure, text_of, token
 
+from gateway.effects.shell.words import BRACE, GLOB
 from gateway.linear_regex import PatternRefused, linear
 from gateway.runtime import Gateway
 from gateway.tasks.drift import matches
@@ -183,3 +184,13 @@ def test_a_text_is_searched_whole_and_finds_the_lines_a_line_by_line_search_find
     assert list(LineSearch.of(source).matching(TEXT, lambda: None)) == expected
     assert list(LineSearch.of(source).matching(TEXT + "\n", lambda: None)) == expected
     assert list(LineSearch.of(source).matching("", lambda: None)) == []
+
+
+def test_the_shell_analysis_finds_braces_and_globs_in_linear_time() -> None:
+    # a word of a command an agent sends: in `re` these searches were quadratic ('{' and 16 KiB of '.': 3 s
+    # with the GIL held, every agent waiting); RE2 answers in microseconds, the same answers
+    assert BRACE.search("{" + "." * 16_000) is None and GLOB.search("[" * 16_000) is None
+    assert all(BRACE.search(w) for w in ("{a,b}", "x{1..3}", "\x00{a,b\x00}"))
+    assert not any(BRACE.search(w) for w in ("{a}", "{}", "a,b"))
+    assert all(GLOB.search(w) for w in ("a*", "?", "[ab]", "[[]"))
+    assert not any(GLOB.search(w) for w in ("[]", "a]", "plain"))
