@@ -129,7 +129,7 @@ async def test_without_a_memory_cgroup_each_process_is_bounded_not_their_sum(bou
     assert read_entries(config.decision_log_path)[-1]["input"]["context"]["sandbox"]["limits"]["memory_cgroup"] is False
 
 
-async def test_each_command_sees_its_limits_and_cannot_lower_its_oom_score_below_the_launchers(
+async def test_each_command_sees_its_limits_and_its_oom_score(
     bounded: Any,
 ) -> None:
     config = bounded
