@@ -5,8 +5,9 @@ Run by hand (it is not a test, and nothing asserts on its numbers):
     .venv/bin/python bench/bench_containment.py             # about a minute
     .venv/bin/python bench/bench_containment.py --runs 100 --json
     .venv/bin/python bench/bench_containment.py --only checkpoint --runs 30
+    .venv/bin/python bench/bench_containment.py --only bounds --runs 30
 
-Four sections, on a scratch workspace (``gateway init``):
+Five sections, on a scratch workspace (``gateway init``):
 
     sandbox     one command run as shell_run runs it (bash -c, output captured), unconfined and inside
                 bubblewrap, interleaved; p50 and p95 of each and the ratio
@@ -16,12 +17,16 @@ Four sections, on a scratch workspace (``gateway init``):
                 a running gateway does it; the slowest against policy.deadline_s, and how many went over
     checkpoint  one tier-2 checkpoint (snapshot, refs, vault) with its ``git add`` unconfined (the gateway
                 before the git wall: ``sandbox.mode: off``) and behind the wall, interleaved; p50 and p95
+    bounds      ``true`` in bubblewrap without and with its memory cgroup (where the machine gives one),
+                interleaved; and fs_search's matching over the gateway's own source, as it was (``re``, line
+                by line) and as it is (RE2 over each file, then the lines it lands on), interleaved
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -42,6 +47,7 @@ from gateway.pipeline import Call  # noqa: E402
 from gateway.repo import Repo  # noqa: E402
 from gateway.runtime import Gateway  # noqa: E402
 from gateway.sandbox import Sandbox  # noqa: E402
+from gateway.tools.files import LineSearch  # noqa: E402
 from gateway.tools.shell import run_command, run_confined, sandbox_env  # noqa: E402
 from gateway.types import Origin, Principal  # noqa: E402
 
@@ -187,18 +193,62 @@ def checkpoint_section(gateway: Gateway, runs: int) -> dict[str, Any]:
     }
 
 
+SEARCHES = [r"def \w+\(self", "TODO", r"(?i)import\s+(anyio|re)\b"]
+
+
+async def bounds_section(gateway: Gateway, runs: int) -> dict[str, Any]:
+    root = gateway.config.workspace
+    env = sandbox_env(gateway.config.shell, root)
+    grouped = gateway.sandbox
+    plain = Sandbox(grouped.config.model_copy(update={"memory_cgroup": "off"}), hidden=grouped.hidden)
+    figures: dict[str, Any] = {"memory_cgroup": grouped.groups is not None}
+    if grouped.groups is not None:
+        times: dict[str, list[float]] = {"without": [], "with": []}
+        for i in range(runs + 3):
+            for name, sandbox in (("without", plain), ("with", grouped)):
+                confinement = sandbox.confine(writable=[root], cwd=root)
+                began = time.perf_counter()
+                await run_confined(sandbox, confinement, "true", env, 30, 65536, _quiet)
+                if i >= 3:
+                    times[name].append(time.perf_counter() - began)
+        without, with_ = statistics.median(times["without"]), statistics.median(times["with"])
+        figures |= {"cgroup_without_p50_ms": without * 1000, "cgroup_with_p50_ms": with_ * 1000}
+    texts = [path.read_text() for path in sorted((ROOT / "gateway").rglob("*.py"))]
+    figures["search_lines"] = sum(text.count("\n") for text in texts)
+    figures["search"] = []
+    for source in SEARCHES:
+        old, new = re.compile(source), LineSearch.of(source)
+        engines = {
+            "re": lambda: sum(1 for text in texts for line in text.splitlines() if old.search(line)),  # noqa: B023
+            "re2": lambda: sum(1 for text in texts for _ in new.matching(text, lambda: None)),  # noqa: B023
+        }
+        found: dict[str, list[float]] = {"re": [], "re2": []}
+        for i in range(max(3, runs // 10) + 1):
+            for name, search in engines.items():
+                began = time.perf_counter()
+                hits = search()
+                if i >= 1:
+                    found[name].append(time.perf_counter() - began)
+        re_p50, re2_p50 = statistics.median(found["re"]), statistics.median(found["re2"])
+        figures["search"].append({"pattern": source, "hits": hits, "re_ms": re_p50 * 1000, "re2_ms": re2_p50 * 1000})
+    return figures
+
+
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     repo = scratch()
     config = init_workspace(repo)
     inline, isolated = Gateway(config, isolated=False), Gateway(config)
     if args.only == "checkpoint":
         return {"checkpoint": checkpoint_section(inline, args.runs)}
+    if args.only == "bounds":
+        return {"bounds": await bounds_section(inline, args.runs)}
     async with isolated.running():
         return {
             "sandbox": await sandbox_section(inline, args.runs),
             "decisions": await decisions_section(inline, isolated, args.runs),
             "deadline": await deadline_section(isolated),
             "checkpoint": checkpoint_section(inline, args.runs),
+            "bounds": await bounds_section(inline, args.runs),
         }
 
 
@@ -206,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=60, help="timed runs per command (default 60)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.add_argument("--only", choices=["checkpoint"], help="run one section")
+    parser.add_argument("--only", choices=["checkpoint", "bounds"], help="run one section")
     args = parser.parse_args(argv)
     figures = anyio.run(main_async, args)
     if args.json:
@@ -224,6 +274,21 @@ def main(argv: list[str] | None = None) -> int:
             f"  {row['command']:46} {row['inline_p50_ms']:6.2f}  {row['workers_p50_ms']:6.2f}  "
             f"p99 {row['workers_p99_ms']:6.2f}"
         )
+    b = figures.get("bounds")
+    if b is not None and b["memory_cgroup"]:
+        print(
+            f"bounds: true in bubblewrap without its memory cgroup {b['cgroup_without_p50_ms']:.1f} ms -> with it "
+            f"{b['cgroup_with_p50_ms']:.1f} ms p50"
+        )
+    elif b is not None:
+        print("bounds: no memory cgroup on this machine")
+    for row in b["search"] if b is not None else []:
+        print(
+            f"  search {b['search_lines']} lines for {row['pattern']!r:34} re {row['re_ms']:6.1f} ms, RE2 "
+            f"{row['re2_ms']:6.1f} ms ({row['re2_ms'] / row['re_ms']:.2f}x), {row['hits']} hits"
+        )
+    if "checkpoint" not in figures:
+        return 0
     c = figures["checkpoint"]
     print(
         f"checkpoint: git add unconfined {c['unconfined_p50_ms']:.1f} ms -> behind the wall "

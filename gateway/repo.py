@@ -85,6 +85,15 @@ class Repo:
         self.wall = wall  # every command of this Repo runs inside it (the gateway's own git, confined)
 
     def run(self, *args: str, check: bool = True, input: str | None = None, env: dict[str, str] | None = None) -> str:
+        argv, environ = self.invocation(*args, env=env)
+        proc = subprocess.run(argv, capture_output=True, text=True, env=environ, input=input, timeout=120)
+        if check and proc.returncode != 0:
+            raise GitError(f"git {args[0]} failed: {proc.stderr.strip() or proc.stdout.strip()}")
+        return proc.stdout
+
+    def invocation(self, *args: str, env: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
+        """The argv (walled, if this Repo is) and environment of ``git args``, for a caller that runs it
+        itself (with its output bounded: gateway/tools/git.py)."""
         environ = {
             **{k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TZ")},
             "GIT_TERMINAL_PROMPT": "0",
@@ -99,17 +108,7 @@ class Repo:
         if common is not None:
             environ["GIT_COMMON_DIR"] = str(common)  # overrides any commondir file inside the gitdir
         argv = ["git", *SAFE_CONFIG, "-C", str(self.root), *args]
-        proc = subprocess.run(
-            self.wall(argv) if self.wall is not None else argv,
-            capture_output=True,
-            text=True,
-            env=environ,
-            input=input,
-            timeout=120,
-        )
-        if check and proc.returncode != 0:
-            raise GitError(f"git {args[0]} failed: {proc.stderr.strip() or proc.stdout.strip()}")
-        return proc.stdout
+        return (self.wall(argv) if self.wall is not None else argv), environ
 
     async def arun(self, *args: str, check: bool = True) -> str:
         return await anyio.to_thread.run_sync(lambda: self.run(*args, check=check))
