@@ -398,7 +398,7 @@ class Gateway:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Gateway]:
-        self.engine.start()
+        await anyio.to_thread.run_sync(self.engine.start)  # its decision workers up before any call
         await anyio.to_thread.run_sync(self.load_pins)
         async with anyio.create_task_group() as tg:
             await self.pool.start(tg)
