@@ -43,13 +43,14 @@ sys.path.insert(0, str(ROOT))
 from gateway.bootstrap import init_workspace  # noqa: E402
 from gateway.checkpoints import Checkpoints  # noqa: E402
 from gateway.config import SandboxConfig  # noqa: E402
-from gateway.pipeline import Call  # noqa: E402
+from gateway.judge.call import Call  # noqa: E402
+from gateway.origin import Origin  # noqa: E402
 from gateway.repo import Repo  # noqa: E402
 from gateway.runtime import Gateway  # noqa: E402
 from gateway.sandbox import Sandbox  # noqa: E402
 from gateway.tools.files import LineSearch  # noqa: E402
 from gateway.tools.shell import run_command, run_confined, sandbox_env  # noqa: E402
-from gateway.types import Origin, Principal  # noqa: E402
+from gateway.types import Principal  # noqa: E402
 
 COMMANDS = ["true", "ls -la src", "git status --porcelain", "python3 -c 'print(1)'"]
 DECISIONS = ["pytest -q tests/test_x.py", "git diff --stat", "ls -la src && grep -rn TODO src | head -20"]
@@ -78,7 +79,7 @@ def scratch() -> Path:
 
 async def sandbox_section(gateway: Gateway, runs: int) -> list[dict[str, Any]]:
     root = gateway.config.workspace
-    confinement = gateway.sandbox.confine(writable=[root], cwd=root, protect=gateway.protected_in(root))
+    confinement = gateway.sandbox.confine(writable=[root], cwd=root, protect=gateway.confinements.protected_in(root))
     env = sandbox_env(gateway.config.shell, root)
     rows = []
     for command in COMMANDS:
@@ -110,7 +111,7 @@ async def decide(gateway: Gateway, principal: Principal, tool: str, arguments: d
     call = Call(tool=tool, arguments=arguments, origin=Origin(transport="inprocess", protocol_version="bench"))
     call.principal = principal
     began = time.perf_counter()
-    done = await gateway.judge.run(call)
+    done = await gateway.stacks.verify.run(call)
     return time.perf_counter() - began, done
 
 

@@ -68,11 +68,11 @@ from profile_summary import Sampling, summarise, summary_text  # noqa: E402
 
 from gateway.bootstrap import init_workspace  # noqa: E402
 from gateway.config import GatewayConfig  # noqa: E402
-from gateway.pipeline import Call  # noqa: E402
+from gateway.judge.call import Call  # noqa: E402
+from gateway.origin import Origin  # noqa: E402
 from gateway.process import free_port, start_server, stop_server  # noqa: E402
 from gateway.repo import Repo  # noqa: E402
 from gateway.telemetry import configure_logging  # noqa: E402
-from gateway.types import Origin  # noqa: E402
 
 ECHO = ROOT / "tests" / "servers" / "echo_server.py"
 SDK_PROXY = ROOT / "bench" / "sdk_proxy.py"
@@ -255,7 +255,7 @@ class InProcess:
 
     async def __aenter__(self) -> CallFn:
         async def call() -> bool:
-            result = await self.gateway.pipeline(
+            result = await self.gateway.stacks.call(
                 Call(tool=self.tool, arguments=dict(self.arguments), origin=self.origin)
             )
             return not getattr(result, "is_error", False)
@@ -364,9 +364,9 @@ SHELL_COMMANDS = ["pytest -q tests/test_x.py", "git diff --stat", "ls -la src &&
 async def per_decision(config: GatewayConfig, n: int) -> dict[str, Any]:
     """Shell classification (resolve, validate, describe: the tree-sitter analysis) and the policy decision for
     typical commands, one at a time; and the whole pipeline on a tier-1 fs_read against its handler alone."""
-    from gateway.pipeline import policy_input
+    from gateway.judge.decide import policy_input
     from gateway.runtime import Gateway
-    from gateway.types import ToolInvocation
+    from gateway.tools.spec import ToolInvocation
 
     gateway = Gateway(config, isolated=False)  # the decision itself, in this process (a server uses workers)
     developer = gateway.tokens.issue(role="developer", agent="dev-1", ttl_s=3600)[0]
@@ -380,7 +380,7 @@ async def per_decision(config: GatewayConfig, n: int) -> dict[str, Any]:
             call = Call(tool="shell_run", arguments={"command": command}, origin=origin)
             call.principal = principal
             began = time.perf_counter()
-            for stage in gateway.describing:
+            for stage in gateway.stacks.describing:
                 await stage(call)
             described = time.perf_counter()
             decision = gateway.engine.decide_sync(policy_input(call))
@@ -418,7 +418,7 @@ async def per_decision(config: GatewayConfig, n: int) -> dict[str, Any]:
     async with gateway.running():
         for i in range(n + n // 10):
             began = time.perf_counter()
-            result = await gateway.pipeline(Call(tool="fs_read", arguments={"path": "README.md"}, origin=origin))
+            result = await gateway.stacks.call(Call(tool="fs_read", arguments={"path": "README.md"}, origin=origin))
             middle = time.perf_counter()
             await spec.handler(invocation)
             done = time.perf_counter()

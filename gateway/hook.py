@@ -34,8 +34,8 @@ from gateway.types import JSONObject, Principal
 
 if TYPE_CHECKING:  # the command hook imports the runtime only once it has input to judge
     from gateway.config import GatewayConfig
-    from gateway.pipeline import Call
-    from gateway.runtime import Gateway
+    from gateway.judge.call import Call
+    from gateway.origin import Transport
 
 EVENTS = frozenset({"PreToolUse", "PostToolUse"})
 MAX_TOOL_NAME = 200
@@ -135,80 +135,23 @@ def answer(decision: str, reason: str) -> JSONObject:
     }
 
 
-def principal_for(gateway: Gateway, role: str, agent: str) -> Principal:
-    """The token in GATEWAY_TOKEN when there is one (verified: a bad one is refused), else the --role given."""
-    token = os.environ.get("GATEWAY_TOKEN")
-    if token:
-        return gateway.tokens.verify(token)
-    return Principal(agent=agent, role=role)
-
-
 def hook_trace(task: JSONObject | None, session_id: Any) -> str | None:
     """The task's trace for a worker on a task, else one trace per Claude Code session."""
-    from gateway.runtime import session_trace
+    from gateway.judge.situate import session_trace
 
     if task is not None:
         return str(task["trace_id"])
     return session_trace(f"claude-code:{session_id}") if isinstance(session_id, str) and session_id else None
 
 
-def working_root(gateway: Gateway, task: JSONObject | None) -> Path:
-    workspace = gateway.board.workspace(task) if task else None
-    return Path(workspace.root) if workspace else Path(gateway.config.workspace)
+def hook_call(transport: Transport, raw: str | bytes | None = None, token: str | None = None) -> Call:
+    """A hook call (kind "hook") for Claude Code's hook input ``raw``, sent with ``token``; the hook's stack
+    (gateway/judge/stacks.py) fills it in from the event."""
+    from gateway.judge.call import Call, CallKind
+    from gateway.origin import Origin
 
-
-def hook_call(transport: str) -> Call:
-    """An empty hook call (kind "hook"), filled in by ``judge``."""
-    from gateway.pipeline import Call
-    from gateway.types import Origin
-
-    call = Call(tool="?", arguments={}, origin=Origin(transport=transport, protocol_version="hook"), kind="hook")
-    call.detail = {"client": "claude-code"}
-    return call
-
-
-async def judge(gateway: Gateway, call: Call, raw: str | bytes, principal: Callable[[], Principal]) -> Call:
-    """Judge one hook input (the JSON Claude Code sends) as ``principal()``, and record it.
-
-    A PreToolUse event goes through the gateway's own stages (the same as a tools/call and ``gateway
-    check``): a ledger row of kind "hook" and a decision log entry; see HookVerdict for tier 2 and 3.
-    A PostToolUse event is recorded (kind "hook_result") and answers nothing. Input the judge cannot read
-    leaves ``call.error`` set (an InvalidRequest, or Unauthenticated from ``principal``), recorded too."""
-    from gateway.pipeline import ledger_fields
-    from gateway.types import Decision
-
-    try:
-        event = parse_event(raw)
-        call.tool = call.detail["claude_tool"] = event["tool_name"]
-        if isinstance(event.get("tool_use_id"), str):
-            call.detail["tool_use_id"] = event["tool_use_id"][:200]
-        call.principal = principal()
-        task = gateway.board.task_for(call.principal)
-        call.trace_id = hook_trace(task, event.get("session_id")) or call.trace_id
-        # Paths are judged where the gateway would act: a worker's task worktree, else the workspace. Claude
-        # Code working anywhere else (the main checkout, say) is then outside, and refused.
-        root = working_root(gateway, task)
-        cwd = Path(event["cwd"]) if isinstance(event.get("cwd"), str) else root
-        try:
-            call.tool, call.arguments = translate(call.tool, event["tool_input"], root, cwd)
-        except Untranslatable as exc:
-            if event["hook_event_name"] == "PreToolUse":  # a person decides: held for approval by HookVerdict
-                call.arguments = event["tool_input"]
-                call.detail["untranslatable"] = exc.message
-                rule = f"gateway.{exc.code}"
-                call.decision = Decision(action="ask", tier=3, reasons=[exc.message], rules=[rule])
-                await gateway.hook_verdict(call)
-                await gateway.hook_judge.finish(call)
-                return call
-        if event["hook_event_name"] == "PostToolUse":
-            gateway.ledger.append({**ledger_fields(call, "ok"), "kind": "hook_result", **result_of(event)})
-            call.outcome = "ok"
-            return call
-    except GatewayError as error:
-        call.stop(error)
-        await gateway.hook_judge.finish(call)
-        return call
-    return await gateway.hook_judge.run(call)
+    origin = Origin(transport=transport, protocol_version="hook", token=token)
+    return Call(tool="?", arguments={}, origin=origin, kind=CallKind.HOOK, detail={"client": "claude-code"}, event=raw)
 
 
 def result_of(event: JSONObject) -> JSONObject:
@@ -218,25 +161,22 @@ def result_of(event: JSONObject) -> JSONObject:
     response = event.get("tool_response")
     size = len(json.dumps(response, default=str).encode())
     return {
-        "detail": {
-            "client": "claude-code",
-            "claude_tool": event["tool_name"],
-            "tool_use_id": str(event.get("tool_use_id", ""))[:200],
-            "response_bytes": size,
-            "response_digest": digest(response),
-        }
+        "client": "claude-code",
+        "claude_tool": event["tool_name"],
+        "tool_use_id": str(event.get("tool_use_id", ""))[:200],
+        "response_bytes": size,
+        "response_digest": digest(response),
     }
 
 
 def answer_for(call: Call) -> JSONObject:
     """Claude Code's hook output for a judged call: allow only what the judge allowed."""
-    from gateway.pipeline import not_used_note
-    from gateway.runtime import decision_report
+    from gateway.judge.approval import not_used_note
+    from gateway.judge.call import verdict
 
-    checked = decision_report(call)
-    reason = "; ".join(checked.get("reasons") or []) or "no reason given"
-    rules = ", ".join(checked.get("rules") or [])
-    said = f"gateway policy (tier {checked.get('tier')}, {rules}): {reason}"
+    decision = verdict(call)
+    reasons, rules, tier = (decision.reasons, decision.rules, decision.tier) if decision else ([], [], None)
+    said = f"gateway policy (tier {tier}, {', '.join(rules)}): {'; '.join(reasons) or 'no reason given'}"
     approval = call.detail.get("approval") or {}
     if call.outcome == "allowed":
         checkpoint = (call.safeguard or {}).get("id")
@@ -262,8 +202,10 @@ def decide(config: GatewayConfig, raw: str, role: str, agent: str) -> JSONObject
     from gateway.runtime import Gateway
 
     gateway = Gateway(config, isolated=False)  # one decision: in this process
-    call = anyio.run(judge, gateway, hook_call("inprocess"), raw, lambda: principal_for(gateway, role, agent))
-    return answer_for(call)
+    # GATEWAY_TOKEN's principal when there is one (verified: a bad one is refused), else the role given
+    call = hook_call("inprocess", raw, token=os.environ.get("GATEWAY_TOKEN") or None)
+    call.principal = Principal(agent=agent, role=role)
+    return answer_for(anyio.run(gateway.stacks.hook.run, call))
 
 
 def decide_or_deny(load: Callable[[], GatewayConfig], raw: str, role: str, agent: str) -> JSONObject:

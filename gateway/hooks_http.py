@@ -2,8 +2,8 @@
 
 The request is authenticated like /mcp (the auth middleware and ``RequireCredential``: a missing, forged,
 expired or revoked Bearer token is a 401 with the reason, recorded); the hook decides as that token's
-principal. The body is Claude Code's hook input, judged by ``gateway.hook.judge`` (the same judge as the
-command hook and a tools/call) and answered with Claude Code's hook output:
+principal. The body is Claude Code's hook input, judged by the hook's stack (gateway/judge/stacks.py: the
+same stages as the command hook and a tools/call) and answered with Claude Code's hook output:
 
     200  {"hookSpecificOutput": {"permissionDecision": "allow" | "deny", ...}}  a PreToolUse decision
     200  {}                                                                      a PostToolUse, recorded
@@ -25,8 +25,8 @@ from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
 from gateway.errors import ArgumentsTooLarge, GatewayError, InvalidRequest, Unauthenticated, UnknownTool
-from gateway.hook import answer_for, hook_call, judge
-from gateway.pipeline import Call
+from gateway.hook import answer_for, hook_call
+from gateway.judge.call import Call
 from gateway.runtime import Gateway
 
 ENVELOPE_BYTES = 64 * 1024  # session_id, transcript_path, cwd, ...: the event around tool_input
@@ -41,15 +41,14 @@ class ClaudeCodeHook:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
-        token = request.user.access_token.token  # verified by the auth middleware
-        call = hook_call("http")
+        token = request.user.access_token.token  # verified by the auth middleware (and again by the stack)
+        call = hook_call("http", token=token)
         try:
-            raw = await self.body(request)
+            call.event = await self.body(request)
         except ArgumentsTooLarge as exc:
-            call.stop(exc)
-            await self.gateway.hook_judge.finish(call)
+            await self.gateway.stacks.hook.refused(call, exc)
         else:
-            await judge(self.gateway, call, raw, lambda: self.gateway.tokens.verify(token))
+            await self.gateway.stacks.hook.run(call)
         await respond(call)(scope, receive, send)
 
     async def body(self, request: Request) -> bytes:

@@ -8,11 +8,8 @@ async with gateway.running():          # upstream servers connected, concurrentl
 from __future__ import annotations
 
 import functools
-import hashlib
-import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
@@ -23,44 +20,31 @@ from gateway.approvals import Approvals, RequestStateSeal
 from gateway.checkpoints import Checkpoints
 from gateway.commit.intents import Intents
 from gateway.commit.tools import ceremony_tools, intent_tools
-from gateway.config import GatewayConfig, PolicyConfig, UpstreamConfig, parse_listen
+from gateway.config import GatewayConfig, PolicyConfig, parse_listen
 from gateway.effects.paths import Workspace
 from gateway.egress import Egress
 from gateway.identity.keys import KeyRing
 from gateway.identity.revocations import Revocations
 from gateway.identity.roles import LiveRoles
 from gateway.identity.tokens import Tokens
+from gateway.judge.call import Call, CallKind, verdict
+from gateway.judge.confine import Confinements
+from gateway.judge.situate import Situate, session_trace
+from gateway.judge.stacks import Stacks
 from gateway.ledger.chain import Ledger
 from gateway.ledger.leases import Leases, alive
 from gateway.ledger.store import open_store
 from gateway.notify import Notifier
-from gateway.pipeline import (
-    ActOnTier,
-    Authenticate,
-    Call,
-    Decide,
-    Describe,
-    Execute,
-    HookVerdict,
-    Judged,
-    Pipeline,
-    Record,
-    RecordIntent,
-    Resolve,
-    Stage,
-    Validate,
-    ValidText,
-)
+from gateway.origin import Origin
 from gateway.policy.cache import DecisionCache
 from gateway.policy.checked import CheckedSources
 from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.engine import PolicyEngine, fired_rules
 from gateway.policy.isolated import IsolatedEngine
 from gateway.policy.reload import PolicyData, WithSettings, policy_data
-from gateway.repo import common_dir
-from gateway.sandbox import ANY_HOST, Confinement, Profile, Sandbox
-from gateway.tasks.board import TaskBoard, acceptance_files
-from gateway.tasks.deadletters import DeadLetters, KeepDeadLetters
+from gateway.sandbox import Sandbox
+from gateway.tasks.board import TaskBoard
+from gateway.tasks.deadletters import DeadLetters
 from gateway.tasks.tools import task_tools
 from gateway.tasks.verification import Verification
 from gateway.telemetry import Telemetry
@@ -69,7 +53,8 @@ from gateway.tools.files import file_tools
 from gateway.tools.git import git_tools
 from gateway.tools.pins import Pins
 from gateway.tools.shell import shell_tools
-from gateway.types import Decision, JSONObject, Origin, Principal, ToolSpec
+from gateway.tools.spec import ToolSpec
+from gateway.types import JSONObject, Principal
 
 if TYPE_CHECKING:
     from gateway.commit.ceremony import Ceremony
@@ -80,21 +65,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("gateway.runtime")
 RECOVERY = "recovery"  # the lease a starting gateway process holds while it clears what a crash left
-
-
-def session_trace(session_id: str) -> str:
-    """The trace of a session without a task: stable for the session, unlinkable to its id."""
-    return hashlib.sha256(f"session:{session_id}".encode()).hexdigest()[:32]
-
-
-def decision_report(call: Call) -> JSONObject:
-    """What ``gateway check`` prints for a judged call: the Decision and the effects it was made on. A call
-    refused before the policy saw it (an unknown tool, bad arguments) is a deny naming the refusal."""
-    decision = call.decision
-    if decision is None:
-        assert call.error is not None
-        decision = Decision(action="deny", tier=3, reasons=[call.error.message], rules=[f"gateway.{call.error.code}"])
-    return {**decision.model_dump(), "effects": call.effects.model_dump() if call.effects else None}
 
 
 def make_engine(
@@ -155,7 +125,7 @@ class Gateway:
         # upstream definitions as pinned (first use, the operator's lockfile, a person's approval)
         self.pins = Pins(self.db, self.ledger, config.upstream_lockfile)
         self.checkpoints = Checkpoints(self.db, config.checkpoints_dir, self.sandbox)
-        # the verification commands the gateway runs itself are judged by self.judge (built below) when run
+        # the verification commands the gateway runs itself are judged by the verify stack (built below)
         self.verification = Verification(self.judge_call, self.sandbox, config)
         self.board = TaskBoard(self.db, self.ledger, self.engine, config, self.verification)
         local = [
@@ -174,35 +144,12 @@ class Gateway:
         self.deadletters = DeadLetters(self.db, self.ledger)  # handoffs refused as malformed, kept whole
         # escalations pushed to people (gateway.yaml notify); one pass at a time across processes
         self.notifier = Notifier(config.notify, self.ledger, self.leases)
-        # One judge: a tools/call, `gateway check`, the Claude Code hook and the verification commands the
-        # gateway runs itself are described and decided by the same stages, and recorded the same way.
-        recording = Record(self.ledger, self.telemetry)
-        self.describing: list[Stage] = [
-            Resolve(self.catalog, self.roles),
-            ValidText(),
-            Validate(config.limits),
-            Describe(self.situate, config.policy.deadline_s),
-        ]
-        deciding: list[Stage] = [*self.describing, Decide(self.engine)]
-        self.judge = Pipeline([*deciding, Judged()], finish=recording)
-        self.hook_verdict = HookVerdict(self.approvals, self.checkpoints)
-        self.hook_judge = Pipeline([*deciding, self.hook_verdict], finish=recording)
-        self.pipeline = Pipeline(
-            [
-                Authenticate(self.tokens),
-                *deciding,
-                ActOnTier(
-                    self.approvals,
-                    self.checkpoints,
-                    self.roles,
-                    RequestStateSeal(self.keys.secret("request-state")),
-                    config.approvals,
-                ),
-                RecordIntent(self.ledger),
-                Execute(),
-            ],
-            finish=KeepDeadLetters(self.deadletters, self.situate, recording),
-        )
+        self.request_state_seal = RequestStateSeal(self.keys.secret("request-state"))
+        self.confinements = Confinements(config, self.workspace, self.sandbox, self.roles, lambda: self.pool)
+        self.situate = Situate(self.board, self.intents, self.workspace, self.confinements)
+        # One judge: a tools/call, `gateway check`, the Claude Code hook and the commands the gateway runs
+        # itself are described and decided by the same stages, and recorded the same way (gateway/judge/)
+        self.stacks = Stacks(self)
 
     def _external_issuer(self) -> ExternalIssuer | None:
         """The team's identity provider, when gateway.yaml names one (PyJWT and its crypto load only then)."""
@@ -221,7 +168,7 @@ class Gateway:
         return UpstreamPool(
             self.config.upstreams,
             self.sandbox,
-            self.upstream_confinement,
+            self.confinements.for_upstream,
             max_read_bytes=self.config.limits.max_read_bytes,
             pins=self.pins,
             listing=self.config.limits.upstream_listing,
@@ -246,116 +193,26 @@ class Gateway:
         return Ceremony(self.board, self.intents, self.committer, self.ledger, self.judge_call)
 
     async def judge_call(self, call: Call) -> Call:
-        """A call decided, not run, and recorded (the verification commands use it before they run)."""
-        return await self.judge.run(call)
+        """A call decided, not run, and recorded (the verification commands and the merge ceremony's merges,
+        before they run): the verify stack, reached through here because it is built after its users."""
+        return await self.stacks.verify.run(call)
 
     async def check(self, principal: Principal, tool: str, arguments: JSONObject, explain: bool = False) -> JSONObject:
         """The decision for one call, without running it (``gateway check``); recorded like any call.
 
         ``explain`` adds the input document the policy judged (``input``; None when the call was refused
         before it reached the policy) and every rule it fired (``fired``: denials, then findings)."""
-        call = Call(
-            tool=tool, arguments=arguments, origin=Origin(transport="inprocess", protocol_version="check"), kind="check"
-        )
-        call.principal = principal
+        origin = Origin(transport="inprocess", protocol_version="check")
+        call = Call(tool=tool, arguments=arguments, origin=origin, kind=CallKind.CHECK, principal=principal)
         call.trace_id = session_trace(f"check:{principal.agent}")
-        report = decision_report(await self.judge.run(call))
+        decision = verdict(await self.stacks.check.run(call))
+        assert decision is not None  # a call the check stack did not decide was refused, and says why
+        report = {**decision.model_dump(), "effects": call.effects.model_dump() if call.effects else None}
         if explain:
             document = call.policy_input
             report["input"] = document
             report["fired"] = await fired_rules(self.engine, document) if document is not None else []
         return report
-
-    def situate(self, call: Call) -> None:
-        """Where a call happens: a worker's task worktree, the task and intent the policy sees, the trace,
-        and the sandbox its commands will run in. Calls the gateway makes itself (verification commands)
-        arrive with their workspace set."""
-        if call.workspace is None:
-            self._locate(call)
-        # a hooked call runs in Claude Code, outside any sandbox of the gateway's: it has none to describe
-        call.confinement = None if call.kind == "hook" else self.confinement_for(call)
-
-    def _locate(self, call: Call) -> None:
-        assert call.principal is not None
-        task = self.board.task_for(call.principal)
-        named = call.arguments.get("task_id")
-        intent_ref = call.arguments.get("intent_id")
-        if isinstance(intent_ref, str) and call.tool.startswith("intent_"):
-            intent = self.intents.find(intent_ref)
-            if intent is not None:
-                keys = ("id", "task_id", "action", "state", "proposed_by", "approved_by", "attempt")
-                call.intent = {k: intent[k] for k in keys}
-                if intent["action"] == "merge":  # the merge's shape: the policy holds a mass deletion
-                    call.intent["diff"] = self.board.merge_shape(intent["task_id"])
-                named = intent["task_id"]
-        if task is None and isinstance(named, str) and call.spec is not None and call.spec.provider == "gateway":
-            task = self.board.find(named)
-        call.workspace = (self.board.workspace(task) if task else None) or self.workspace
-        call.task = self.board.policy_section(task) if task else None
-        if task is not None:
-            call.trace_id = task["trace_id"]
-        elif call.origin.session_id:
-            call.trace_id = session_trace(call.origin.session_id)
-
-    def confinement_for(self, call: Call) -> Confinement | None:
-        """The sandbox of a call that runs commands: its worktree (or the workspace, for roles that work
-        without tasks) writable; for a role that needs a claim and has no worktree, nothing writable.
-        An upstream tool runs inside its server's sandbox; tools that run no command have none."""
-        assert call.spec is not None and call.principal is not None and call.workspace is not None
-        if call.spec.provider.startswith("upstream:"):
-            upstream = self.pool.upstream_of(call.spec)
-            return upstream.confinement if upstream is not None else None
-        if "command" not in call.spec.argument_roles.values():
-            return None
-        role = self.roles.roles.get(call.principal.role)
-        graded = acceptance_files(call.workspace.root, (call.task or {}).get("acceptance") or [])
-        profile: Profile = "verify" if call.kind == "verify" else "command"  # test suites get more memory
-        return self._command_confinement(call.workspace.root, role is None or role.requires_claim, graded, profile)
-
-    @functools.lru_cache(maxsize=256)  # noqa: B019 (one Gateway per process; a few roots each)
-    def _command_confinement(
-        self, root: Path, needs_worktree: bool, graded: tuple[Path, ...] = (), profile: Profile = "command"
-    ) -> Confinement:
-        writable = [] if needs_worktree and root == self.workspace.root else [root]
-        # a worktree's repository stays visible, read-only, wherever it lives
-        repository = common_dir(root)
-        visible = [self.config.workspace, *([repository] if repository and repository.parent != root else [])]
-        # a task's acceptance files (the tests that grade it) stay read-only for the commands its worker runs
-        protect = [*self.protected_in(root), *graded]
-        pinned = self.pinned_in(root)
-        return self.sandbox.confine(
-            writable, cwd=root, protect=protect, pinned=pinned, visible=visible, profile=profile
-        )
-
-    def protected_in(self, root: Path) -> list[Path]:
-        """What stays read-only inside a writable directory: what would run outside the sandbox later
-        (git's hooks and config, a worktree's link to its repository) and gateway.yaml."""
-        git = root / ".git"
-        protect = [git / "hooks", git / "config", git / "modules"] if git.is_dir() else [git]
-        own = [self.config.source, self.config.upstream_lockfile] if self.config.source else []
-        return [*protect, *own]
-
-    def pinned_in(self, root: Path) -> list[Path]:
-        """What stays in place inside a writable directory, writable: a repository's ``.git`` directory is
-        a mount point, so it cannot be renamed, removed or swapped for one of the command's making (the
-        read-only hooks and config inside it would move with it, and the gateway's own git reads it)."""
-        git = root / ".git"
-        return [git] if git.is_dir() and not git.is_symlink() else []
-
-    def upstream_confinement(self, config: UpstreamConfig) -> Confinement | None:
-        """A stdio upstream server runs confined for its whole life; an HTTP one is someone else's process."""
-        if config.command is None:
-            return None
-        root = self.config.workspace
-        writable = [(root / p).resolve() for p in config.sandbox.writable]
-        cwd = Path(config.cwd) if config.cwd else root
-        named = [Path(p) for p in (config.command, *config.args) if p and os.path.isabs(p) and os.path.exists(p)]
-        visible = [root, *(p if p.is_dir() else p.parent for p in named), *map(Path, config.sandbox.visible)]
-        protect, pinned = self.protected_in(root), self.pinned_in(root)
-        confinement = self.sandbox.confine(
-            writable, cwd, protect=protect, pinned=pinned, profile="server", visible=visible
-        )
-        return confinement.allowing([ANY_HOST]) if config.sandbox.network else confinement
 
     def recover(self) -> None:
         """What a crash may have left: calls recorded as started that never ended, the merge queue's

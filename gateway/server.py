@@ -62,11 +62,13 @@ from gateway.errors import (
 from gateway.hooks_http import ClaudeCodeHook
 from gateway.identity.resource import ProtectedResource
 from gateway.identity.tokens import Tokens
-from gateway.pipeline import Call
+from gateway.judge.call import Call
+from gateway.origin import Origin
 from gateway.runtime import Gateway
 from gateway.tools.forwarded import FIELDS, Forwarded
+from gateway.tools.spec import CallResult, ToolSpec
 from gateway.tools.upstream import EMPTY_COMPLETION
-from gateway.types import CallResult, JSONObject, Origin, Principal, ToolSpec
+from gateway.types import JSONObject, Principal
 from gateway.unicode import escaped, escaped_value, not_unicode, unparsable_request
 from gateway.web import ui_routes
 
@@ -112,7 +114,7 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
     async def call_tool(ctx: ServerRequestContext[Any], params: mt.CallToolRequestParams) -> Any:
         origin = origin_for(ctx, params, credential(ctx), connection)
         call = Call(tool=params.name, arguments=dict(params.arguments or {}), origin=origin)
-        return passed_on(await gateway.pipeline(call))
+        return passed_on(await gateway.stacks.call(call))
 
     def input_schema(name: str) -> dict[str, Any] | None:
         """What the 2026-07-28 HTTP transport checks a call's Mcp-Param-* headers against: the schema of the
@@ -154,12 +156,12 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
     async def read_resource(ctx: ServerRequestContext[Any], params: mt.ReadResourceRequestParams) -> Any:
         origin = origin_for(ctx, params, credential(ctx), connection)
         call = Call(tool=params.uri, arguments={"uri": params.uri}, origin=origin, method="resources/read")
-        return passed_on(answered(await gateway.pipeline.run(call), mt.ReadResourceResult))
+        return passed_on(answered(await gateway.stacks.read.run(call), mt.ReadResourceResult))
 
     async def get_prompt(ctx: ServerRequestContext[Any], params: mt.GetPromptRequestParams) -> Any:
         origin = origin_for(ctx, params, credential(ctx), connection)
         call = Call(tool=params.name, arguments=dict(params.arguments or {}), origin=origin, method="prompts/get")
-        return passed_on(answered(await gateway.pipeline.run(call), mt.GetPromptResult))
+        return passed_on(answered(await gateway.stacks.read.run(call), mt.GetPromptResult))
 
     async def complete(ctx: ServerRequestContext[Any], params: mt.CompleteRequestParams) -> mt.CompleteResult:
         """Suggestions from the upstream that owns the prompt or template, if the role may read it and the

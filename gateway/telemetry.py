@@ -40,15 +40,16 @@ import structlog
 from gateway import __version__
 from gateway.config import GatewayConfig, TelemetryConfig, expand_env
 from gateway.decision_log import DecisionLog, mask_text
+from gateway.judge.call import verdict
 from gateway.policy.input import INPUT_VERSION, tool_facts
-from gateway.types import Decision, JSONObject
+from gateway.types import JSONObject
 
 if TYPE_CHECKING:
     from opentelemetry import trace
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SpanExporter
 
-    from gateway.pipeline import Call
+    from gateway.judge.call import Call
 
 log = structlog.get_logger("gateway.telemetry")
 
@@ -220,13 +221,13 @@ class Telemetry:
                     log.exception("could not end the call's span", call_id=call.call_id)
 
     def _log_decision(self, call: Call) -> None:
-        result = decision_of(call)
-        if result is None:
-            return  # no decision was made: the call failed for another reason (an upstream down, a bug)
+        decision = verdict(call)
+        if decision is None:
+            return  # nothing was decided: the call went on, or was cancelled, before anything stopped it
         try:
             entry = self.decisions.record(
                 decision_input(call),
-                result,
+                decision.model_dump(),
                 trace_id=call.trace_id,
                 span_id=call.span_id,
                 call_id=call.call_id,
@@ -286,7 +287,7 @@ class Telemetry:
 
         attributes: dict[str, Any] = {"gateway.outcome": call.outcome or ("error" if call.error else "ok")}
         if call.spec is not None:
-            attributes["gateway.tool.provider"] = call.spec.provider
+            attributes["gateway.tool.provider"] = str(call.spec.provider)
         if call.principal is not None:
             attributes["gateway.principal.agent"] = call.principal.agent
             attributes["gateway.principal.role"] = call.principal.role
@@ -317,23 +318,11 @@ class Telemetry:
         span.end()
 
 
-def decision_of(call: Call) -> JSONObject | None:
-    """The call's decision: the policy's, or, for a call the gateway refused before asking the policy (no
-    valid credential, a tool the role may not see, invalid arguments, a path outside the workspace), the
-    same deny ``gateway check`` reports for it."""
-    if call.decision is not None:
-        return call.decision.model_dump()
-    error = call.error
-    if error is None or error.outcome not in ("denied", "invalid"):
-        return None
-    return Decision(action="deny", tier=3, reasons=[error.message], rules=[f"gateway.{error.code}"]).model_dump()
-
-
 def decision_input(call: Call) -> JSONObject:
     """The policy input document of the call; for a call refused before the policy, the facts known so far
     in the same shape (``effects`` None when the arguments were never described)."""
     if call.principal is not None and call.effects is not None and call.workspace is not None:
-        from gateway.pipeline import policy_input
+        from gateway.judge.decide import policy_input
 
         return policy_input(call)
     return {
@@ -352,4 +341,4 @@ def decision_input(call: Call) -> JSONObject:
     }
 
 
-__all__ = ["Telemetry", "configure_logging", "decision_input", "decision_of", "otlp_endpoint"]
+__all__ = ["Telemetry", "configure_logging", "decision_input", "otlp_endpoint"]

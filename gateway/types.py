@@ -1,7 +1,8 @@
-"""Shared types: the facts that flow through the enforcement pipeline.
+"""Shared values: the facts that flow through the judge (who calls, what a call would do, what was decided).
 
-Every stage reads and fills these models, so they live in one place and the stages import types,
-not each other (as Starlette keeps its aliases in ``starlette.types``).
+Values only: plain models and aliases that import nothing from the gateway, so every module can use them
+(as Starlette keeps its aliases in ``starlette.types``). Contracts live next to their owners: a tool's spec
+and invocation in gateway/tools/spec.py, a request's origin in gateway/origin.py, the call in gateway/judge/.
 
     >>> Principal(agent="w1", role="worker", task="T1")
     Principal(agent='w1', role='worker', task='T1', jti=None, exp=None)
@@ -9,18 +10,9 @@ not each other (as Starlette keeps its aliases in ``starlette.types``).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
-
-if TYPE_CHECKING:
-    import mcp_types as mt
-
-    from gateway.effects.paths import Workspace
-    from gateway.sandbox import Confinement
-    from gateway.tools.forwarded import Forwarded
 
 JSONObject = dict[str, Any]
 
@@ -40,9 +32,6 @@ CALL_OUTCOMES = ("ok", "error", "denied", "invalid", "asked", "started", "interr
 # What calls are filtered by (gateway trace list, /ui): how they ended, or what was decided of them
 # (allowed: the policy allowed it; approved: a person approved it).
 FILTER_OUTCOMES = ("allowed", "denied", "asked", "approved", "error", "invalid", "ok", "started", "interrupted")
-
-ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
-"""``async (progress, total, message)``: reports progress to the caller; a no-op without a progress token."""
 
 
 class Frozen(BaseModel):
@@ -154,87 +143,3 @@ class Decision(Frozen):
     tier: Tier
     reasons: list[str] = Field(default_factory=list)
     rules: list[str] = Field(default_factory=list)
-
-
-# what a call answers: a tool's result (or a question for the client), a resource's contents, a prompt,
-# or an upstream's answer to one of those, passed on as the JSON it sent
-CallResult: TypeAlias = (
-    "mt.CallToolResult | mt.InputRequiredResult | mt.ReadResourceResult | mt.GetPromptResult | Forwarded"
-)
-ToolHandler = Callable[["ToolInvocation"], Awaitable[CallResult]]
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """A tool the gateway exposes: where it comes from, its schema, and how its arguments map to effects.
-    An upstream's resources and prompts are judged as calls too, each with a read-only ToolSpec of its own.
-
-    ``argument_roles`` maps an argument name to what it means for effects: ``read``, ``write``,
-    ``delete`` (paths), ``command`` (a shell string), ``url``, ``resource`` (a resource URI; ``file://``
-    is a path read) or ``data`` (plain data, no effect). Built-in tools declare theirs; for upstream
-    tools they come from gateway.yaml, since upstream annotations are untrusted hints (an upstream tool's
-    argument with no role is opaque).
-    """
-
-    name: str
-    provider: str  # "builtin", "gateway" or "upstream:<prefix>"
-    description: str
-    input_schema: JSONObject
-    handler: ToolHandler
-    annotations: JSONObject | None = None
-    argument_roles: dict[str, str] = field(default_factory=dict)
-    commit_class: bool = False
-    read_only: bool = False  # declared by the gateway or the operator (gateway.yaml), never by an upstream
-    upstream_name: str | None = None
-    arguments_model: type[BaseModel] | None = None  # built-ins validate with it; others with input_schema
-    # an upstream definition's (kind, name) among its upstream's pins (gateway/tools/pins.py)
-    pin_key: tuple[str, str] | None = None
-
-    def as_mcp_tool(self) -> mt.Tool:
-        import mcp_types as mt  # the SDK's types load with the server, not with every command
-
-        annotations = mt.ToolAnnotations.model_validate(self.annotations) if self.annotations else None
-        return mt.Tool(
-            name=self.name, description=self.description, input_schema=self.input_schema, annotations=annotations
-        )
-
-
-@dataclass
-class ToolInvocation:
-    """What a tool handler gets: validated arguments and the place it may act in."""
-
-    arguments: JSONObject
-    workspace: Workspace
-    progress: ProgressFn
-    principal: Principal
-    trace_id: str = ""
-    input_responses: JSONObject | None = None
-    request_state: str | None = None
-    confinement: Confinement | None = None  # the sandbox its commands (or its upstream server) run in
-
-
-@dataclass
-class Origin:
-    """How a call reached the gateway: transport facts the pipeline needs, free of SDK types.
-
-    ``elicitation`` says how this client can be asked a question: ``push`` (2025-11-25 era, ``elicit``
-    sends the request and returns the answer), ``input_required`` (2026-07-28 era: answer an
-    InputRequiredResult, the client retries with ``input_responses``), or ``none``.
-    """
-
-    transport: Literal["stdio", "http", "inprocess"]
-    protocol_version: str
-    token: str | None = None
-    client_name: str | None = None
-    session_id: str | None = None
-    progress: ProgressFn | None = None
-    elicitation: Literal["push", "input_required", "none"] = "none"
-    elicit: Callable[[str, JSONObject], Awaitable[mt.ElicitResult]] | None = None
-    input_responses: JSONObject | None = None
-    request_state: str | None = None
-
-    @property
-    def modern(self) -> bool:
-        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
-        return self.protocol_version in MODERN_PROTOCOL_VERSIONS

@@ -12,12 +12,14 @@ from conftest import token
 from structlog.testing import capture_logs
 from test_merge_queue import call, started, submit
 
-from gateway.pipeline import Call, policy_input
+from gateway.judge.call import Call
+from gateway.judge.decide import policy_input
+from gateway.origin import Origin
 from gateway.policy.cache import DecisionCache
 from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.opa import OpaEngine
 from gateway.process import free_port
-from gateway.types import Origin, Principal
+from gateway.types import Principal
 
 pytestmark = pytest.mark.anyio
 
@@ -98,7 +100,7 @@ async def test_a_decision_about_a_claim_ends_when_the_claim_expires(config: Any)
         write = Call(tool="fs_write", arguments={"path": "src/new.py", "content": "x = 1\n"}, origin=Origin(
             transport="inprocess", protocol_version="check"), kind="check")  # fmt: skip
         write.principal = Principal(agent="w", role="worker", task="T1")
-        await gateway.judge.run(write)
+        await gateway.stacks.check.run(write)
         doc = policy_input(write)
         assert doc["task"]["claim"]["owner"] == "w"
 

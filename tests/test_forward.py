@@ -18,7 +18,7 @@ from conftest import add_role, free_port, http_gateway, inproc_client, ledger_ro
 from mcp import Client, MCPError
 
 from gateway import __version__
-from gateway.pipeline import CHECKPOINT_META
+from gateway.judge.execute import CHECKPOINT_META
 from gateway.runtime import Gateway
 from gateway.tools.jsonrpc import STDIO_LINE_FLOOR
 

@@ -176,7 +176,7 @@ async def test_verification_commands_and_upstream_servers_have_limits_of_their_o
         await work(gateway, "T1", {"src/done.py": "DONE = True\n"})
         result = await call(gateway, token(config, "verifier", agent="v"), "verify_run", {"task_id": "T1"})
         assert result.structured_content["passed"], text_of(result)
-        server = gateway.upstream_confinement(UpstreamConfig(command="/bin/true"))
+        server = gateway.confinements.for_upstream(UpstreamConfig(command="/bin/true"))
     assert server is not None and server.limits["memory_mb"] == 2000 and "cpu_s" not in server.limits
     assert server.limits["memory_cgroup"] is False  # a long-lived server: RLIMIT_AS and tmpfs sizes only
 

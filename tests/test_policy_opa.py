@@ -34,7 +34,9 @@ from test_policy_corpus import CASES, Case, make_workspace
 from gateway.config import GatewayConfig
 from gateway.errors import GatewayError
 from gateway.identity.roles import LiveRoles, RoleSet
-from gateway.pipeline import Call, policy_input
+from gateway.judge.call import Call
+from gateway.judge.decide import policy_input
+from gateway.origin import Origin
 from gateway.policy import opa as opa_module
 from gateway.policy.bundle import QUERY, policy_files
 from gateway.policy.cache import DecisionCache
@@ -43,7 +45,7 @@ from gateway.policy.opa import OpaEngine
 from gateway.process import server_process
 from gateway.runtime import Gateway
 from gateway.tasks.board import SCOPE_RULE
-from gateway.types import Origin, Principal
+from gateway.types import Principal
 
 pytestmark = pytest.mark.anyio
 
@@ -117,7 +119,7 @@ async def input_documents(config: GatewayConfig, home: Path, cases: list[Case]) 
         )
         call.principal = operator
         try:
-            for stage in gateway.describing:
+            for stage in gateway.stacks.describing:
                 await stage(call)
         except GatewayError:
             continue  # refused before the policy is asked (a path outside the workspace)

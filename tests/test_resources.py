@@ -77,8 +77,9 @@ async def test_reads_and_prompts_are_judged_as_reads_and_recorded(federated: tup
 
 
 async def test_the_policy_input_says_what_kind_of_call_it_judges(federated: tuple[Gateway, Any]) -> None:
-    from gateway.pipeline import Call, policy_input
-    from gateway.types import Origin
+    from gateway.judge.call import Call
+    from gateway.judge.decide import policy_input
+    from gateway.origin import Origin
 
     gateway, config = federated
     seen: list[dict[str, Any]] = []

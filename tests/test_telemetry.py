@@ -21,9 +21,9 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from gateway.config import TelemetryConfig
 from gateway.decision_log import mask_text, read_entries, redact
-from gateway.pipeline import Call
+from gateway.judge.call import Call
+from gateway.origin import Origin
 from gateway.telemetry import Telemetry, otlp_endpoint
-from gateway.types import Origin
 
 pytestmark = pytest.mark.anyio
 

@@ -16,7 +16,7 @@ merge is deferred (DEFERRED: the user's checkout in the way, the base branch hel
 approved intent for the next ceremony, and every task that depends on either waits for it, as it does after
 an ``intent_commit``: only an abandoned dependency blocks its dependents (``gateway task abandon``).
 
-    report = await Ceremony(board, intents, committer, ledger, judge=gateway.judge_call).run(principal, progress)
+    report = await Ceremony(board, intents, committer, ledger, judge=gateway.stacks.verify.run).run(principal, progress)
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ from typing import Any
 
 from gateway.commit.executor import Committer
 from gateway.commit.intents import Intents
+from gateway.judge.call import Call, CallKind, Judge
 from gateway.ledger.chain import Ledger, utc_now
-from gateway.pipeline import Call, Judge
+from gateway.origin import Origin, ProgressFn
 from gateway.tasks.board import TaskBoard
-from gateway.types import JSONObject, Origin, Principal, ProgressFn
+from gateway.types import JSONObject, Principal
 
 DONE = ("committed", "abandoned")
 
@@ -101,7 +102,7 @@ class Ceremony:
             tool="intent_commit",
             arguments={"intent_id": intent_id},
             origin=Origin(transport="inprocess", protocol_version="ceremony"),
-            kind="ceremony_check",
+            kind=CallKind.CEREMONY_CHECK,
             principal=principal,
         )
         judged = await self.judge(call)

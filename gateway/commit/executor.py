@@ -33,10 +33,12 @@ from gateway.commit.merge import MergeQueue
 from gateway.config import GatewayConfig
 from gateway.effects.paths import Workspace
 from gateway.errors import GatewayError, InvalidArguments, ToolFailed
+from gateway.origin import ProgressFn
 from gateway.repo import Repo
 from gateway.tasks.board import TaskBoard
 from gateway.tools.catalog import Catalog
-from gateway.types import JSONObject, Principal, ProgressFn, ToolInvocation
+from gateway.tools.spec import ToolInvocation
+from gateway.types import JSONObject, Principal
 
 log = structlog.get_logger("gateway.commit")
 

@@ -34,10 +34,11 @@ from gateway.commit.intents import Intents
 from gateway.config import GatewayConfig
 from gateway.ledger.chain import Ledger
 from gateway.ledger.leases import Leases, LeaseTimeout, new_holder
+from gateway.origin import ProgressFn
 from gateway.repo import GitError, Repo
 from gateway.tasks.verification import Verification
 from gateway.tasks.worktrees import git_dir, remove_stale_locks
-from gateway.types import JSONObject, Principal, ProgressFn
+from gateway.types import JSONObject, Principal
 
 log = structlog.get_logger("gateway.merge")
 

@@ -19,7 +19,7 @@ from gateway.tasks.board import TaskBoard
 from gateway.tasks.models import TaskId
 from gateway.tools.base import Arguments, builtin, json_result
 from gateway.tools.catalog import Catalog
-from gateway.types import ToolInvocation, ToolSpec
+from gateway.tools.spec import GATEWAY, ToolInvocation, ToolSpec
 
 if TYPE_CHECKING:
     import mcp_types as mt
@@ -64,7 +64,7 @@ def intent_tools(
         return json_result(outcome, is_error=outcome["state"] != "committed")
 
     def tool(name: str, description: str, model: type[Any], fn: Any) -> ToolSpec:
-        return builtin(name, description, model, fn, provider="gateway")
+        return builtin(name, description, model, fn, provider=GATEWAY)
 
     return [
         tool(
@@ -109,6 +109,6 @@ def ceremony_tools(ceremony: Callable[[], Ceremony]) -> list[ToolSpec]:
             "dependents are blocked; the others still merge. Answers the ceremony report.",
             CeremonyArgs,
             merge_ceremony,
-            provider="gateway",
+            provider=GATEWAY,
         )
     ]

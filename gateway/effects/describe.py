@@ -19,7 +19,8 @@ from urllib.parse import unquote, urlsplit
 from gateway.effects import network, shell
 from gateway.effects.paths import Workspace, suspicious_unicode
 from gateway.errors import InvalidArguments
-from gateway.types import Effects, JSONObject, ToolSpec
+from gateway.tools.spec import ToolSpec
+from gateway.types import Effects, JSONObject
 
 LIST_FIELDS = (
     "reads",
@@ -43,7 +44,7 @@ def describe(spec: ToolSpec, arguments: JSONObject, workspace: Workspace) -> Eff
             cwd = workspace.locate(arguments["cwd"])
         except InvalidArguments as exc:
             facts["opaque"].append(f"cwd: {exc.message}")
-    if spec.provider.startswith("upstream:") and not spec.read_only:
+    if spec.provider.upstream and not spec.read_only:
         for name in sorted(set(arguments) - set(spec.argument_roles)):
             facts["opaque"].append(f"argument {name[:80]!r} has no role in gateway.yaml (arguments:)")
     for name, role in spec.argument_roles.items():

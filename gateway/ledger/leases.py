@@ -26,7 +26,7 @@ from typing import Any
 import anyio
 
 from gateway.ledger.store import Database
-from gateway.types import ProgressFn
+from gateway.origin import ProgressFn
 
 HOST = socket.gethostname()
 TTL_S = 120.0  # pushed forward every RENEW_S while held

@@ -11,7 +11,8 @@ from __future__ import annotations
 import functools
 from datetime import UTC, datetime
 
-from gateway.types import Effects, JSONObject, Principal, ToolSpec
+from gateway.tools.spec import ToolSpec
+from gateway.types import Effects, JSONObject, Principal
 
 INPUT_VERSION = 2
 # input.kind: what the call asks for. A resource read or a prompt get is judged as a read of its upstream
@@ -22,7 +23,7 @@ INPUT_KINDS = {"tools/call": "tool_call", "resources/read": "resource_read", "pr
 def tool_facts(spec: ToolSpec | None, name: str, pin: JSONObject | None = None) -> JSONObject:
     return {
         "name": name,
-        "provider": spec.provider if spec else None,
+        "provider": str(spec.provider) if spec else None,
         "annotations": spec.annotations if spec else None,  # untrusted hints from upstreams
         "commit_class": spec.commit_class if spec else False,
         "read_only": spec.read_only if spec else False,  # declared by the gateway or the operator
@@ -73,7 +74,7 @@ def analysed(spec: ToolSpec | None) -> bool:
     described in gateway.yaml (argument roles or a read-only declaration)."""
     if spec is None:
         return False
-    if not spec.provider.startswith("upstream:"):
+    if not spec.provider.upstream:
         return True
     return bool(spec.argument_roles) or spec.read_only
 

@@ -30,6 +30,7 @@ from gateway.errors import Denied, InvalidRequest
 from gateway.ledger.chain import Ledger, digest, utc_now
 from gateway.ledger.leases import Leases, LeaseTimeout
 from gateway.ledger.store import Row, Store, Transaction
+from gateway.origin import ProgressFn
 from gateway.policy.engine import PolicyEngine
 from gateway.repo import GitError, Repo
 from gateway.tasks.drift import diff_shape, drift, frozen_problems, frozen_violations, matches
@@ -47,7 +48,7 @@ from gateway.tasks.worktrees import (
     remove_stale_locks,
     worktree_lock,
 )
-from gateway.types import JSONObject, Outcome, Principal, ProgressFn
+from gateway.types import JSONObject, Outcome, Principal
 
 log = structlog.get_logger("gateway.tasks")
 

@@ -18,32 +18,27 @@ that records a dead letter keeps only the payload's digest, since a payload may 
     deadletters.get(dl)["payload"]                        # the arguments exactly as sent
     call = await replay(gateway, dl, payload=fixed)       # marks it replayed when the call went through
 
-    finish = KeepDeadLetters(deadletters, gateway.situate, Record(ledger))   # the pipeline's finish
+The tools/call stack keeps them: its finish stage KeepDeadLetters (gateway/judge/keep_deadletters.py).
 """
 
 from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
-import structlog
-
-from gateway.errors import ArgumentsTooLarge, GatewayError, InvalidRequest, Unauthenticated
+from gateway.errors import GatewayError
 from gateway.identity.revocations import Revocations
 from gateway.identity.roles import RoleSet
+from gateway.judge.authenticate import AsRecorded
+from gateway.judge.call import Call, Stage
+from gateway.judge.pipeline import Pipeline
 from gateway.ledger.chain import Ledger, digest, utc_now
 from gateway.ledger.leases import Leases, new_holder
 from gateway.ledger.store import Store
-from gateway.pipeline import Authenticate, Call, Pipeline, Stage
-from gateway.types import JSONObject, Origin, Principal
+from gateway.origin import Origin
+from gateway.types import JSONObject, Principal
 from gateway.unicode import escaped
-
-if TYPE_CHECKING:
-    from gateway.runtime import Gateway
-
-log = structlog.get_logger("gateway.deadletters")
 
 Kind = Literal["manifest", "record", "verification", "intent"]
 State = Literal["dead", "replayed"]
@@ -186,105 +181,31 @@ def _row(row: Any, with_payload: bool) -> JSONObject:
     return data
 
 
-# --- keeping: the pipeline's finish ---------------------------------------------------------------
-
-
-def handoff_kind(call: Call) -> Kind | None:
-    """What a tools/call refused as malformed handed off, or None when it is not a dead letter: another tool,
-    a refusal for who sent it rather than what (denied), an unknown tool, or arguments over the size limit
-    (kept nowhere: the limit is what keeps the store bounded)."""
-    kind = HANDOFF_TOOLS.get(call.tool)
-    error = call.error
-    if kind is None or call.kind != "call" or call.principal is None or call.spec is None:
-        return None
-    if not isinstance(error, InvalidRequest) or isinstance(error, ArgumentsTooLarge):
-        return None
-    return kind
-
-
-def named_task(call: Call) -> str | None:
-    """The task a handoff is about: the caller's task, else the one its arguments name."""
-    if call.task is not None:
-        return str(call.task["id"])
-    arguments = call.arguments
-    for value in (arguments.get("task_id"), *(arguments.get(k) for k in ("record", "manifest"))):
-        if isinstance(value, dict):
-            value = value.get("task_id")
-        if isinstance(value, str) and value:
-            return value[:200]
-    return None
-
-
-class KeepDeadLetters:
-    """The finish of the tools/call pipeline: a handoff refused as malformed is kept whole, its refusal names
-    the dead letter, and then ``record`` records the call as it records every call.
-
-    A call refused by Validate was not situated yet; it is situated here, so the dead letter and the refused
-    call join the task's trace (a worker's record belongs with its task, not with a fresh trace)."""
-
-    def __init__(self, deadletters: DeadLetters, situate: Callable[[Call], None], record: Stage) -> None:
-        self.deadletters = deadletters
-        self.situate = situate
-        self.record = record
-
-    async def __call__(self, call: Call) -> None:
-        kind = handoff_kind(call)
-        if kind is not None:
-            try:
-                self._keep(call, kind)
-            except Exception:
-                # the refusal stands and is recorded either way; only the copy is missing
-                log.exception("could not keep a dead letter", tool=call.tool, call_id=call.call_id)
-        await self.record(call)
-
-    def _keep(self, call: Call, kind: Kind) -> None:
-        assert call.principal is not None and call.error is not None
-        if call.workspace is None:
-            self.situate(call)
-        error = call.error
-        replay_of = call.detail.get("replay_of")
-        deadletter_id = self.deadletters.keep(
-            kind,
-            call.tool,
-            call.arguments,
-            error.message,
-            call.principal,
-            named_task(call),
-            call.trace_id,
-            call_id=call.call_id,
-            replay_of=replay_of if isinstance(replay_of, str) else None,
-        )
-        # the agent reads this; a person replays it
-        error.message = (
-            f"{error.message} (kept as dead letter {deadletter_id}; fix it and "
-            f"`gateway deadletters replay {deadletter_id}`, or send the corrected call again)"
-        )
-        error.args = (error.message,)
-        error.details["deadletter_id"] = deadletter_id
-
-
 # --- replaying ------------------------------------------------------------------------------------
 
 
-class AsRecorded:
-    """Stands in for Authenticate on a replay: the call runs as the principal the dead letter recorded (a
-    person with the state dir replays it; the agent's credential may have expired since), unless that
-    credential has been revoked or its role is gone."""
-
-    def __init__(self, principal: Principal, roles: RoleSet, revocations: Revocations) -> None:
-        self.principal = principal
-        self.roles = roles
-        self.revocations = revocations
-
-    async def __call__(self, call: Call) -> None:
-        if self.principal.jti is not None and self.revocations.is_revoked(self.principal.jti):
-            raise Unauthenticated("the credential that sent this dead letter has been revoked; it is not replayed")
-        if self.principal.role not in self.roles:
-            raise Unauthenticated(f"role {self.principal.role!r} has no role file any more; it is not replayed")
-        call.principal = self.principal
+class ReplayStack(Protocol):
+    def replay(self, authenticate: Stage) -> Pipeline:
+        """The tools/call stack with ``authenticate`` in place of its own (gateway/judge/stacks.py)."""
+        ...
 
 
-async def replay(gateway: Gateway, deadletter_id: str, payload: JSONObject | None = None, by: str = "cli") -> Call:
+class Replaying(Protocol):
+    """What a replay needs of the gateway (gateway/runtime.py)."""
+
+    @property
+    def db(self) -> Store: ...
+    @property
+    def deadletters(self) -> DeadLetters: ...
+    @property
+    def roles(self) -> RoleSet: ...
+    @property
+    def revocations(self) -> Revocations: ...
+    @property
+    def stacks(self) -> ReplayStack: ...
+
+
+async def replay(gateway: Replaying, deadletter_id: str, payload: JSONObject | None = None, by: str = "cli") -> Call:
     """The dead letter's tool call again, with ``payload`` (default: the stored one), through the gateway's own
     stages as the recorded principal. A call that went through (it ran and answered) marks the dead letter
     replayed; a refusal leaves it dead, and a payload still malformed is kept as a new dead letter."""
@@ -298,14 +219,13 @@ async def replay(gateway: Gateway, deadletter_id: str, payload: JSONObject | Non
         leases.release(lease, holder)
 
 
-async def _replay(gateway: Gateway, deadletter_id: str, payload: JSONObject | None, by: str) -> Call:
+async def _replay(gateway: Replaying, deadletter_id: str, payload: JSONObject | None, by: str) -> Call:
     deadletters = gateway.deadletters
     letter = deadletters.get(deadletter_id)
     if letter["state"] != "dead":
         raise DeadLetterRefused(f"dead letter {deadletter_id} was already replayed at {letter['replayed_at']}")
     principal = Principal.model_validate(letter["principal"])
-    stages = [s for s in gateway.pipeline.stages if not isinstance(s, Authenticate)]
-    pipeline = Pipeline([AsRecorded(principal, gateway.roles, gateway.revocations), *stages], gateway.pipeline.finish)
+    stack = gateway.stacks.replay(AsRecorded(principal, gateway.roles, gateway.revocations))
     call = Call(
         tool=letter["tool"],
         arguments=letter["payload"] if payload is None else payload,
@@ -314,7 +234,7 @@ async def _replay(gateway: Gateway, deadletter_id: str, payload: JSONObject | No
     )
     if letter["trace_id"]:
         call.trace_id = letter["trace_id"]  # a task's call moves to the task's trace anyway
-    call = await pipeline.run(call)
+    call = await stack.run(call)
     import mcp_types as mt  # loaded with the tools the replay ran
 
     from gateway.tools.forwarded import Forwarded

@@ -16,7 +16,7 @@ from gateway.errors import InvalidArguments
 from gateway.tasks.board import TaskBoard
 from gateway.tasks.models import ExecutionRecord, StrategyShift, TaskId, TaskManifest
 from gateway.tools.base import Arguments, builtin, json_result
-from gateway.types import ToolInvocation, ToolSpec
+from gateway.tools.spec import GATEWAY, ToolInvocation, ToolSpec
 
 if TYPE_CHECKING:
     import mcp_types as mt
@@ -108,7 +108,7 @@ def task_tools(board: TaskBoard) -> list[ToolSpec]:
         return json_result(result.model_dump())
 
     def tool(name: str, description: str, model: type[Any], fn: Any, read_only: bool = False) -> ToolSpec:
-        return builtin(name, description, model, fn, provider="gateway", read_only=read_only)
+        return builtin(name, description, model, fn, provider=GATEWAY, read_only=read_only)
 
     return [
         tool(

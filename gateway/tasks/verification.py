@@ -6,7 +6,7 @@ asked for it, then, if allowed, run inside the sandbox. It runs in a throwaway c
 commit under test, never in a worker's worktree or the user's checkout, so leftovers the worker did not
 commit cannot sway it and what the commands write is thrown away with the checkout.
 
-    verification = Verification(judge=gateway.judge.run, sandbox=gateway.sandbox, config=config)
+    verification = Verification(judge=gateway.stacks.verify.run, sandbox=gateway.sandbox, config=config)
     runs = await verification.run(manifest["verification"], commit, principal=verifier, tool="verify_run",
                                   arguments={"task_id": "T1"}, task=section, trace_id=trace, progress=p)
     [(r.command, r.exit_code) for r in runs]      # exit_code None: not run (r.note says why)
@@ -28,12 +28,14 @@ from gateway.config import GatewayConfig
 from gateway.decision_log import mask_text
 from gateway.effects.paths import Workspace
 from gateway.errors import ToolFailed
+from gateway.judge.call import Call, CallKind, Judge
 from gateway.ledger.chain import digest
-from gateway.pipeline import Call, Judge
+from gateway.origin import Origin, ProgressFn
 from gateway.repo import Repo
 from gateway.sandbox import Sandbox
 from gateway.tools.shell import MemoryLimit, run_confined, sandbox_env
-from gateway.types import JSONObject, Origin, Principal, ProgressFn, ToolInvocation, ToolSpec
+from gateway.tools.spec import GATEWAY, ToolInvocation, ToolSpec
+from gateway.types import JSONObject, Principal
 
 if TYPE_CHECKING:
     import mcp_types as mt
@@ -49,7 +51,7 @@ def command_spec(tool: str) -> ToolSpec:
     """How a verification command looks to the judge: a call of ``tool`` whose ``command`` is a shell command."""
     return ToolSpec(
         name=tool,
-        provider="gateway",
+        provider=GATEWAY,
         description="a verification command the gateway runs for this call",
         input_schema={
             "type": "object",
@@ -123,7 +125,7 @@ class Verification:
                     tool=tool,
                     arguments={**arguments, "command": command},
                     origin=Origin(transport="inprocess", protocol_version="verify"),
-                    kind="verify",
+                    kind=CallKind.VERIFY,
                     spec=command_spec(tool),
                     workspace=workspace,
                     task=task,

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from gateway.types import JSONObject, ToolInvocation, ToolSpec
+from gateway.tools.spec import BUILTIN, Provider, ToolInvocation, ToolSpec
+from gateway.types import JSONObject
 
 if TYPE_CHECKING:
     import mcp_types as mt
@@ -40,7 +41,7 @@ def builtin(
     roles: dict[str, str] | None = None,
     read_only: bool = False,
     destructive: bool = False,
-    provider: str = "builtin",
+    provider: Provider = BUILTIN,
 ) -> ToolSpec:
     async def handler(inv: ToolInvocation) -> mt.CallToolResult:
         return await fn(model.model_validate(inv.arguments), inv)

@@ -20,7 +20,7 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from gateway.types import ToolSpec
+from gateway.tools.spec import ToolSpec
 
 if TYPE_CHECKING:
     from gateway.tools.pins import PinStatus

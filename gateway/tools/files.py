@@ -28,7 +28,7 @@ from gateway.effects.paths import Workspace
 from gateway.errors import InvalidArguments, PathChanged, Timeout, ToolFailed
 from gateway.linear_regex import Pattern, PatternRefused, glob, linear
 from gateway.tools.base import Arguments, builtin, json_result, text_result
-from gateway.types import ToolInvocation, ToolSpec
+from gateway.tools.spec import ToolInvocation, ToolSpec
 
 if TYPE_CHECKING:
     import mcp_types as mt

@@ -23,7 +23,7 @@ from gateway.repo import GitError, Repo
 from gateway.sandbox import Sandbox
 from gateway.tools.base import Arguments, builtin, text_result
 from gateway.tools.shell import run_command
-from gateway.types import ToolInvocation, ToolSpec
+from gateway.tools.spec import ToolInvocation, ToolSpec
 
 if TYPE_CHECKING:
     import mcp_types as mt

@@ -43,7 +43,8 @@ from mcp_types import jsonrpc_message_adapter
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from gateway.types import JSONObject, ProgressFn
+from gateway.origin import ProgressFn
+from gateway.types import JSONObject
 
 log = structlog.get_logger("gateway.upstream")
 

@@ -18,8 +18,9 @@ from typing import Protocol
 import anyio
 
 from gateway.config import ListingLimits
+from gateway.origin import ProgressFn
 from gateway.tools.jsonrpc import Answer, TooLarge
-from gateway.types import JSONObject, ProgressFn
+from gateway.types import JSONObject
 
 __all__ = ["ListingRefused", "list_all", "no_progress"]
 

@@ -29,9 +29,11 @@ from gateway.config import LimitsConfig, ShellConfig
 from gateway.decision_log import mask_text
 from gateway.egress import Egress
 from gateway.errors import ToolFailed
+from gateway.origin import ProgressFn
 from gateway.sandbox import Confinement, Sandbox, SandboxUnavailable
 from gateway.tools.base import Arguments, builtin, json_result
-from gateway.types import JSONObject, ProgressFn, ToolInvocation, ToolSpec
+from gateway.tools.spec import ToolInvocation, ToolSpec
+from gateway.types import JSONObject
 
 if TYPE_CHECKING:
     import mcp_types as mt

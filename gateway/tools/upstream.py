@@ -45,12 +45,14 @@ from pydantic import BaseModel, ValidationError
 from gateway.config import ListingLimits, UpstreamConfig
 from gateway.errors import ResultTooLarge, ToolFailed, UpstreamMalformed, UpstreamUnavailable
 from gateway.linear_regex import PatternRefused, linear
+from gateway.origin import ProgressFn
 from gateway.sandbox import Confinement, Sandbox
 from gateway.tools.forwarded import Forwarded
 from gateway.tools.jsonrpc import ConnectionLost, HttpChannel, Malformed, RemoteError, StdioChannel, TooLarge
 from gateway.tools.listing import ListingRefused, list_all, no_progress
 from gateway.tools.pins import INSTRUCTIONS, Definition, Pins, PinStatus
-from gateway.types import JSONObject, ProgressFn, ToolInvocation, ToolSpec
+from gateway.tools.spec import Provider, ToolInvocation, ToolSpec
+from gateway.types import JSONObject
 
 log = structlog.get_logger("gateway.upstream")
 
@@ -346,7 +348,7 @@ class Upstream:
 
         return ToolSpec(
             name=exposed_name(self.names_prefix, name),
-            provider=f"upstream:{self.prefix}",
+            provider=Provider.of_upstream(self.prefix),
             description=f"resource {uri or template} from upstream {self.prefix}",
             input_schema={
                 "type": "object",
@@ -369,7 +371,7 @@ class Upstream:
 
         return ToolSpec(
             name=exposed_name(self.names_prefix, prompt.name),
-            provider=f"upstream:{self.prefix}",
+            provider=Provider.of_upstream(self.prefix),
             description=prompt.description or f"prompt {prompt.name} from upstream {self.prefix}",
             input_schema={
                 "type": "object",
@@ -401,7 +403,7 @@ class Upstream:
 
         return ToolSpec(
             name=exposed_name(self.names_prefix, tool.name),
-            provider=f"upstream:{self.prefix}",
+            provider=Provider.of_upstream(self.prefix),
             description=tool.description or f"{tool.name} (from upstream {self.prefix}; it gave no description)",
             input_schema=dict(tool.input_schema),
             handler=handler,
@@ -466,9 +468,9 @@ class UpstreamPool:
         held = self._held() if served else None
         return [item for u in self.upstreams.values() for item in u.catalog.prompts.values() if _shown(item[0], held)]
 
-    def _held(self) -> set[tuple[str, tuple[str, str]]]:
+    def _held(self) -> set[tuple[Provider, tuple[str, str]]]:
         """Every quarantined definition, as (provider, pin key)."""
-        return {(f"upstream:{u.prefix}", key) for u in self.upstreams.values() for key in u.held()}
+        return {(Provider.of_upstream(u.prefix), key) for u in self.upstreams.values() for key in u.held()}
 
     def resource(self, uri: str) -> ToolSpec | None:
         """The resource or template a URI belongs to: one an upstream listed, else the one template that
@@ -485,7 +487,7 @@ class UpstreamPool:
         return next((spec for spec, _ in self.prompts() if spec.name == name), None)
 
     def upstream_of(self, spec: ToolSpec) -> Upstream | None:
-        return self.upstreams.get(spec.provider.removeprefix("upstream:"))
+        return self.upstreams.get(spec.provider.prefix or "") if spec.provider.upstream else None
 
     def status(self) -> dict[str, dict[str, Any]]:
         return {
@@ -531,7 +533,7 @@ class Readables:
         return spec
 
 
-def _shown(spec: ToolSpec, held: set[tuple[str, tuple[str, str]]] | None) -> bool:
+def _shown(spec: ToolSpec, held: set[tuple[Provider, tuple[str, str]]] | None) -> bool:
     return held is None or (spec.provider, spec.pin_key) not in held
 
 

@@ -1,0 +1,70 @@
+"""Read hook event: the first stage of the Claude Code hook's stack (gateway/hook.py). Claude Code's hook input
+becomes a call of the gateway tool with the same effects, as the caller's principal, in its task's trace."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from gateway.effects.paths import Workspace
+from gateway.hook import Untranslatable, hook_trace, parse_event, result_of, translate
+from gateway.judge.authenticate import Authenticate, Verifier
+from gateway.judge.call import Call, CallKind, Stage
+from gateway.tasks.board import TaskBoard
+from gateway.types import Decision
+
+__all__ = ["ReadHookEvent", "UnlessDecided"]
+
+
+class ReadHookEvent:
+    """Reads ``call.event``: the event is checked (anything malformed is an InvalidRequest), the caller
+    authenticated (its token, or the role the command hook was given), and the Claude Code tool translated
+    (Bash -> shell_run, Edit -> fs_edit, ...) with its paths where the gateway would act: a worker's task
+    worktree, else the workspace, so Claude Code working anywhere else is outside and refused. A tool the
+    gateway cannot describe arrives decided: a person decides (tier 3). A PostToolUse event is settled here:
+    recorded (kind "hook_result": the size and digest of what the tool returned), never judged."""
+
+    def __init__(self, tokens: Verifier, board: TaskBoard, workspace: Workspace) -> None:
+        self.authenticate = Authenticate(tokens, declared=True)
+        self.board = board
+        self.workspace = workspace
+
+    async def __call__(self, call: Call) -> None:
+        assert call.event is not None
+        event = parse_event(call.event)
+        call.tool = call.detail["claude_tool"] = event["tool_name"]
+        if isinstance(event.get("tool_use_id"), str):
+            call.detail["tool_use_id"] = event["tool_use_id"][:200]
+        await self.authenticate(call)
+        assert call.principal is not None
+        task = self.board.task_for(call.principal)
+        call.trace_id = hook_trace(task, event.get("session_id")) or call.trace_id
+        worktree = self.board.workspace(task) if task else None
+        root = (worktree or self.workspace).root
+        cwd = Path(event["cwd"]) if isinstance(event.get("cwd"), str) else root
+        try:
+            call.tool, call.arguments = translate(call.tool, event["tool_input"], root, cwd)
+        except Untranslatable as exc:
+            if event["hook_event_name"] == "PreToolUse":  # a person decides: held for approval by HookVerdict
+                call.arguments = event["tool_input"]
+                call.detail["untranslatable"] = exc.message
+                call.decision = Decision(action="ask", tier=3, reasons=[exc.message], rules=[f"gateway.{exc.code}"])
+                return
+        if event["hook_event_name"] == "PostToolUse":
+            call.kind = CallKind.HOOK_RESULT
+            call.detail = result_of(event)
+            call.outcome = "ok"
+
+
+class UnlessDecided:
+    """The stages that describe and decide a call, skipped for a call that arrives decided (a hook event the
+    gateway cannot translate: a person decides, with no description to judge)."""
+
+    def __init__(self, stages: Sequence[Stage]) -> None:
+        self.stages = list(stages)
+
+    async def __call__(self, call: Call) -> None:
+        if call.decision is not None:
+            return
+        for stage in self.stages:
+            await stage(call)

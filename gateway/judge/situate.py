@@ -1,0 +1,76 @@
+"""Situate: where a call happens. The task it is judged against and the intent it names (what the policy
+sees as input.task and input.intent), its workspace (a worker's task worktree, or the workspace), its trace
+(the task's, else the session's) and the sandbox its commands will run in.
+
+    situate = Situate(board, intents, workspace, confinements)
+    situate(call)          # call.workspace, call.task, call.intent, call.trace_id, call.confinement
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from gateway.commit.intents import Intents
+from gateway.effects.paths import Workspace
+from gateway.judge.call import Call, CallKind
+from gateway.judge.confine import Confinements
+from gateway.tasks.board import TaskBoard
+from gateway.tools.spec import GATEWAY
+from gateway.types import JSONObject
+
+__all__ = ["Situate", "named_task", "session_trace"]
+
+INTENT_FACTS = ("id", "task_id", "action", "state", "proposed_by", "approved_by", "attempt")
+
+
+def session_trace(session_id: str) -> str:
+    """The trace of a session without a task: stable for the session, unlinkable to its id."""
+    return hashlib.sha256(f"session:{session_id}".encode()).hexdigest()[:32]
+
+
+def named_task(tool: str, arguments: JSONObject) -> str | None:
+    """The task a call's arguments name: ``task_id``, or the task of the record or manifest it hands off."""
+    for value in (arguments.get("task_id"), *(arguments.get(k) for k in ("record", "manifest"))):
+        if isinstance(value, dict):
+            value = value.get("task_id")
+        if isinstance(value, str) and value:
+            return value[:200]
+    return None
+
+
+class Situate:
+    """Fills in where a call happens. Calls the gateway makes itself (verification commands) arrive with
+    their workspace set."""
+
+    def __init__(self, board: TaskBoard, intents: Intents, workspace: Workspace, confinements: Confinements) -> None:
+        self.board = board
+        self.intents = intents
+        self.workspace = workspace
+        self.confinements = confinements
+
+    def __call__(self, call: Call) -> None:
+        if call.workspace is None:
+            self._locate(call)
+        # a hooked call runs in Claude Code, outside any sandbox of the gateway's: it has none to describe
+        call.confinement = None if call.kind == CallKind.HOOK else self.confinements.for_call(call)
+
+    def _locate(self, call: Call) -> None:
+        assert call.principal is not None
+        task = self.board.task_for(call.principal)
+        named = call.arguments.get("task_id")
+        intent_ref = call.arguments.get("intent_id")
+        if isinstance(intent_ref, str) and call.tool.startswith("intent_"):
+            intent = self.intents.find(intent_ref)
+            if intent is not None:
+                call.intent = {k: intent[k] for k in INTENT_FACTS}
+                if intent["action"] == "merge":  # the merge's shape: the policy holds a mass deletion
+                    call.intent["diff"] = self.board.merge_shape(intent["task_id"])
+                named = intent["task_id"]
+        if task is None and isinstance(named, str) and call.spec is not None and call.spec.provider == GATEWAY:
+            task = self.board.find(named)
+        call.workspace = (self.board.workspace(task) if task else None) or self.workspace
+        call.task = self.board.policy_section(task) if task else None
+        if task is not None:
+            call.trace_id = task["trace_id"]
+        elif call.origin.session_id:
+            call.trace_id = session_trace(call.origin.session_id)

@@ -1,0 +1,134 @@
+"""The stage stacks: every way a call is judged, declared in one place (as Starlette declares its middleware
+stack). Each stack is a list of stages run in order and its finish, which runs whatever happened; a
+stage is one module of this package.
+
+    tools/call          authenticate -> resolve -> valid text -> validate -> describe -> decide -> act on tier
+                        -> record intent -> execute;          finish: keep dead letters, record
+    resources/read,     authenticate -> resolve -> valid text -> validate -> describe -> decide -> act on tier
+    prompts/get         -> record intent -> execute;          finish: record
+    check (dry run)     resolve -> valid text -> validate -> describe -> decide -> judged;   finish: record
+    verify              the same, for the commands the gateway runs itself (verify_run's, a merge's checks)
+                        and the merge ceremony's merges (kind ceremony_check)
+    hook                read hook event -> [resolve -> valid text -> validate -> describe -> decide]
+                        -> hook verdict;                      finish: record
+
+    stacks = Stacks(gateway)
+    result = await stacks.call(call)          # a tools/call's answer; stacks.call.run(call) gives the Call
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from gateway.approvals import Approvals, RequestStateSeal
+from gateway.checkpoints import Checkpoints
+from gateway.config import GatewayConfig
+from gateway.effects.paths import Workspace
+from gateway.identity.roles import LiveRoles
+from gateway.identity.tokens import Tokens
+from gateway.judge.act_on_tier import ActOnTier
+from gateway.judge.approval import Enforcement
+from gateway.judge.authenticate import Authenticate
+from gateway.judge.call import Stage
+from gateway.judge.decide import Decide
+from gateway.judge.describe import Describe
+from gateway.judge.execute import Execute
+from gateway.judge.hook_event import ReadHookEvent, UnlessDecided
+from gateway.judge.hook_verdict import HookVerdict
+from gateway.judge.judged import Judged
+from gateway.judge.keep_deadletters import KeepDeadLetters
+from gateway.judge.pipeline import Pipeline
+from gateway.judge.record import Record
+from gateway.judge.record_intent import RecordIntent
+from gateway.judge.resolve import Resolve
+from gateway.judge.situate import Situate
+from gateway.judge.valid_text import ValidText
+from gateway.judge.validate import Validate
+from gateway.ledger.chain import Ledger
+from gateway.policy.engine import PolicyEngine
+from gateway.tasks.board import TaskBoard
+from gateway.tasks.deadletters import DeadLetters
+from gateway.telemetry import Telemetry
+from gateway.tools.catalog import Catalog
+
+__all__ = ["Services", "Stacks"]
+
+
+class Services(Protocol):
+    """What the stages run on: the gateway's services (gateway/runtime.py)."""
+
+    @property
+    def config(self) -> GatewayConfig: ...
+    @property
+    def ledger(self) -> Ledger: ...
+    @property
+    def telemetry(self) -> Telemetry: ...
+    @property
+    def tokens(self) -> Tokens: ...
+    @property
+    def roles(self) -> LiveRoles: ...
+    @property
+    def catalog(self) -> Catalog: ...
+    @property
+    def engine(self) -> PolicyEngine: ...
+    @property
+    def approvals(self) -> Approvals: ...
+    @property
+    def checkpoints(self) -> Checkpoints: ...
+    @property
+    def board(self) -> TaskBoard: ...
+    @property
+    def deadletters(self) -> DeadLetters: ...
+    @property
+    def workspace(self) -> Workspace: ...
+    @property
+    def situate(self) -> Situate: ...
+    @property
+    def request_state_seal(self) -> RequestStateSeal: ...
+
+
+class Stacks:
+    """The gateway's stacks, built once from its services."""
+
+    def __init__(self, services: Services) -> None:
+        config = services.config
+        record = Record(services.ledger, services.telemetry)
+        enforcement = Enforcement(services.approvals, services.checkpoints)
+        describing: list[Stage] = [
+            Resolve(services.catalog, services.roles),
+            ValidText(),
+            Validate(config.limits),
+            Describe(services.situate, config.policy.deadline_s),
+        ]
+        deciding: list[Stage] = [*describing, Decide(services.engine)]
+        self.running: list[Stage] = [
+            *deciding,
+            ActOnTier(enforcement, services.roles, services.request_state_seal, config.approvals),
+            RecordIntent(services.ledger),
+            Execute(),
+        ]
+        self.call_finish: list[Stage] = [KeepDeadLetters(services.deadletters, services.situate), record]
+        # a tools/call: judged, run and recorded (a malformed handoff kept as a dead letter)
+        self.call = Pipeline([Authenticate(services.tokens), *self.running], finish=self.call_finish)
+        # an upstream's resource read or prompt get: judged as a read of that upstream, run and recorded
+        self.read = Pipeline([Authenticate(services.tokens), *self.running], finish=[record])
+        # a dry run (`gateway check`): decided and recorded, never run; the caller names the principal
+        self.check = Pipeline([*deciding, Judged()], finish=[record])
+        # the gateway's own commands and merges, decided for the principal that asked for them before they run
+        self.verify = Pipeline([*deciding, Judged()], finish=[record])
+        # a Claude Code hook event: judged as the gateway tool with the same effects; Claude Code runs it
+        self.hook = Pipeline(
+            [
+                ReadHookEvent(services.tokens, services.board, services.workspace),
+                UnlessDecided(deciding),
+                HookVerdict(enforcement),
+            ],
+            finish=[record],
+        )
+        # describes (for `gateway check --explain` and benchmarks) without deciding
+        self.describing = describing
+
+    def replay(self, authenticate: Stage) -> Pipeline:
+        """The tools/call stack with ``authenticate`` in place of its own (a dead letter replayed as the
+        principal it recorded)."""
+        return Pipeline([authenticate, *self.running], finish=self.call_finish)
