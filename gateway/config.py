@@ -124,6 +124,9 @@ class LimitsConfig(Strict):
     list_entries: Annotated[int, Field(gt=0)] = 2000
     export_rows: Annotated[int, Field(gt=0, le=1_000_000)] = 10_000  # calls one /ui export may hold
     upstream_listing: ListingLimits = Field(default_factory=ListingLimits)  # an upstream's `listing` wins
+    # calls in flight when `gateway serve --http` stops get this long to end; then they are cancelled (and
+    # recorded as cancelled) so that a call that never ends cannot keep the gateway from stopping
+    shutdown_grace_s: Annotated[int, Field(ge=0, le=3600)] = 10
 
 
 class PolicyConfig(Strict):

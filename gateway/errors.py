@@ -133,5 +133,18 @@ class UpstreamMalformed(ToolFailed):
     code = "upstream_malformed"
 
 
-class Timeout(ToolFailed):
-    code = "timeout"
+# Neither refused nor run to its end.
+class CallCancelled(GatewayError):
+    """A call cancelled before it ended: its client cancelled it or went away, its request timed out, or the
+    gateway was shutting down. What it had started may have partly happened (``cancelled_in`` names the stage)."""
+
+    code = "cancelled"
+    outcome = "cancelled"
+
+    def __init__(self, cancelled_in: str | None = None) -> None:
+        where = f" (in {cancelled_in})" if cancelled_in else ""
+        super().__init__(
+            f"the call was cancelled before it ended{where}: its client cancelled it or went away, or the gateway "
+            "stopped",
+            **({"cancelled_in": cancelled_in} if cancelled_in else {}),
+        )

@@ -177,7 +177,9 @@ class CallView:
     end_time: str
     principal: JSONObject | None
     tool: str | None
-    outcome: str  # ok | error | denied | invalid | asked | interrupted (its gateway stopped), or started: in flight
+    # ok | error | denied | invalid | asked | cancelled (its client went away, a timeout, a shutdown) | interrupted
+    # (its gateway stopped), or started: in flight
+    outcome: str
     decision: JSONObject | None
     rules: list[str]
     reasons: list[str]
@@ -1063,6 +1065,7 @@ OUTCOME_STYLE = {
     "invalid": "bold red",
     "asked": "bold yellow",
     "started": "yellow",
+    "cancelled": "magenta",
     "interrupted": "bold magenta",
 }
 

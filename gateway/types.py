@@ -26,12 +26,26 @@ Tier = Literal[1, 2, 3]
 #   asked     waiting for a human (tier 3)
 #   allowed   decided, not run by the gateway (gateway check, the Claude Code hook, a verification command
 #             before it runs)
+#   cancelled    cancelled before it ended: its client cancelled it or went away, a timeout, the gateway shutting
+#                down (recorded as it ends; what it started may have partly happened)
 #   interrupted  started, then the gateway process died before the call ended (closed on the next start)
-Outcome = Literal["started", "ok", "error", "denied", "invalid", "asked", "allowed", "interrupted"]
-CALL_OUTCOMES = ("ok", "error", "denied", "invalid", "asked", "started", "interrupted")  # what a call ends as
+Outcome = Literal["started", "ok", "error", "denied", "invalid", "asked", "allowed", "cancelled", "interrupted"]
+# what a call ends as
+CALL_OUTCOMES = ("ok", "error", "denied", "invalid", "asked", "started", "cancelled", "interrupted")
 # What calls are filtered by (gateway trace list, /ui): how they ended, or what was decided of them
 # (allowed: the policy allowed it; approved: a person approved it).
-FILTER_OUTCOMES = ("allowed", "denied", "asked", "approved", "error", "invalid", "ok", "started", "interrupted")
+FILTER_OUTCOMES = (
+    "allowed",
+    "denied",
+    "asked",
+    "approved",
+    "error",
+    "invalid",
+    "ok",
+    "started",
+    "cancelled",
+    "interrupted",
+)
 
 
 class Frozen(BaseModel):

@@ -132,6 +132,7 @@ def serve_http(config: GatewayConfig, host: str, port: int, workers: int = 1, lo
     gateway = Gateway(config)  # a config, roles or policy that does not load stops here, before any worker
     url = f"http://{host}:{port}/mcp"
     options: dict[str, Any] = {"host": host, "port": port, "log_level": "warning", "access_log": False}
+    options["timeout_graceful_shutdown"] = config.limits.shutdown_grace_s
     if workers <= 1:
         print(f"gateway: serving {url}", file=sys.stderr)
         uvicorn.run(http_app(gateway, host=host), **options)

@@ -16,7 +16,7 @@ from gateway.cli import commands
 
 CONFIG_FILE = "gateway.yaml"  # as gateway.config has it; not imported, so `gateway --help` loads no pydantic
 # gateway.types.FILTER_OUTCOMES, not imported so that `gateway --help` loads no pydantic (tests/test_cli.py)
-OUTCOMES = ("allowed", "denied", "asked", "approved", "error", "invalid", "ok", "started", "interrupted")
+OUTCOMES = ("allowed", "denied", "asked", "approved", "error", "invalid", "ok", "started", "cancelled", "interrupted")
 
 
 def parse_ttl(text: str) -> int:

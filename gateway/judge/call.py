@@ -113,12 +113,12 @@ Judge = Callable[[Call], Awaitable[Call]]
 def verdict(call: Call) -> Decision | None:
     """The decision a call was judged on: the policy's or, for a call the gateway refused before the policy saw
     it (no valid credential, a tool the role may not see, invalid arguments, a path outside the workspace), the
-    deny that names the refusal (an upstream that is down, a fault, too). None when nothing stopped it and
-    nothing was decided."""
+    deny that names the refusal (an upstream that is down, a fault, too). None when nothing stopped it (or it
+    was cancelled) and nothing was decided."""
     if call.decision is not None:
         return call.decision
     error = call.error
-    if error is None:
+    if error is None or error.outcome == "cancelled":
         return None
     return Decision(action="deny", tier=3, reasons=[error.message], rules=[f"gateway.{error.code}"])
 

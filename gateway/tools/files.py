@@ -25,7 +25,7 @@ from pydantic import Field
 from gateway.config import LimitsConfig
 from gateway.effects.beneath import Beneath, Entry
 from gateway.effects.paths import Workspace
-from gateway.errors import InvalidArguments, PathChanged, Timeout, ToolFailed
+from gateway.errors import InvalidArguments, PathChanged, ToolFailed
 from gateway.linear_regex import Pattern, PatternRefused, glob, linear
 from gateway.tools.base import Arguments, builtin, json_result, text_result
 from gateway.tools.spec import ToolInvocation, ToolSpec
@@ -42,7 +42,7 @@ SEARCH_CHUNK_BYTES = 256 * 1024  # fs_search looks at its deadline after each ch
 MAX_EDIT_BYTES = 16 * 1024 * 1024  # fs_edit holds the file (and its edited copy) in the gateway's memory
 
 
-class SearchDeadline(Timeout):
+class SearchDeadline(ToolFailed):
     """fs_search ran past limits.search_timeout_s: refused, with nothing of its partial result."""
 
     code = "search_deadline"
