@@ -143,7 +143,8 @@ class Gateway:
         self.sandbox = Sandbox(config.sandbox, hidden=[*config.secret_paths(), config.worktrees])
         self.egress = Egress(self.ledger)  # the way out for a command whose decision allowed egress
         self.approvals = Approvals(self.db, self.ledger, ttl_s=config.approvals.ttl_s)
-        self.checkpoints = Checkpoints(self.db, config.checkpoints_dir, self.sandbox)
+        self.checkpoints = Checkpoints(self.db, self.sandbox, config, self.ledger)
+        self.checkpoints.layout()  # an older state dir gets its workspace's layout recorded now, not at a call
         # the verification commands the gateway runs itself are judged by self.judge (built below) when run
         self.verification = Verification(self.judge_call, self.sandbox, config)
         self.board = TaskBoard(self.db, self.ledger, self.engine, config, self.verification)
