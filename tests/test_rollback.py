@@ -13,12 +13,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_repo, text_of, workspace_for_tests
+from conftest import make_repo, reconfigure, text_of, workspace_for_tests
 from test_hostile_agents import Live
 
 from gateway.config import GatewayConfig
@@ -204,3 +210,301 @@ async def test_a_corrupted_head_does_not_turn_the_checkpoint_into_copies(live: L
     assert done.returncode == 0, done.stderr
     repository_sane(live)
     assert json.loads(done.stdout)["checkpoint"] == broke["id"]
+
+
+@pytest.mark.parametrize("where", ["HEAD", "refs dir"])
+async def test_links_in_the_repository_lead_nowhere(live: Live, where: str) -> None:
+    """.git/HEAD made a link to the ledger's head, or .git/refs/tags a link to the state dir: restoring HEAD
+    replaces the link itself, and git moving refs behind the wall finds no state dir there."""
+    state = live.config.state
+    plant = (
+        f"os.remove('.git/HEAD')\nos.symlink({str(state / 'ledger.head')!r}, '.git/HEAD')\n"
+        if where == "HEAD"
+        else f"import shutil\nshutil.rmtree('.git/refs/tags')\nos.symlink({str(state)!r}, '.git/refs/tags')\n"
+    )
+    async with live.client("developer") as client:
+        checkpoint = await run_script(live, client, "import os\n" + plant + "open('made.txt', 'w').write('x')\n")
+    guard = Untouched(live.config, live.outside)
+    done = rollback(live.config, checkpoint["id"])
+    guard.check()
+    assert done.returncode == 0, done.stderr
+    assert not (live.repo / "made.txt").exists()
+    if where == "HEAD":
+        assert not (live.repo / ".git" / "HEAD").is_symlink()
+        repository_sane(live)
+
+
+async def test_a_fifo_and_a_directory_in_files_places(live: Live) -> None:
+    """Variants: a FIFO where a file was (the rollback must not hang reading it) and a directory with an
+    ignored file where a file was: both replaced, the plan says so first."""
+    script = (
+        "import os\nos.remove('README.md')\nos.mkfifo('README.md')\n"
+        "os.remove('src/app.py')\nos.makedirs('src/app.py/deep')\nopen('src/app.py/deep/x.pyc', 'w').write('x')\n"
+        "open('.gitignore', 'w').write('*.pyc\\n')\n"
+    )
+    async with live.client("developer") as client:
+        checkpoint = await run_script(live, client, script)
+    plan = json.loads(rollback(live.config, checkpoint["id"], "--dry-run").stdout)
+    assert set(plan["write"]) == {"README.md", "src/app.py"} and "src/app.py" in plan["remove"]
+    assert ".gitignore" in plan["remove"]
+    done = rollback(live.config, checkpoint["id"])
+    assert done.returncode == 0, done.stderr
+    assert (live.repo / "README.md").read_text() == "# demo repo\n"
+    assert "return 41" in (live.repo / "src" / "app.py").read_text()
+
+
+async def test_a_task_worktree_rolls_back_through_a_swapped_parent(live: Live) -> None:
+    """A worker's checkpoint is of its own worktree (the kind: git, as the gateway made it): a directory
+    swapped for a link to the keys dir is replaced, and the keys stay where they are."""
+    from test_hostile_agents import ALLOWED
+
+    manifest_ = {"task_id": "T1", "objective": "x", "allowed_paths": ALLOWED, "verification": ["true"]}
+    async with live.client("planner") as planner:
+        assert not (await live.call(planner, "task_submit", {"manifest": manifest_})).is_error
+    async with live.client("worker") as client:
+        claimed = await live.call(client, "task_claim", {"task_id": "T1"})
+        worktree = Path(claimed.structured_content["worktree"])
+        keys = live.config.keys_dir
+        script = f"import os, shutil\nshutil.rmtree('src')\nos.symlink({str(keys)!r}, 'src')\n"
+        checkpoint = await run_script(live, client, script)
+    assert checkpoint["kind"] == "git" and "refs" not in checkpoint["restores"]
+    guard = Untouched(live.config, live.outside)
+    done = rollback(live.config, checkpoint["id"])
+    guard.check()
+    assert done.returncode == 0, done.stderr
+    assert (worktree / "src").is_dir() and not (worktree / "src").is_symlink()
+    assert "return 41" in (worktree / "src" / "app.py").read_text()
+    assert not any(p.name == "active" for p in worktree.rglob("*"))
+
+
+# --- the plan, refusals and retention (an in-process gateway; the rollback is the CLI a person runs) ------
+
+
+def test_a_dry_run_shows_the_plan_and_changes_nothing(gateway: Any, config: GatewayConfig, repo: Path) -> None:
+    from gateway.cli.commands import rollback_lines
+
+    checkpoint = gateway.checkpoints.take(repo, "call-1", paths=[])
+    (repo / "src" / "app.py").write_text("changed\n")
+    (repo / "new.txt").write_text("new\n")
+    Repo(repo).run("branch", "feature")
+    before = manifest(repo)
+    done = rollback(config, checkpoint["id"], "--dry-run")
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)
+    assert plan["dry_run"] and plan["write"] == ["src/app.py"] and plan["remove"] == ["new.txt"]
+    assert plan["refs"]["delete"] == ["refs/heads/feature"] and plan["refs"]["move"] == {}
+    assert manifest(repo) == before, "a dry run changes nothing"
+    assert not [e for e in Ledger.for_config(config).events("json_extract(body, '$.kind') = 'rollback'")]
+    lines = rollback_lines(plan)
+    assert lines["would write"] == "1: src/app.py" and lines["would remove"] == "1: new.txt"
+    assert lines["would move refs"] == "delete refs/heads/feature"
+
+
+def forge_record(vault: Path, checkpoint: str, names: list[bytes]) -> None:
+    """What only someone who can write the state dir could do: the vault's record of a checkpoint made to
+    hold paths that leave the worktree or reach into .git (git's own commands never make such a tree)."""
+    git = Repo(vault)
+    blob = git.run("hash-object", "-w", "--stdin", input="forged\n").strip()
+
+    def tree(entries: bytes) -> str:
+        done = subprocess.run(
+            ["git", "-C", str(vault), "hash-object", "-t", "tree", "-w", "--literally", "--stdin"],
+            input=entries,
+            capture_output=True,
+            check=True,
+        )
+        return done.stdout.decode().strip()
+
+    inner = tree(b"100644 x\0" + bytes.fromhex(blob))
+    root = tree(b"".join(b"40000 " + n + b"\0" + bytes.fromhex(inner) for n in sorted(names)))
+    commit = git.run("commit-tree", root, "-m", "forged").strip()
+    git.run("update-ref", f"refs/checkpoints/{checkpoint}", commit)
+
+
+def test_a_record_that_would_leave_the_worktree_is_refused_and_recorded(
+    gateway: Any, config: GatewayConfig, repo: Path
+) -> None:
+    checkpoint = gateway.checkpoints.take(repo, "call-1", paths=[])
+    forge_record(gateway.checkpoints.vault.path, checkpoint["id"], [b"..", b".git", b"ok"])
+    (repo / "new.txt").write_text("new\n")
+    before = manifest(repo)
+    done = rollback(config, checkpoint["id"])
+    assert done.returncode == 2 and "refused, nothing was changed" in done.stderr, done.stderr
+    assert "'../x'" in done.stderr and "'.git/x'" in done.stderr and "into .git" in done.stderr
+    assert manifest(repo) == before
+    row = Ledger.for_config(config).events("json_extract(body, '$.kind') = 'rollback'")[0]
+    assert row.outcome == "refused" and "../x" in row.detail["why"]
+
+
+def test_a_pruned_checkpoint_says_so(config: GatewayConfig, repo: Path) -> None:
+    from gateway.runtime import Gateway
+
+    config = reconfigure(config, checkpoints={"keep": 1})
+    gateway = Gateway(config)
+    first = gateway.checkpoints.take(repo, "call-1", paths=[])
+    (repo / "src" / "app.py").write_text("changed\n")
+    second = gateway.checkpoints.take(repo, "call-2", paths=[])  # keep 1: the first is pruned now
+    assert set(gateway.checkpoints.vault.checkpoints()) == {second["id"]}
+    done = rollback(config, first["id"])
+    assert done.returncode == 2 and "was pruned on" in done.stderr and "checkpoints.keep 1" in done.stderr
+    assert "nothing was changed" in done.stderr
+    assert (repo / "src" / "app.py").read_text() == "changed\n"
+    row = Ledger.for_config(config).events("json_extract(body, '$.kind') = 'rollback'")[0]
+    assert row.outcome == "refused" and "pruned" in row.detail["why"]
+    assert rollback(config, second["id"]).returncode == 0
+    gateway.checkpoints.vault.pack()  # what no checkpoint reaches is gone from the vault
+    assert Repo(gateway.checkpoints.vault.path).run("count-objects", "-v").count("count: 0") == 1
+
+
+def test_the_repositorys_checkpoint_refs_stay_bounded(config: GatewayConfig, repo: Path) -> None:
+    from gateway.runtime import Gateway
+
+    gateway = Gateway(reconfigure(config, checkpoints={"repository_refs": 2}))
+    taken = []
+    for n in range(5):
+        (repo / "src" / "app.py").write_text(f"x = {n}\n")
+        taken.append(gateway.checkpoints.take(repo, f"call-{n}", paths=[])["id"])
+    refs = Repo(repo).run("for-each-ref", "--format=%(refname:lstrip=3)", "refs/gateway/checkpoints/").split()
+    assert len(refs) == 2 and taken[-1] in refs
+    assert set(taken) <= set(gateway.checkpoints.vault.checkpoints()), "the vault has every one"
+    assert rollback(config, taken[0]).returncode == 0  # from the vault, its ref long gone from the repository
+    assert (repo / "src" / "app.py").read_text() == "x = 0\n"
+
+
+# --- a workspace without git: copies, read and written without following a link -------------------
+
+
+@pytest.fixture
+def plain(tmp_path: Path) -> GatewayConfig:
+    """A workspace that is no repository: its checkpoints are copies of the paths a call names."""
+    root = tmp_path / "plain"
+    (root / "d").mkdir(parents=True)
+    (root / "d" / "notes.txt").write_text("notes\n")
+    return workspace_for_tests(root)
+
+
+def test_a_link_to_the_keys_is_copied_as_a_link(plain: GatewayConfig) -> None:
+    """The call names k, a link to the keys dir (swapped in after the decision): the copy records the link,
+    never the keys, so a rollback cannot bring them into the workspace."""
+    from gateway.runtime import Gateway
+
+    gateway = Gateway(plain)
+    root, keys = plain.workspace, plain.keys_dir
+    os.symlink(keys, root / "k")
+    os.symlink(keys, root / "d" / "k2")
+    checkpoint = gateway.checkpoints.take(root, "call-1", paths=["k", "d"])
+    assert checkpoint["kind"] == "files"
+    objects = subprocess.run(
+        ["git", "-C", str(gateway.checkpoints.vault.path), "cat-file", "--batch-all-objects", "--batch"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    for key in keys.iterdir():
+        assert key.read_bytes() not in objects
+    (root / "k").unlink()
+    (root / "k").mkdir()
+    guard = Untouched(plain, plain.workspace.parent / "elsewhere-none")
+    done = rollback(plain, checkpoint["id"])
+    assert done.returncode == 0, done.stderr
+    guard.check()
+    assert (root / "k").is_symlink() and (root / "d" / "k2").is_symlink()
+    assert (root / "d" / "notes.txt").read_text() == "notes\n"
+
+
+def test_a_copy_restores_through_a_swapped_parent_into_the_workspace(plain: GatewayConfig) -> None:
+    from gateway.runtime import Gateway
+
+    gateway = Gateway(plain)
+    root, roles = plain.workspace, plain.roles_dir
+    checkpoint = gateway.checkpoints.take(root, "call-1", paths=["d/notes.txt", "d/new.txt"])
+    (root / "d" / "new.txt").write_text("made by the call\n")
+    shutil.rmtree(root / "d")
+    os.symlink(roles, root / "d")
+    guard = Untouched(plain, root.parent / "elsewhere-none")
+    plan = json.loads(rollback(plain, checkpoint["id"], "--dry-run").stdout)
+    assert plan["remove"] == ["d"] and plan["write"] == ["d/notes.txt"]
+    done = rollback(plain, checkpoint["id"])
+    assert done.returncode == 0, done.stderr
+    guard.check()
+    assert (root / "d" / "notes.txt").read_text() == "notes\n" and not (root / "d" / "new.txt").exists()
+
+
+# --- crashes: a kill anywhere leaves the state dir and the vault whole, and the next one works -----------
+
+TAKING = """
+import sys
+from gateway.config import GatewayConfig
+from gateway.runtime import Gateway
+gateway = Gateway(GatewayConfig.load(sys.argv[1]), isolated=False)
+root = gateway.config.workspace
+print("ready", flush=True)
+for n in range(10000):
+    (root / "src" / "app.py").write_text(f"x = {n}\\n")
+    gateway.checkpoints.take(root, f"call-{n}", paths=[])
+"""
+
+
+def whole(config: GatewayConfig) -> None:
+    vault = config.checkpoints_dir / "vault.git"
+    if vault.exists():  # (killed before the first checkpoint made it)
+        fsck = subprocess.run(["git", "-C", str(vault), "fsck", "--no-dangling"], capture_output=True, text=True)
+        assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+    assert Ledger.for_config(config).verify().ok
+
+
+def killed_after(argv: list[str], seconds: float, ready: Any) -> None:
+    """Run ``argv``, wait until ``ready(proc)`` says it has begun, let it work ``seconds`` more, SIGKILL it.
+    Where the kill lands is up to the machine: what is asserted after holds wherever it lands."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        ready(proc)
+        time.sleep(seconds)
+    finally:
+        proc.kill()
+        proc.wait(30)
+
+
+def test_a_kill_while_checkpoints_are_taken_leaves_the_vault_whole(config: GatewayConfig, repo: Path) -> None:
+    from gateway.runtime import Gateway
+
+    argv = [sys.executable, "-c", TAKING, str(config.source)]
+    for seconds in (0.02, 0.07, 0.15, 0.31):
+        killed_after(argv, seconds, lambda proc: proc.stdout.readline())
+        whole(config)
+    gateway = Gateway(config, isolated=False)
+    (repo / "src" / "app.py").write_text("after the kills\n")
+    checkpoint = gateway.checkpoints.take(repo, "call-after", paths=[])
+    (repo / "src" / "app.py").write_text("changed\n")
+    assert rollback(config, checkpoint["id"]).returncode == 0
+    assert (repo / "src" / "app.py").read_text() == "after the kills\n"
+    whole(config)
+
+
+def test_a_kill_during_a_rollback_then_the_next_rollback_finishes(
+    gateway: Any, config: GatewayConfig, repo: Path
+) -> None:
+    for n in range(800):
+        (repo / "src" / f"m{n % 8}").mkdir(exist_ok=True)
+        (repo / "src" / f"m{n % 8}" / f"f{n}.py").write_text(f"x = {n}\n")
+    checkpoint = gateway.checkpoints.take(repo, "call-1", paths=[])
+    expected = manifest(repo / "src")
+    shutil.rmtree(repo / "src")
+    for n in range(400):
+        (repo / f"junk{n}.txt").write_text("junk\n")
+    started = "SELECT count(*) FROM ledger WHERE json_extract(body, '$.outcome') = 'started'"
+
+    def begun(proc: Any) -> None:
+        with sqlite3.connect(config.store_path) as db:
+            count = db.execute(started).fetchone()[0]
+            while db.execute(started).fetchone()[0] == count and proc.poll() is None:
+                time.sleep(0.001)  # polling for the row the rollback writes before it changes anything
+
+    argv = [sys.executable, "-m", "gateway", "--config", str(config.source), "rollback", checkpoint["id"]]
+    for seconds in (0.0, 0.05):
+        killed_after(argv, seconds, begun)
+        whole(config)
+    done = rollback(config, checkpoint["id"])
+    assert done.returncode == 0, done.stderr
+    assert manifest(repo / "src") == expected and not list(repo.glob("junk*"))
+    assert not list(repo.rglob(".gateway-restore-*")), "a temporary file a killed rollback left is removed too"
+    whole(config)

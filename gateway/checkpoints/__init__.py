@@ -245,7 +245,7 @@ class Checkpoints:
             tag = hashlib.sha256(str(where.root).encode()).hexdigest()[:16]
             with exclusive(self.directory / "index" / f"{tag}.lock"):
                 tree = write_tree(git, exclude, self.sandbox, IndexCache(self.directory / "index" / tag), head)
-            listing = list_refs(git) if where.own else list_refs(git, CHECKPOINT_REFS)
+            listing = list_refs(git, behind=where.repository) if where.own else list_refs(git, CHECKPOINT_REFS)
             detail: JSONObject = {"repository": str(where.repository), "exclude": exclude}
             parents = [head] if head else []
             restores = "the working tree (every file .gitignore does not exclude)"
@@ -283,13 +283,13 @@ class Checkpoints:
         assert where.repository is not None
         keep = self.settings.repository_refs
         ref = CHECKPOINT_REFS + checkpoint_id
-        way = WorkTree(where.repository).look(f"{ref}")
+        if WorkTree(where.repository).look(ref).blocked is not None:
+            return None  # git would write (and delete) through the link: the vault has the checkpoint
         commands = [f"delete {name}" for _, name in existing[max(keep - 1, 0) :]]
-        if keep and way.blocked is None:
-            commands.append(f"create {ref} {commit}")
+        commands += [f"create {ref} {commit}"] if keep else []
         if commands:
             git.run("update-ref", "--stdin", input="\n".join(commands) + "\n", check=False)
-        return ref if keep and way.blocked is None else None
+        return ref if keep else None
 
     def _take_copy(
         self, where: Where, checkpoint_id: str, message: str, paths: list[str], exclude: list[str]
@@ -340,18 +340,16 @@ class Checkpoints:
         """Mark the checkpoints past the retention pruned (in the store, first), then drop their refs from the
         vault (and refs no row has, once they are an hour old) and let git pack and prune; their ids."""
         now = now or datetime.now(UTC)
-        rows = self.db.query(
-            "SELECT id, time, detail FROM checkpoints WHERE ref IS NOT NULL ORDER BY time DESC, id DESC"
-        )
-        cutoff = (now - timedelta(days=self.settings.max_age_days)).isoformat()
+        rows = self.db.query("SELECT id, time FROM checkpoints WHERE ref IS NOT NULL ORDER BY time DESC, id DESC")
+        cutoff = (now - timedelta(days=self.settings.max_age_days)).isoformat(timespec="microseconds")
         doomed = [r for n, r in enumerate(rows) if n >= self.settings.keep or r["time"] < cutoff]
         if doomed:
             why = (
                 f"past the retention (checkpoints.keep {self.settings.keep}, max_age_days {self.settings.max_age_days})"
             )
             with self.db.transaction() as tx:
-                for row in doomed:
-                    detail = {**json.loads(row["detail"]), "pruned": {"time": now.isoformat(), "why": why}}
+                for row in doomed:  # what it held goes; the row says when and why (and stays small)
+                    detail = {"pruned": {"time": now.isoformat(), "why": why}}
                     tx.execute(
                         "UPDATE checkpoints SET ref = NULL, detail = ? WHERE id = ? AND ref IS NOT NULL",
                         (json.dumps(detail), row["id"]),
@@ -410,7 +408,7 @@ class Checkpoints:
         refs = None
         with self._git(where) as git:
             if row["kind"] == "git":
-                present = self._untracked(git, source, commit)
+                present = self._untracked(git, {p: e for p, e in record_entries.items() if unsafe(p) is None})
             else:
                 record_entries.update({d: (DIRECTORY, "") for d in detail.get("dirs") or []})
                 present = [p for rel in detail.get("paths") or [] for p in _present(tree, rel)]
@@ -495,13 +493,14 @@ class Checkpoints:
                 return repository, commit
         raise RollbackRefused(f"rollback of {checkpoint_id} refused: neither the vault nor the repository holds it")
 
-    def _untracked(self, git: Repo, source: Repo, commit: str) -> list[str]:
+    def _untracked(self, git: Repo, record: dict[str, tuple[int, str]]) -> list[str]:
         """The files git does not ignore that exist now and the record does not have: listed by git behind
         the wall, against an index made from the record (never the user's)."""
         assert git.gitdir is not None
         scratch = git.gitdir.parent
         env = {"GIT_INDEX_FILE": str(scratch / "record.index")}
-        source.run("read-tree", commit, env=env)
+        entries = "".join(f"{mode:o} {object_id}\t{rel}\0" for rel, (mode, object_id) in record.items())
+        git.run("update-index", "-z", "--index-info", input=entries, env=env, errors="surrogateescape")
         walled = Repo(git.root, wall=self.sandbox.git_wall(git.root, writes=[scratch]), gitdir=git.gitdir)
         out = walled.run("ls-files", "-z", "--others", "--exclude-standard", env=env, errors="surrogateescape")
         return [p for p in out.split("\0") if p]

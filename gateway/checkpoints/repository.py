@@ -51,13 +51,18 @@ class Listing:
     stash: bool = False
 
 
-def list_refs(git: Repo, *patterns: str, typed: bool = True) -> Listing:
+def list_refs(git: Repo, *patterns: str, typed: bool = True, behind: Path | None = None) -> Listing:
     """The repository's refs; ``typed`` False reads no object (a repository whose objects an agent
-    destroyed still lists its refs), so ``commits`` and the checkpoint refs' times stay empty."""
+    destroyed still lists its refs), so ``commits`` and the checkpoint refs' times stay empty. ``behind``:
+    the repository dir, whose refs git found through a link an agent planted (``refs/tags`` made a link to
+    the state dir) are no refs of its own: left out, neither recorded nor deleted."""
     found = Listing()
     fields = FORMAT if typed else "--format=%(objectname)%00%00%00%00%00%(refname)"
+    tree = WorkTree(behind) if behind is not None else None
     for line in git.run("for-each-ref", fields, *patterns, errors="surrogateescape").splitlines():
         object_id, kind, peeled, peeled_kind, when, name = line.split("\0", 5)
+        if tree is not None and _behind_a_link(tree, name):
+            continue
         if name.startswith(CHECKPOINT_REFS):
             found.checkpoints.append((int(when or 0), name))
         elif name == "refs/stash":
@@ -68,6 +73,11 @@ def list_refs(git: Repo, *patterns: str, typed: bool = True) -> Listing:
                 found.commits.append(object_id if kind == "commit" else peeled)
     found.checkpoints.sort(reverse=True)
     return found
+
+
+def _behind_a_link(tree: WorkTree, name: str) -> bool:
+    found = tree.look(name)  # missing: a packed ref, which is the repository's own
+    return found.blocked is not None or found.kind == "link"
 
 
 def read_head(repository: Path) -> tuple[str | None, str | None]:
@@ -135,7 +145,7 @@ class RefsPlan:
 
 def plan_refs(git: Repo, repository: Path, state: JSONObject) -> RefsPlan:
     """What putting ``state`` back would change, against the repository as it is now."""
-    now = list_refs(git, typed=False)
+    now = list_refs(git, typed=False, behind=repository)
     recorded: dict[str, str] = state.get("refs") or {}
     plan = RefsPlan(stashes=len(state.get("stash") or []), index=state.get("index"))
     for name in sorted(set(recorded) | set(now.refs)):
