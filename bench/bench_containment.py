@@ -5,8 +5,9 @@ Run by hand (it is not a test, and nothing asserts on its numbers):
     .venv/bin/python bench/bench_containment.py             # about a minute
     .venv/bin/python bench/bench_containment.py --runs 100 --json
     .venv/bin/python bench/bench_containment.py --only checkpoint --runs 30
+    .venv/bin/python bench/bench_containment.py --only soak --calls 2000    # ten minutes or so
 
-Four sections, on a scratch workspace (``gateway init``):
+Five sections, on a scratch workspace (``gateway init``); the soak runs only when asked for:
 
     sandbox     one command run as shell_run runs it (bash -c, output captured), unconfined and inside
                 bubblewrap, interleaved; p50 and p95 of each and the ratio
@@ -16,6 +17,10 @@ Four sections, on a scratch workspace (``gateway init``):
                 a running gateway does it; the slowest against policy.deadline_s, and how many went over
     checkpoint  one tier-2 checkpoint (snapshot, refs, vault) with its ``git add`` unconfined (the gateway
                 before the git wall: ``sandbox.mode: off``) and behind the wall, interleaved; p50 and p95
+    soak        ``--calls`` tier-2 Claude Code hook decisions in a row (describe, decide, checkpoint), as a
+                developer's session makes them, one file changed before each; the median of each tenth of
+                the run (its wall time too), the last tenth over the first, a tier-1 decision every tenth call
+                for comparison, and what the vault and the repository hold at the end
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 from gateway.bootstrap import init_workspace  # noqa: E402
 from gateway.checkpoints import Checkpoints  # noqa: E402
 from gateway.config import SandboxConfig  # noqa: E402
+from gateway.hook import hook_call, judge  # noqa: E402
 from gateway.pipeline import Call  # noqa: E402
 from gateway.repo import Repo  # noqa: E402
 from gateway.runtime import Gateway  # noqa: E402
@@ -169,7 +175,7 @@ def checkpoint_section(gateway: Gateway, runs: int) -> dict[str, Any]:
         (root / "src" / f"m{n % 5}").mkdir(exist_ok=True)
         (root / "src" / f"m{n % 5}" / f"f{n}.py").write_text(f"x = {n}\n" * 20)
     walled = gateway.checkpoints
-    bare = Checkpoints(gateway.db, gateway.config.checkpoints_dir, Sandbox(SandboxConfig(mode="off")))
+    bare = Checkpoints(gateway.db, Sandbox(SandboxConfig(mode="off")), gateway.config)
     times: dict[str, list[float]] = {"unconfined": [], "walled": []}
     for i in range(runs + 3):
         for name, checkpoints in (("unconfined", bare), ("walled", walled)):
@@ -187,12 +193,74 @@ def checkpoint_section(gateway: Gateway, runs: int) -> dict[str, Any]:
     }
 
 
+def hook_event(command: str) -> str:
+    return json.dumps(
+        {"session_id": "soak", "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": command}}
+    )
+
+
+async def soak_section(gateway: Gateway, calls: int) -> dict[str, Any]:
+    root = gateway.config.workspace
+    for n in range(50):  # the checkpoint section's small project
+        (root / "src" / f"m{n % 5}").mkdir(exist_ok=True)
+        (root / "src" / f"m{n % 5}" / f"f{n}.py").write_text(f"x = {n}\n" * 20)
+    principal = Principal(agent="bench", role="developer")
+    tier2, tier1 = hook_event("rm -f src/scratch.tmp"), hook_event("ls src")
+
+    async def decide_hook(raw: str) -> tuple[float, Any]:
+        began = time.perf_counter()
+        call = await judge(gateway, hook_call("inprocess"), raw, lambda: principal)
+        return time.perf_counter() - began, call
+
+    started = time.perf_counter()
+    times: list[float] = []
+    tier1_times: list[float] = []
+    tier2_paired: list[float] = []
+    ended_at: list[float] = []
+    for n in range(calls):
+        (root / "src" / "m0" / "f0.py").write_text(f"x = {n}\n")
+        took, call = await decide_hook(tier2)
+        if call.outcome != "allowed" or not call.safeguard:
+            raise RuntimeError(f"call {n} was not a tier-2 call with a checkpoint: {call.outcome} {call.error}")
+        times.append(took)
+        if n % 10 == 0:  # the two tiers side by side, now and then
+            tier1_times.append((await decide_hook(tier1))[0])
+            tier2_paired.append(took)
+        ended_at.append(time.perf_counter() - started)
+    tenth = max(1, calls // 10)
+    windows = [
+        {
+            "calls": f"{i + 1}-{min(i + tenth, calls)}",
+            "p50_ms": statistics.median(times[i : i + tenth]) * 1000,
+            "ended_s": ended_at[min(i + tenth, calls) - 1],
+        }
+        for i in range(0, calls, tenth)
+    ]
+    vault = gateway.checkpoints.vault.path
+    counts = dict(line.split(": ") for line in Repo(vault).run("count-objects", "-v").splitlines())
+    return {
+        "calls": calls,
+        "windows": windows,
+        "last_over_first": windows[-1]["p50_ms"] / windows[0]["p50_ms"],
+        "tier1_p50_ms": statistics.median(tier1_times) * 1000,
+        "tier2_p50_ms": statistics.median(tier2_paired) * 1000,
+        "vault_mb": sum(p.stat().st_size for p in vault.rglob("*") if p.is_file()) / 1e6,
+        "vault_loose_objects": int(counts["count"]),
+        "vault_packs": int(counts["packs"]),
+        "vault_refs": len(gateway.checkpoints.vault.checkpoints()),
+        "repository_refs": len(Repo(root).run("for-each-ref", "refs/gateway/checkpoints/").splitlines()),
+        "restorable": len(gateway.db.query("SELECT id FROM checkpoints WHERE ref IS NOT NULL")),
+    }
+
+
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     repo = scratch()
     config = init_workspace(repo)
     inline, isolated = Gateway(config, isolated=False), Gateway(config)
     if args.only == "checkpoint":
         return {"checkpoint": checkpoint_section(inline, args.runs)}
+    if args.only == "soak":
+        return {"soak": await soak_section(inline, args.calls)}
     async with isolated.running():
         return {
             "sandbox": await sandbox_section(inline, args.runs),
@@ -206,7 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=60, help="timed runs per command (default 60)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.add_argument("--only", choices=["checkpoint"], help="run one section")
+    parser.add_argument("--only", choices=["checkpoint", "soak"], help="run one section")
+    parser.add_argument("--calls", type=int, default=2000, help="tier-2 calls in the soak (default 2000)")
     args = parser.parse_args(argv)
     figures = anyio.run(main_async, args)
     if args.json:
@@ -224,6 +293,9 @@ def main(argv: list[str] | None = None) -> int:
             f"  {row['command']:46} {row['inline_p50_ms']:6.2f}  {row['workers_p50_ms']:6.2f}  "
             f"p99 {row['workers_p99_ms']:6.2f}"
         )
+    if "soak" in figures:
+        print_soak(figures["soak"])
+        return 0
     c = figures["checkpoint"]
     print(
         f"checkpoint: git add unconfined {c['unconfined_p50_ms']:.1f} ms -> behind the wall "
@@ -238,6 +310,21 @@ def main(argv: list[str] | None = None) -> int:
         f"deadline {d['deadline_ms']:.0f} ms, {d['over_deadline']} over"
     )
     return 0
+
+
+def print_soak(soak: dict[str, Any]) -> None:
+    print(f"soak: {soak['calls']} tier-2 hook decisions (describe, decide, checkpoint) in a row; p50 by tenth")
+    for row in soak["windows"]:
+        print(f"  calls {row['calls']:>11}  {row['p50_ms']:7.1f} ms   (done at {row['ended_s']:6.0f} s)")
+    print(
+        f"  last tenth / first tenth: {soak['last_over_first']:.2f}x; tier-2 {soak['tier2_p50_ms']:.1f} ms vs "
+        f"tier-1 {soak['tier1_p50_ms']:.1f} ms p50 (side by side, every tenth call)"
+    )
+    print(
+        f"  at the end: vault {soak['vault_mb']:.1f} MB, {soak['vault_loose_objects']} loose objects, "
+        f"{soak['vault_packs']} packs, {soak['vault_refs']} checkpoint refs ({soak['restorable']} restorable); "
+        f"{soak['repository_refs']} checkpoint refs in the repository"
+    )
 
 
 if __name__ == "__main__":

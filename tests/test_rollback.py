@@ -508,3 +508,20 @@ def test_a_kill_during_a_rollback_then_the_next_rollback_finishes(
     assert manifest(repo / "src") == expected and not list(repo.glob("junk*"))
     assert not list(repo.rglob(".gateway-restore-*")), "a temporary file a killed rollback left is removed too"
     whole(config)
+
+
+def test_the_gateways_index_follows_head_and_changed_files(gateway: Any, config: GatewayConfig, repo: Path) -> None:
+    """The index the gateway keeps between checkpoints: HEAD moved and files changed since the last one, the
+    next checkpoint still records the tree as it is (paths unchanged since are not read again)."""
+    gateway.checkpoints.take(repo, "call-1", paths=[])
+    git = Repo(repo)
+    (repo / "src" / "app.py").write_text("committed\n")
+    git.run("commit", "-qam", "moved on")
+    (repo / "README.md").write_text("changed, not committed\n")
+    (repo / "src" / "app.py").write_text("changed again\n")
+    second = gateway.checkpoints.take(repo, "call-2", paths=[])
+    (repo / "README.md").write_text("later\n")
+    (repo / "src" / "app.py").write_text("later\n")
+    assert rollback(config, second["id"]).returncode == 0
+    assert (repo / "README.md").read_text() == "changed, not committed\n"
+    assert (repo / "src" / "app.py").read_text() == "changed again\n"

@@ -240,12 +240,17 @@ class Checkpoints:
     def _take_git(self, where: Where, checkpoint_id: str, message: str, exclude: list[str]) -> tuple[JSONObject, str]:
         assert where.repository is not None
         self._check(where)
+        # a repository whose objects dir is a link is refused before git reads (or writes) anything there
+        self.sandbox.git_wall(where.root, writes=[where.repository / "objects"])
         with shadow(where.root, where.repository) as git:
-            head = self._head_commit(git, where)
+            gitdir = where.repository if where.own else _worktree_gitdir(where.root)
+            branch, detached = read_head(gitdir) if gitdir is not None else (None, None)
+            patterns = () if where.own else (CHECKPOINT_REFS, *([branch] if branch else []))
+            listing = list_refs(git, *patterns, behind=where.repository if where.own else None)
+            head = listing.tips.get(branch) if branch else detached
             tag = hashlib.sha256(str(where.root).encode()).hexdigest()[:16]
             with exclusive(self.directory / "index" / f"{tag}.lock"):
                 tree = write_tree(git, exclude, self.sandbox, IndexCache(self.directory / "index" / tag), head)
-            listing = list_refs(git, behind=where.repository) if where.own else list_refs(git, CHECKPOINT_REFS)
             detail: JSONObject = {"repository": str(where.repository), "exclude": exclude}
             parents = [head] if head else []
             restores = "the working tree (every file .gitignore does not exclude)"
@@ -264,16 +269,6 @@ class Checkpoints:
             detail["commit"] = commit
             detail["repository_ref"] = self._repository_ref(git, where, checkpoint_id, commit, listing.checkpoints)
         return detail, restores
-
-    def _head_commit(self, git: Repo, where: Where) -> str | None:
-        """The checkout's commit, from its HEAD file (the workspace's, or a worktree's in its gitdir)."""
-        assert where.repository is not None
-        gitdir = where.repository if where.own else _worktree_gitdir(where.root)
-        branch, detached = read_head(gitdir) if gitdir is not None else (None, None)
-        if branch:
-            found = git.run("rev-parse", "--verify", "-q", f"{branch}^{{commit}}", check=False).strip()
-            return found or None
-        return detached
 
     def _repository_ref(
         self, git: Repo, where: Where, checkpoint_id: str, commit: str, existing: list[tuple[int, str]]

@@ -45,6 +45,7 @@ FORMAT = "--format=%(objectname)%00%(objecttype)%00%(*objectname)%00%(*objecttyp
 
 @dataclass
 class Listing:
+    tips: dict[str, str] = field(default_factory=dict)  # every ref listed
     refs: dict[str, str] = field(default_factory=dict)  # every ref but the gateway's and the stash
     commits: list[str] = field(default_factory=list)  # the commits they name (a tag: the commit it points at)
     checkpoints: list[tuple[int, str]] = field(default_factory=list)  # the gateway's checkpoint refs, newest first
@@ -63,6 +64,7 @@ def list_refs(git: Repo, *patterns: str, typed: bool = True, behind: Path | None
         object_id, kind, peeled, peeled_kind, when, name = line.split("\0", 5)
         if tree is not None and _behind_a_link(tree, name):
             continue
+        found.tips[name] = object_id
         if name.startswith(CHECKPOINT_REFS):
             found.checkpoints.append((int(when or 0), name))
         elif name == "refs/stash":

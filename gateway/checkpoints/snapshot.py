@@ -79,7 +79,8 @@ def write_tree(
     """The tree of the working tree as it is now (``exclude``: paths left out), through the gateway's index:
     read from ``head`` (the checkout's commit, so tracked files git ignores are in) unless the cached one
     already was. ``git add`` runs walled; writing the tree reads and writes only the index and objects."""
-    objects = git_path(repo, "objects")
+    objects = Path(repo.gitdir.joinpath("commondir").read_text().strip(), "objects") if repo.gitdir else None
+    objects = objects or git_path(repo, "objects")
     with tempfile.TemporaryDirectory(prefix="gateway-index-") as scratch:
         index = Path(scratch) / "index"
         env = {"GIT_INDEX_FILE": str(index)}
@@ -88,7 +89,8 @@ def write_tree(
         walled = Repo(repo.root, wall=sandbox.git_wall(repo.root, writes=writes), gitdir=repo.gitdir)
         if not (cache is not None and cache.load(index, head or "")):
             if head:
-                repo.run("read-tree", "-m", head, env=env)  # -m: the cached stat data of unchanged paths stays
+                # --reset: the stat data of paths whose content is the same stays (and none is refused as stale)
+                repo.run("read-tree", "--reset", head, env=env)
             if head and exclude:  # from the index only: --force-remove never looks at the work tree
                 repo.run("update-index", "--force-remove", "--", *exclude, env=env)
         walled.run("add", "-A", "--", ".", *[f":(exclude,literal){p}" for p in exclude], env=env)
