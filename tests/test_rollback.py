@@ -114,6 +114,14 @@ async def run_script(live: Live, client: Any, script: str) -> dict[str, Any]:
     return ran.structured_content["checkpoint"]
 
 
+def rolled_back_untouched(live: Live, checkpoint: str) -> None:
+    """A person rolls the checkpoint back: it works, and the state dir and the world outside are as they were."""
+    guard = Untouched(live.config, live.outside)
+    done = rollback(live.config, checkpoint)
+    guard.check()
+    assert done.returncode == 0, done.stderr
+
+
 def repository_sane(live: Live) -> None:
     git = Repo(live.repo)
     assert git.run("symbolic-ref", "HEAD").strip() == "refs/heads/main"
@@ -143,10 +151,7 @@ async def test_planted_index_entries_remove_nothing_outside(live: Live) -> None:
     )
     async with live.client("developer") as client:
         checkpoint = await run_script(live, client, script)
-    guard = Untouched(live.config, elsewhere)
-    done = rollback(live.config, checkpoint["id"])
-    guard.check()
-    assert done.returncode == 0, done.stderr
+    rolled_back_untouched(live, checkpoint["id"])
     assert not (live.repo / "src" / "new.py").exists()
     repository_sane(live)
     assert (live.repo / ".git" / "config").is_file()
@@ -164,10 +169,7 @@ async def test_a_symlink_at_a_target_or_in_a_parent_is_replaced_not_followed(liv
     )
     async with live.client("developer") as client:
         checkpoint = await run_script(live, client, "import os\n" + swap)
-    guard = Untouched(live.config, live.outside)
-    done = rollback(live.config, checkpoint["id"])
-    guard.check()
-    assert done.returncode == 0, done.stderr
+    rolled_back_untouched(live, checkpoint["id"])
     assert not (live.repo / "src").is_symlink() and not (live.repo / "src" / "app.py").is_symlink()
     assert "return 41" in (live.repo / "src" / "app.py").read_text()
 
@@ -181,10 +183,7 @@ async def test_a_directory_swapped_for_a_symlink_after_the_checkpoint(live: Live
         await live.call(client, "fs_write", {"path": "d/developer.yaml", "content": evil})
         checkpoint = await run_script(live, client, "open('d/developer.yaml', 'a').write('# more\\n')\n")
         await run_script(live, client, f"import os, shutil\nshutil.rmtree('d')\nos.symlink({str(roles)!r}, 'd')\n")
-    guard = Untouched(live.config, live.outside)
-    done = rollback(live.config, checkpoint["id"])
-    guard.check()
-    assert done.returncode == 0, done.stderr
+    rolled_back_untouched(live, checkpoint["id"])
     assert not (live.repo / "d").is_symlink()
     assert (live.repo / "d" / "developer.yaml").read_text() == evil
 
@@ -201,10 +200,7 @@ async def test_a_corrupted_head_does_not_turn_the_checkpoint_into_copies(live: L
         checkpoint = await run_script(live, client, "open('d/developer.yaml', 'a').write('# more\\n')\n")
         assert checkpoint["kind"] == "git", checkpoint
         await run_script(live, client, f"import os, shutil\nshutil.rmtree('d')\nos.symlink({str(roles)!r}, 'd')\n")
-    guard = Untouched(live.config, live.outside)
-    done = rollback(live.config, checkpoint["id"])
-    guard.check()
-    assert done.returncode == 0, done.stderr
+    rolled_back_untouched(live, checkpoint["id"])
     assert (live.repo / "d" / "developer.yaml").read_text() == evil
     done = rollback(live.config, broke["id"])
     assert done.returncode == 0, done.stderr
@@ -224,10 +220,7 @@ async def test_links_in_the_repository_lead_nowhere(live: Live, where: str) -> N
     )
     async with live.client("developer") as client:
         checkpoint = await run_script(live, client, "import os\n" + plant + "open('made.txt', 'w').write('x')\n")
-    guard = Untouched(live.config, live.outside)
-    done = rollback(live.config, checkpoint["id"])
-    guard.check()
-    assert done.returncode == 0, done.stderr
+    rolled_back_untouched(live, checkpoint["id"])
     assert not (live.repo / "made.txt").exists()
     if where == "HEAD":
         assert not (live.repo / ".git" / "HEAD").is_symlink()
@@ -268,10 +261,7 @@ async def test_a_task_worktree_rolls_back_through_a_swapped_parent(live: Live) -
         script = f"import os, shutil\nshutil.rmtree('src')\nos.symlink({str(keys)!r}, 'src')\n"
         checkpoint = await run_script(live, client, script)
     assert checkpoint["kind"] == "git" and "refs" not in checkpoint["restores"]
-    guard = Untouched(live.config, live.outside)
-    done = rollback(live.config, checkpoint["id"])
-    guard.check()
-    assert done.returncode == 0, done.stderr
+    rolled_back_untouched(live, checkpoint["id"])
     assert (worktree / "src").is_dir() and not (worktree / "src").is_symlink()
     assert "return 41" in (worktree / "src" / "app.py").read_text()
     assert not any(p.name == "active" for p in worktree.rglob("*"))

@@ -263,9 +263,8 @@ class Checkpoints:
                 restores += ", the index, HEAD, refs and stashes"
             flags = [arg for sha in dict.fromkeys(parents) for arg in ("-p", sha)]
             commit = git.run("commit-tree", tree, *flags, "-m", message).strip()
-            self.vault.keep(
-                git, checkpoint_id, commit
-            )  # before the call runs: it may destroy what is in the repository
+            # before the call runs: it may destroy what is in the repository
+            self.vault.keep(git, checkpoint_id, commit)
             detail["commit"] = commit
             detail["repository_ref"] = self._repository_ref(git, where, checkpoint_id, commit, listing.checkpoints)
         return detail, restores
@@ -309,10 +308,18 @@ class Checkpoints:
                 if what.kind == "dir":
                     dirs.append(sub)
                 elif what.kind in ("file", "link"):
-                    data = tree.read(sub, limit=budget)
+                    try:
+                        data = tree.read(sub, limit=budget)
+                    except ToolFailed:
+                        raise ToolFailed(
+                            f"cannot safeguard: more than {self.settings.max_copy_mb} MB to copy "
+                            "(checkpoints.max_copy_mb); nothing was run"
+                        ) from None
                     if data is not None:
                         budget -= len(data[0])
                         files.append((sub, data[1], data[0]))
+                else:  # a FIFO, a socket, a device: not copied, and left where it is by a rollback
+                    exclude.append(sub)
                 if len(files) + len(dirs) > MAX_COPY_ENTRIES:
                     raise ToolFailed(f"cannot safeguard: more than {MAX_COPY_ENTRIES} paths to copy; nothing was run")
         commit = self.vault.import_files(checkpoint_id, files, message)
@@ -385,14 +392,8 @@ class Checkpoints:
                 f"checkpoint {checkpoint_id} is a copy taken by an older version, which rollback no longer reads "
                 f"(its files are under {self.directory / checkpoint_id}); nothing was changed"
             )
-        where = self.where(Path(row["workspace"]))
+        where = self._recorded(row)
         refused: list[JSONObject] = []
-        if where.kind != row["kind"] or (
-            where.repository and str(where.repository) != detail.get("repository", str(where.repository))
-        ):
-            refused.append(
-                {"what": "the checkpoint", "why": f"taken as {row['kind']} of another layout than {where.kind}"}
-            )
         if not stat.S_ISDIR(_lstat_mode(where.root)):
             raise RollbackRefused(
                 f"rollback of {checkpoint_id} refused: {where.root} is no directory now (a link, or gone)"
@@ -410,11 +411,27 @@ class Checkpoints:
             files = plan_files(tree, record_entries, present, exclude=detail.get("exclude") or [])
             if where.own and "refs" in detail:
                 assert where.repository is not None
+                if not stat.S_ISDIR(_lstat_mode(where.repository)):
+                    raise RollbackRefused(
+                        f"rollback of {checkpoint_id} refused: {where.repository} is no directory now (a link, or gone)"
+                    )
                 refs = plan_refs(git, where.repository, detail)
                 if refs.missing and source is not self.vault.repo:
                     refs.refused.append({"what": "refs", "why": f"{len(refs.missing)} objects they name are gone"})
         refused += files.refused + (refs.refused if refs else [])
         return Plan(row, where, commit, source, record_entries, files, refs, refused)
+
+    def _recorded(self, row: JSONObject) -> Where:
+        """Where the checkpoint was taken, as its row records it: the kind it was taken as (whatever the
+        layout says now), of a root that is still the workspace or one of the gateway's worktrees."""
+        now = self.where(Path(row["workspace"]))
+        recorded = row["detail"].get("repository")
+        repository = Path(recorded) if recorded else now.repository
+        if row["kind"] != "git":
+            return Where(now.root, row["kind"])
+        if repository is None:
+            raise RollbackRefused(f"rollback of {row['id']} refused: the repository it was taken in is unknown")
+        return Where(now.root, "git", repository, now.root / ".git" == repository)
 
     def rollback(self, checkpoint_id: str, dry_run: bool = False) -> JSONObject:
         """Put the workspace back as it was when the checkpoint was taken; answers what it did (or, with
