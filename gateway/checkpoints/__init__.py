@@ -394,10 +394,11 @@ class Checkpoints:
             )
         where = self._recorded(row)
         refused: list[JSONObject] = []
-        if not stat.S_ISDIR(_lstat_mode(where.root)):
-            raise RollbackRefused(
-                f"rollback of {checkpoint_id} refused: {where.root} is no directory now (a link, or gone)"
-            )
+        for directory in (where.root, where.repository):
+            if directory is not None and not stat.S_ISDIR(_lstat_mode(directory)):
+                raise RollbackRefused(
+                    f"rollback of {checkpoint_id} refused: {directory} is no directory now (a link, or gone)"
+                )
         source, commit = self._source(checkpoint_id, row, where)
         record_entries = tree_entries(source, commit)
         tree = WorkTree(where.root)
@@ -411,10 +412,6 @@ class Checkpoints:
             files = plan_files(tree, record_entries, present, exclude=detail.get("exclude") or [])
             if where.own and "refs" in detail:
                 assert where.repository is not None
-                if not stat.S_ISDIR(_lstat_mode(where.repository)):
-                    raise RollbackRefused(
-                        f"rollback of {checkpoint_id} refused: {where.repository} is no directory now (a link, or gone)"
-                    )
                 refs = plan_refs(git, where.repository, detail)
                 if refs.missing and source is not self.vault.repo:
                     refs.refused.append({"what": "refs", "why": f"{len(refs.missing)} objects they name are gone"})
