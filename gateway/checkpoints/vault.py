@@ -30,16 +30,21 @@ __all__ = ["Vault", "quote_path"]
 
 # git's own maintenance stays out of the gateway's fetches: no automatic gc, no background process
 QUIET_FETCH = ("-c", "gc.auto=0", "-c", "maintenance.auto=false", "fetch", "--quiet", "--no-tags")
-# gc --auto thresholds: a few hundred checkpoints' loose objects make a pack; many packs make one
+# gc --auto thresholds: a few hundred checkpoints' loose objects make a pack; many packs make one. What no
+# checkpoint reaches goes into a cruft pack (not back to loose objects, which would keep gc --auto busy and
+# make it stop, for gc.logExpiry, with "too many unreachable loose objects") and is pruned an hour on.
 SETTINGS = (
     ("gc.auto", "1000"),
     ("gc.autoPackLimit", "16"),
     ("gc.autoDetach", "true"),
+    ("gc.cruftPacks", "true"),
     ("gc.pruneExpire", "1.hour.ago"),
+    ("gc.logExpiry", "1.hour"),
     ("gc.reflogExpire", "now"),
     ("gc.reflogExpireUnreachable", "now"),
     ("receive.autogc", "false"),
     ("core.logAllRefUpdates", "false"),
+    ("gateway.settings", "2"),  # bumped when the above change: a vault with older ones is given these
 )
 STALE_S = 3600  # a lock or an incoming-objects dir this old was left by a process killed mid-way
 
@@ -126,7 +131,7 @@ class Vault:
             return
         if not (self.path / "HEAD").exists():
             self._create()
-        if self.repo.run("config", "--get", "gc.pruneExpire", check=False).strip() != "1.hour.ago":
+        if self.repo.run("config", "--get", "gateway.settings", check=False).strip() != SETTINGS[-1][1]:
             configure(self.repo)
         self._configured = True
 
