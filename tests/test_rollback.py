@@ -11,6 +11,8 @@ workspace changed, and what the checkpoint recorded is back.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import hashlib
 import json
 import os
@@ -25,9 +27,11 @@ from typing import Any
 
 import pytest
 from conftest import make_repo, reconfigure, text_of, workspace_for_tests
+from test_fs_race import swapping  # noqa: F401 (a fixture)
 from test_hostile_agents import Live
 
 from gateway.config import GatewayConfig
+from gateway.errors import GatewayError
 from gateway.ledger.chain import Ledger
 from gateway.process import gateway_cli
 from gateway.repo import Repo
@@ -424,6 +428,7 @@ def test_a_copy_restores_through_a_swapped_parent_into_the_workspace(plain: Gate
 TAKING = """
 import sys
 from gateway.config import GatewayConfig
+from gateway.errors import GatewayError
 from gateway.runtime import Gateway
 gateway = Gateway(GatewayConfig.load(sys.argv[1]), isolated=False)
 root = gateway.config.workspace
@@ -515,3 +520,32 @@ def test_the_gateways_index_follows_head_and_changed_files(gateway: Any, config:
     assert rollback(config, second["id"]).returncode == 0
     assert (repo / "README.md").read_text() == "changed, not committed\n"
     assert (repo / "src" / "app.py").read_text() == "changed again\n"
+
+
+def test_a_rollback_racing_an_agent_that_swaps_a_directory_for_a_link(
+    gateway: Any,
+    config: GatewayConfig,
+    repo: Path,
+    swapping: Any,  # noqa: F811
+) -> None:
+    """While rollbacks run, src/d is exchanged (renameat2) with src/dl, a link to the keys dir, over and over
+    (as an agent's own concurrent call could): whatever a rollback meets, nothing lands in the keys dir."""
+    src, keys = repo / "src", config.keys_dir
+    (src / "d").mkdir()
+    for n in range(20):
+        (src / "d" / f"f{n}").write_text("before\n")
+    os.symlink(keys, src / "dl")
+    checkpoint = gateway.checkpoints.take(repo, "call-1", paths=[])
+    for n in range(20):
+        (src / "d" / f"f{n}").write_text("after\n")
+    keys_before = manifest(keys)
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def swap_once() -> None:  # an exchange that finds one side gone (a rollback removed it) just tries again
+        libc.renameat2(-100, bytes(src / "d"), -100, bytes(src / "dl"), 2)  # RENAME_EXCHANGE
+
+    swapping(swap_once)
+    for _ in range(10):
+        with contextlib.suppress(GatewayError, OSError):
+            gateway.checkpoints.rollback(checkpoint["id"])
+    assert manifest(keys) == keys_before, "a rollback wrote into the keys dir"
