@@ -147,7 +147,7 @@ class WorkTree:
 
     def make_directory(self, rel: str) -> None:
         """``rel`` a directory (parents made, a link or file in the way replaced)."""
-        with self._directory(tuple(rel.split("/")), make=True):
+        with self._directory(_names(rel), make=True):
             pass
 
     def remove(self, rel: str) -> bool:
@@ -162,7 +162,7 @@ class WorkTree:
     def walk(self, rel: str) -> Iterator[tuple[str, Found]]:
         """Every entry below the directory ``rel`` ("" for the root), top-down; links are not entered."""
         try:
-            with self._directory(tuple(rel.split("/")) if rel else ()) as fd:
+            with self._directory(_names(rel) if rel else ()) as fd:
                 yield from _walk(fd, rel)
         except (FileNotFoundError, Blocked):
             return
@@ -184,11 +184,15 @@ class WorkTree:
             os.close(fd)
 
 
-def _split(rel: str) -> tuple[tuple[str, ...], str]:
+def _names(rel: str) -> tuple[str, ...]:
     why = unsafe(rel)
     if why is not None:
         raise ToolFailed(f"refused {rel!r}: {why}")
-    *parents, name = rel.split("/")
+    return tuple(rel.split("/"))
+
+
+def _split(rel: str) -> tuple[tuple[str, ...], str]:
+    *parents, name = _names(rel)
     return tuple(parents), name
 
 
