@@ -5,7 +5,7 @@ after it is taken (before the call runs), a copy checkpoint is written straight 
 reads the record it restores from here, never from the workspace's repository. Its config and hooks are
 the gateway's. It is kept bounded: ``forget`` drops the refs of checkpoints past the retention, and git's
 own ``gc --auto`` (detached, thresholds set below) packs loose objects and prunes what no ref reaches
-once it is an hour old (the grace keeps a push still landing from losing its objects).
+once it is five minutes old (the grace keeps a push still landing from losing its objects).
 
     vault = Vault(state_dir / "checkpoints" / "vault.git")
     vault.keep(Repo(workspace), "cp-1a2b3c", keep_commit)   # push: the checkpoint and what it reaches
@@ -30,21 +30,23 @@ __all__ = ["Vault", "quote_path"]
 
 # git's own maintenance stays out of the gateway's fetches: no automatic gc, no background process
 QUIET_FETCH = ("-c", "gc.auto=0", "-c", "maintenance.auto=false", "fetch", "--quiet", "--no-tags")
-# gc --auto thresholds: a few hundred checkpoints' loose objects make a pack; many packs make one. What no
-# checkpoint reaches goes into a cruft pack (not back to loose objects, which would keep gc --auto busy and
-# make it stop, for gc.logExpiry, with "too many unreachable loose objects") and is pruned an hour on.
+# gc --auto thresholds: a few hundred checkpoints' loose objects make a pack; many packs make one (what no
+# checkpoint reaches then goes into a cruft pack). What no checkpoint reaches is pruned five minutes on: the
+# grace covers a push whose objects have landed and whose ref is not yet written (milliseconds). A gc that
+# stopped with a message (gc.log: a race with a push's incoming dir, too many unreachable loose objects)
+# keeps gc --auto away for gc.logExpiry only.
 SETTINGS = (
     ("gc.auto", "1000"),
     ("gc.autoPackLimit", "16"),
     ("gc.autoDetach", "true"),
     ("gc.cruftPacks", "true"),
-    ("gc.pruneExpire", "1.hour.ago"),
-    ("gc.logExpiry", "1.hour"),
+    ("gc.pruneExpire", "5.minutes.ago"),
+    ("gc.logExpiry", "5.minutes"),
     ("gc.reflogExpire", "now"),
     ("gc.reflogExpireUnreachable", "now"),
     ("receive.autogc", "false"),
     ("core.logAllRefUpdates", "false"),
-    ("gateway.settings", "2"),  # bumped when the above change: a vault with older ones is given these
+    ("gateway.settings", "3"),  # bumped when the above change: a vault with older ones is given these
 )
 STALE_S = 3600  # a lock or an incoming-objects dir this old was left by a process killed mid-way
 
@@ -104,7 +106,7 @@ class Vault:
         return {name: int(when or 0) for name, _, when in (line.partition(" ") for line in out.splitlines())}
 
     def forget(self, checkpoint_ids: Iterable[str]) -> None:
-        """Drop the refs of checkpoints past the retention; their objects go at the next gc, an hour on."""
+        """Drop the refs of checkpoints past the retention; their objects go at a gc five minutes on."""
         commands = "".join(f"delete {self.PREFIX}{cp}\n" for cp in checkpoint_ids)
         if commands:
             self.repo.run("update-ref", "--stdin", input=commands)
@@ -113,7 +115,7 @@ class Vault:
         """Clear what a killed process left (stale locks, incoming-object dirs) and let ``git gc --auto``
         pack and prune when its thresholds say so (it detaches; the call that started it does not wait)."""
         stale = time.time() - STALE_S
-        for leftover in (self.path / "packed-refs.lock", *self.path.glob("objects/incoming-*")):
+        for leftover in (self.path / "packed-refs.lock", *self.path.glob("objects/tmp_objdir-incoming-*")):
             with contextlib.suppress(OSError):
                 if leftover.lstat().st_mtime < stale:
                     shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink()
