@@ -43,14 +43,18 @@ def plan_files(
     """``record``: path -> (git mode, object id) as the checkpoint holds it; ``present``: the paths in the
     checkpoint's scope that exist now (a trailing "/" marks a nested repository)."""
     plan = FilesPlan()
-    own = set(exclude)
+    own = tuple(exclude)
+
+    def left_out(rel: str) -> bool:  # the gateway's own (a file, or a directory with all below it)
+        return any(rel == o or rel.startswith(f"{o}/") for o in own)
+
     recorded_dirs = {"/".join(p.split("/")[:i]) for p in record for i in range(1, p.count("/") + 1)}
     recorded_dirs |= {p for p, (mode, _) in record.items() if mode == DIRECTORY}
     removing: set[str] = set()
     for rel in sorted(set(present)):
         if rel.endswith("/"):
             plan.left.append({"path": rel, "why": "a nested repository: not part of the checkpoint"})
-        elif unsafe(rel) is not None or rel in own or rel in record or rel in recorded_dirs:
+        elif unsafe(rel) is not None or left_out(rel) or rel in record or rel in recorded_dirs:
             continue
         elif not any(rel.startswith(f"{gone}/") for gone in removing):
             removing.add(rel)
@@ -59,7 +63,7 @@ def plan_files(
         if why is not None:
             plan.refused.append({"what": f"path {rel!r}", "why": why})
             continue
-        if rel in own:
+        if left_out(rel):
             plan.left.append({"path": rel, "why": "the gateway's own configuration"})
             continue
         if mode == GITLINK:

@@ -87,13 +87,18 @@ def write_tree(
         # built first: a repository whose objects dir is a link is refused before anything is written
         writes = [objects, Path(scratch), *([repo.gitdir.parent] if repo.gitdir else [])]
         walled = Repo(repo.root, wall=sandbox.git_wall(repo.root, writes=writes), gitdir=repo.gitdir)
-        if not (cache is not None and cache.load(index, head or "")):
-            if head:
-                # --reset: the stat data of paths whose content is the same stays (and none is refused as stale)
-                repo.run("read-tree", "--reset", head, env=env)
-            if head and exclude:  # from the index only: --force-remove never looks at the work tree
-                repo.run("update-index", "--force-remove", "--", *exclude, env=env)
-        walled.run("add", "-A", "--", ".", *[f":(exclude,literal){p}" for p in exclude], env=env)
+        cached = cache is not None and cache.load(index, head or "")
+        if head and not cached:
+            # --reset: the stat data of paths whose content is the same stays (and none is refused as stale)
+            repo.run("read-tree", "--reset", head, env=env)
+        walled.run("add", "-A", "--", ".", env=env)
+        if exclude:
+            # left out of the index after the add, not by an exclude pathspec to it: `git add` fails on a
+            # pathspec that names an ignored file (a .gitignore listing gateway.yaml failed every tier-2 call).
+            # ls-files and update-index read the index only, never the work tree; a directory goes whole.
+            named = repo.run("ls-files", "-z", "--cached", "--", *[f":(literal){p}" for p in exclude], env=env)
+            if named:
+                repo.run("update-index", "--force-remove", "-z", "--stdin", input=named, env=env)
         tree = repo.run("write-tree", env=env).strip()
         if cache is not None:
             cache.save(index, head or "")
