@@ -1,7 +1,11 @@
 """Tier-3 approvals: a human says yes or no to one exact call, once.
 
-An approval is bound to the call's key (agent, role, task, tool and the digest of its arguments) and
-is consumed by the first call with that key that finds it settled. Three ways to ask, chosen per call:
+An approval is bound to the call's key (agent, role, task, tool, the digest of its arguments, and where it
+runs: the channel it came by and the confinement it runs in, a ``CallSite``) and is consumed by the first
+call with that key that finds it settled. An approval a person gave to a sandboxed MCP ``shell_run`` never
+lets the same command through the Claude Code hook, where Claude Code runs it unconfined, nor through a
+gateway whose sandbox has since changed: such a call is held again, and the approval it could not use is
+named in its ledger row. Three ways to ask, chosen per call:
 
 - push (2025-11-25 clients that declare elicitation): ``elicitation/create`` while the call waits,
   with progress notifications so the client does not give up;
@@ -13,10 +17,16 @@ is consumed by the first call with that key that finds it settled. Three ways to
 
 A cancelled elicitation is not a denial: it falls back to pending. Only "decline" (or approve=false) denies.
 
+    site = CallSite("mcp:tools/call", {"runs": "sandbox", "mode": "bubblewrap", ...})
+    key = call_key(principal, "shell_run", arguments, site)
     approvals = Approvals(db, ledger, ttl_s=3600)
-    pending = approvals.request(key, call_fields)        # {"id": "ap-...", "state": "pending", ...}
+    pending = approvals.request(key, principal, "shell_run", arguments, about, site)  # {"id": "ap-...", ...}
     approvals.settle(pending["id"], approve=True, by="alice")
-    approvals.consume(key, call_id)                       # "approved" once, then None
+    approvals.consume(key, call_id)                       # ("approved", id) once, then None
+    approvals.elsewhere(principal, "shell_run", arguments, key)  # approved for another site: not used here
+
+Approvals asked before they named their site (a store upgraded to schema 6) have no channel: they authorise
+no call, and approving one is refused with the reason.
 """
 
 from __future__ import annotations
@@ -25,8 +35,9 @@ import hashlib
 import hmac
 import json
 import secrets
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from gateway.errors import ConfigError
 from gateway.ledger.chain import Ledger, digest, utc_now
@@ -46,17 +57,65 @@ Settled = Literal["approved", "denied"]
 MAX_COMMENT = 2000  # characters of a reviewer's comment on an approval
 
 
-def call_key(principal: Principal, tool: str, arguments: JSONObject) -> str:
-    """What an approval binds to: who, which tool, exactly which arguments."""
-    return digest(
-        {
-            "agent": principal.agent,
-            "role": principal.role,
-            "task": principal.task,
-            "tool": tool,
-            "arguments": digest(arguments),
-        }
-    )
+CHANNELS = {
+    "mcp:tools/call": "MCP tools/call",
+    "mcp:resources/read": "MCP resources/read",
+    "mcp:prompts/get": "MCP prompts/get",
+    "hook:http": "Claude Code hook over HTTP",
+    "hook:command": "Claude Code command hook",
+}
+UNBOUND = (
+    "asked before approvals named the channel and confinement they are for: it authorises no call "
+    "(the agent's retry asks again, bound to where it runs)"
+)
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """Where a call runs: the channel it came by (``mcp:tools/call``, ``hook:http``, ``hook:command``, ...) and
+    the confinement it runs in (``{"runs": "sandbox", "mode": "bubblewrap", "writable": [...], "network": [...],
+    ...}``, ``{"runs": "claude-code"}``: Claude Code runs it itself, unconfined; ``{"runs": "gateway"}``: a tool
+    that runs no command). An approval binds to all of it."""
+
+    channel: str
+    confinement: JSONObject
+
+    def summary(self) -> str:
+        return f"{CHANNELS.get(self.channel, self.channel)}; {confinement_summary(self.confinement)}"
+
+
+def confinement_summary(confinement: JSONObject) -> str:
+    """A confinement as a reviewer reads it: where the call runs, what it may write and reach."""
+    runs = confinement.get("runs")
+    if runs == "claude-code":
+        return "Claude Code runs it itself, UNCONFINED (no sandbox of the gateway's)"
+    if runs == "gateway":
+        return "runs in the gateway (no command)"
+    if runs == "upstream":
+        return "runs in an upstream server the gateway does not confine"
+    if confinement.get("mode") == "off":
+        return "UNCONFINED (sandbox off)"
+    writable = ", ".join(confinement.get("writable") or []) or "nothing"
+    network = ", ".join(confinement.get("network") or []) or "none"
+    where = "sandboxed upstream server" if runs == "upstream-sandbox" else "sandboxed"
+    return f"{where} ({confinement.get('mode')}): writes {writable}; network: {network}"
+
+
+def call_key(
+    principal: Principal, tool: str, arguments: JSONObject, site: CallSite, definition: str | None = None
+) -> str:
+    """What an approval binds to: who, which tool, exactly which arguments, where the call runs, and for an
+    upstream tool the digest of its pinned definition (``definition``)."""
+    bound = {
+        "agent": principal.agent,
+        "role": principal.role,
+        "task": principal.task,
+        "tool": tool,
+        "arguments": digest(arguments),
+        "channel": site.channel,
+        "confinement": digest(site.confinement),
+    }
+    return digest({**bound, "definition": definition} if definition is not None else bound)
 
 
 class RequestStateSeal:
@@ -86,14 +145,14 @@ class Approvals:
         self.ttl_s = ttl_s
 
     def request(
-        self, key: str, principal: Principal, tool: str, arguments: JSONObject, about: JSONObject
+        self, key: str, principal: Principal, tool: str, arguments: JSONObject, about: JSONObject, site: CallSite
     ) -> JSONObject:
         """A pending approval for this call key; an existing unexpired one is reused, not duplicated."""
         now = datetime.now(UTC)
         with self.db.transaction() as tx:
             row = tx.execute(
-                "SELECT * FROM approvals WHERE call_key = ? AND state = 'pending' AND expires > ?",
-                (key, now.isoformat()),
+                "SELECT * FROM approvals WHERE call_key = ? AND channel = ? AND state = 'pending' AND expires > ?",
+                (key, site.channel, now.isoformat()),
             ).fetchone()
             if row is not None:
                 return _row(row)
@@ -101,7 +160,7 @@ class Approvals:
             expires = (now + timedelta(seconds=self.ttl_s)).isoformat(timespec="microseconds")
             tx.execute(
                 "INSERT INTO approvals (id, call_key, state, created, expires, principal, tool, arguments_digest, "
-                "request) VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?)",
+                "request, channel, confinement) VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     approval_id,
                     key,
@@ -111,8 +170,11 @@ class Approvals:
                     tool,
                     digest(arguments),
                     json.dumps({"arguments": arguments, **about}, default=str),
+                    site.channel,
+                    json.dumps(site.confinement),
                 ),
             )
+            detail = {"action": "request", "approval_id": approval_id, "call_id": about.get("call_id")}
             self.ledger.append_in(
                 tx,
                 {
@@ -121,7 +183,7 @@ class Approvals:
                     "tool": tool,
                     "arguments_digest": digest(arguments),
                     "outcome": "asked",
-                    "detail": {"action": "request", "approval_id": approval_id, "call_id": about.get("call_id")},
+                    "detail": {**detail, "channel": site.channel, "where": site.summary()},
                 },
             )
             return _row(tx.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)).fetchone())
@@ -141,6 +203,8 @@ class Approvals:
                 check_move(APPROVAL_MOVES, f"approval {approval_id}", row["state"], "expired")
                 tx.execute("UPDATE approvals SET state = 'expired' WHERE id = ?", (approval_id,))
                 raise ConfigError(f"approval {approval_id} has expired; the agent must call again")
+            if approve and row["channel"] is None:
+                raise ConfigError(f"approval {approval_id} cannot be approved: {UNBOUND}; deny it or let it expire")
             state = "approved" if approve else "denied"
             check_move(APPROVAL_MOVES, f"approval {approval_id}", row["state"], state)
             tx.execute(
@@ -150,13 +214,14 @@ class Approvals:
             self._record(tx, row, state, by, comment.strip())
             return _row(tx.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)).fetchone())
 
-    def consume(self, key: str, call_id: str) -> tuple[Settled, str] | None:
-        """Take the settled answer for this call key, once: (answer, approval id), or None."""
+    def consume(self, key: str, call_id: str, site: CallSite) -> tuple[Settled, str] | None:
+        """Take the settled answer for this call key (asked on the same channel), once: (answer, approval id),
+        or None."""
         with self.db.transaction() as tx:
             row = tx.execute(
-                "SELECT * FROM approvals WHERE call_key = ? AND state IN ('approved', 'denied') ORDER BY settled_at "
-                "LIMIT 1",
-                (key,),
+                "SELECT * FROM approvals WHERE call_key = ? AND channel = ? AND state IN ('approved', 'denied') "
+                "ORDER BY settled_at LIMIT 1",
+                (key, site.channel),
             ).fetchone()
             if row is None:
                 return None
@@ -166,16 +231,25 @@ class Approvals:
             return row["state"], row["id"]
 
     def record_answer(
-        self, key: str, principal: Principal, tool: str, arguments: JSONObject, approve: bool, by: str, call_id: str
+        self,
+        key: str,
+        principal: Principal,
+        tool: str,
+        arguments: JSONObject,
+        site: CallSite,
+        answer: tuple[bool, str],
+        call_id: str,
     ) -> str:
-        """An answer given in-band (elicitation): stored already used by the call that asked."""
+        """An answer (approve, by whom) given in-band (elicitation): stored already used by the call that asked."""
+        approve, by = answer
         approval_id = "ap-" + secrets.token_hex(6)
         state = "used" if approve else "denied-used"
         now = utc_now()
         with self.db.transaction() as tx:
             tx.execute(
                 "INSERT INTO approvals (id, call_key, state, created, expires, principal, tool, arguments_digest, "
-                "request, settled_by, settled_at, used_by_call) VALUES (?, ?, ?, ?, ?, ?, ?, ?, '{}', ?, ?, ?)",
+                "request, settled_by, settled_at, used_by_call, channel, confinement) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, '{}', ?, ?, ?, ?, ?)",
                 (
                     approval_id,
                     key,
@@ -188,11 +262,27 @@ class Approvals:
                     by,
                     now,
                     call_id,
+                    site.channel,
+                    json.dumps(site.confinement),
                 ),
             )
             row = tx.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)).fetchone()
             self._record(tx, row, "approved" if approve else "denied", by)
         return approval_id
+
+    def elsewhere(self, principal: Principal, tool: str, arguments: JSONObject, key: str) -> list[JSONObject]:
+        """Approvals a person gave to this same call (agent, role, task, tool, arguments) where it runs elsewhere:
+        another channel or confinement, or none recorded. They are not used; the caller records why."""
+        rows = self.db.query(
+            "SELECT * FROM approvals WHERE tool = ? AND arguments_digest = ? AND state = 'approved' AND call_key != ?",
+            (tool, digest(arguments), key),
+        )
+        mine = {"agent": principal.agent, "role": principal.role, "task": principal.task}
+        found = []
+        for row in map(_row, rows):
+            if {k: row["principal"].get(k) for k in mine} == mine:
+                found.append({"id": row["id"], "channel": row["channel"], "where": row["where"]})
+        return found
 
     def list(self, state: str | None = None) -> list[JSONObject]:
         if state:
@@ -208,7 +298,7 @@ class Approvals:
         return _row(rows[0])
 
     def _record(self, tx: Transaction, row: Row, state: str, by: str, comment: str = "") -> None:
-        detail: JSONObject = {"action": state, "approval_id": row["id"], "by": by}
+        detail: JSONObject = {"action": state, "approval_id": row["id"], "by": by, "channel": row["channel"]}
         if comment:
             detail["comment"] = comment
         self.ledger.append_in(
@@ -225,7 +315,13 @@ class Approvals:
 
 
 def _row(row: Row) -> JSONObject:
-    data = dict(row)
+    """An approval as callers see it: its JSON columns read, and ``where`` (its site, in words) added."""
+    data: dict[str, Any] = dict(row)
     data["principal"] = json.loads(data["principal"])
     data["request"] = json.loads(data["request"])
+    if data.get("channel") is None:
+        data["confinement"], data["where"] = None, f"not recorded: {UNBOUND}"
+    else:
+        data["confinement"] = json.loads(data["confinement"])
+        data["where"] = CallSite(data["channel"], data["confinement"]).summary()
     return data

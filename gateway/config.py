@@ -18,6 +18,7 @@ secrets stay out of the file.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import os
 import re
 from pathlib import Path
@@ -29,10 +30,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from gateway.errors import ConfigError
 
 CONFIG_FILE = "gateway.yaml"
+LOCKFILE = "gateway-upstreams.lock"  # pinned upstream definitions, committed beside gateway.yaml
 PREFIX_PATTERN = r"^[A-Za-z0-9_-]{1,32}$"
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
-ArgumentRole = Literal["read", "write", "delete", "command", "url"]
+# what an upstream tool's argument is: a path read, written or deleted, a shell command, a URL, or plain data
+# (text, a number, a message: nothing the gateway judges). An argument with no role makes a call opaque.
+ArgumentRole = Literal["read", "write", "delete", "command", "url", "data"]
 
 
 class Strict(BaseModel):
@@ -66,6 +70,17 @@ class UpstreamSandbox(Strict):
     visible: list[str] = Field(default_factory=list)
 
 
+class ListingLimits(Strict):
+    """Bounds on each listing an upstream answers (tools/list, resources/list, resources/templates/list,
+    prompts/list, every page of it): an upstream over one is marked down with the bound named."""
+
+    pages: Annotated[int, Field(gt=0, le=100_000)] = 100
+    items: Annotated[int, Field(gt=0, le=1_000_000)] = 2000  # definitions in one listing
+    bytes: Annotated[int, Field(gt=0)] = 4 << 20  # JSON-RPC bytes of all its pages together
+    seconds: Annotated[float, Field(gt=0, le=3600)] = 30.0  # all its pages, from the first request
+    definition_bytes: Annotated[int, Field(gt=0)] = 64 << 10  # one definition, as canonical JSON
+
+
 class UpstreamConfig(Strict):
     """An upstream MCP server: a stdio command or a streamable HTTP URL."""
 
@@ -76,7 +91,8 @@ class UpstreamConfig(Strict):
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     timeout_s: Annotated[float, Field(gt=0, le=3600)] = 120.0
-    # tool name (glob) -> {argument name -> role}: which argument is a path, a command or a URL
+    # tool name (glob) -> {argument name -> role}: which argument is a path, a command, a URL or plain data;
+    # a call that passes an argument with no role is opaque (tier 3) unless the tool is declared read-only
     arguments: dict[str, dict[str, ArgumentRole]] = Field(default_factory=dict)
     # tool names (globs) the operator vouches are read-only (upstream annotations are only hints)
     read_only: list[str] = Field(default_factory=list)
@@ -86,6 +102,10 @@ class UpstreamConfig(Strict):
     # names (the conformance suite); a name a gateway tool already has is not exposed
     prefixed: bool = True
     sandbox: UpstreamSandbox = Field(default_factory=UpstreamSandbox)
+    listing: ListingLimits | None = None  # default: limits.upstream_listing
+    # false: its resource list entries (often generated: files, pages) are served without pins; its tools,
+    # prompts, resource templates and instructions are pinned whatever this says
+    pin_resources: bool = True
 
     @model_validator(mode="after")
     def _one_transport(self) -> UpstreamConfig:
@@ -102,6 +122,7 @@ class LimitsConfig(Strict):
     search_results: Annotated[int, Field(gt=0)] = 200
     list_entries: Annotated[int, Field(gt=0)] = 2000
     export_rows: Annotated[int, Field(gt=0, le=1_000_000)] = 10_000  # calls one /ui export may hold
+    upstream_listing: ListingLimits = Field(default_factory=ListingLimits)  # an upstream's `listing` wins
 
 
 class PolicyConfig(Strict):
@@ -116,6 +137,8 @@ class PolicyConfig(Strict):
     # identical decision inputs answered from memory (gateway/policy/cache.py); 0 turns the cache off
     cache_ttl_s: Annotated[float, Field(ge=0, le=3600)] = 30.0
     cache_size: Annotated[int, Field(ge=1, le=1_000_000)] = 4096
+    # what the policy reads as data.settings (thresholds: policies/commit.rego's merge_deletions)
+    settings: dict[str, Any] = Field(default_factory=dict)
 
 
 class ApprovalsConfig(Strict):
@@ -220,6 +243,26 @@ class CheckpointsConfig(Strict):
     max_copy_mb: Annotated[int, Field(gt=0)] = 64  # a files checkpoint copies at most this; more: the call fails
 
 
+class EgressConfig(Strict):
+    """What the egress proxy (gateway/egress.py) may connect to besides public internet addresses."""
+
+    # Addresses it refuses by default (loopback, private, link-local, CGNAT, multicast, unspecified, reserved,
+    # this host's own, cloud metadata; gateway/addresses.py) that it may reach for a host a call's decision
+    # allowed: IP addresses or networks ("127.0.0.1", "10.20.0.0/16", "fd12::/64"). A cloud metadata address
+    # only when named exactly. The gateway's own listening ports stay unreachable whatever this says.
+    allow_addresses: list[str] = Field(default_factory=list)
+
+    @field_validator("allow_addresses")
+    @classmethod
+    def _networks(cls, values: list[str]) -> list[str]:
+        for value in values:
+            try:
+                ipaddress.ip_network(value, strict=True)
+            except ValueError as exc:
+                raise ValueError(f"{value!r} is not an IP address or network (host bits must be zero): {exc}") from None
+        return values
+
+
 class TelemetryConfig(Strict):
     """OpenTelemetry export and the decision log. Spans are exported only when an OTLP endpoint is set here
     or in OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; otherwise nothing leaves the host."""
@@ -269,6 +312,7 @@ class GatewayConfig(Strict):
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     checkpoints: CheckpointsConfig = Field(default_factory=CheckpointsConfig)
+    egress: EgressConfig = Field(default_factory=EgressConfig)
     source: Path | None = Field(default=None, exclude=True)
 
     @field_validator("upstreams")
@@ -411,14 +455,20 @@ class GatewayConfig(Strict):
         return self.state / "policy-checks"
 
     @property
+    def upstream_lockfile(self) -> Path | None:
+        """The operator's committed pins of upstream definitions, beside gateway.yaml (gateway/tools/pins.py)."""
+        return self.source.with_name(LOCKFILE) if self.source is not None else None
+
+    @property
     def decision_log_path(self) -> Path:
         return self.state / "decisions.jsonl"
 
     def protected_paths(self) -> list[Path]:
-        """Paths no agent may touch through the gateway: its own state, keys, policies and config."""
+        """Paths no agent may touch through the gateway: its own state, keys, policies and config (with the
+        upstream lockfile beside it)."""
         paths = [self.state, self.roles_dir, self.policy_dir, self.worktrees]
         if self.source is not None:
-            paths.append(self.source)
+            paths += [self.source, self.source.with_name(LOCKFILE)]  # the lockfile: pins a start would import
         return paths
 
     def secret_paths(self) -> list[Path]:

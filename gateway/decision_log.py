@@ -357,7 +357,9 @@ class DecisionLog:
     def write(self, entry: JSONObject) -> None:
         if self.buffer is None:
             return
-        line = (json.dumps(entry, ensure_ascii=False, separators=(",", ":"), default=str) + "\n").encode()
+        text = json.dumps(entry, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
+        # a lone surrogate a request carried (gateway/unicode.py) is written as its JSON escape, not refused
+        line = text.encode("utf-8", "backslashreplace")
         self.buffer.append(str(entry["decision_id"]), line)
 
     def flush(self) -> None:

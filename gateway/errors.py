@@ -59,6 +59,18 @@ class InvalidArguments(InvalidRequest):
     code = "invalid_arguments"
 
 
+class MalformedRequest(InvalidRequest):
+    """A request the MCP SDK refuses before the pipeline sees it (gateway/server.py)."""
+
+    code = "malformed_request"
+
+
+class InvalidUnicode(InvalidRequest):
+    """Text that is not valid Unicode (a lone UTF-16 surrogate): gateway/unicode.py."""
+
+    code = "invalid_unicode"
+
+
 class ArgumentsTooLarge(InvalidRequest):
     code = "arguments_too_large"
 
@@ -81,6 +93,12 @@ class DecisionDeadline(Denied):
     """Describing or deciding the call took longer than policy.deadline_s: refused, and nobody waits on it."""
 
     code = "decision_deadline"
+
+
+class Quarantined(Denied):
+    """An upstream definition that is not its pin (changed, new, renamed): held until a person approves it."""
+
+    code = "quarantined"
 
 
 class ToolNotGranted(Denied):

@@ -8,7 +8,8 @@ recorded in the ledger (kind "hook"), and answered in Claude Code's vocabulary:
     allow  the policy allows it (tier 1, or tier 2 after its checkpoint), or a person approved it
     deny   the policy denies it, or it needs a person (tier 3): the answer names the pending approval;
            once a person approves it (gateway approvals approve ID, or /ui/approvals), the same call
-           is allowed once
+           is allowed once, on the same hook (an approval given to the call over MCP, where the gateway
+           runs it in its sandbox, does not let Claude Code run it unconfined)
 
 Two ways in: ``POST /hooks/claude-code`` on a running gateway (gateway/hooks_http.py: a few milliseconds,
 the credential is the Bearer token) and ``gateway hook claude-code`` (a process per call, for setups
@@ -229,6 +230,7 @@ def result_of(event: JSONObject) -> JSONObject:
 
 def answer_for(call: Call) -> JSONObject:
     """Claude Code's hook output for a judged call: allow only what the judge allowed."""
+    from gateway.pipeline import not_used_note
     from gateway.runtime import decision_report
 
     checked = decision_report(call)
@@ -245,8 +247,9 @@ def answer_for(call: Call) -> JSONObject:
         ident = approval.get("id")
         return answer(
             "deny",
-            f"{said}. NOT RUN: it needs a person's approval ({ident}, pending). Next step: a person runs "
-            f"'gateway approvals approve {ident}' (or uses /ui/approvals); then retry exactly the same call.",
+            f"{said}. NOT RUN: it needs a person's approval ({ident}, pending).{not_used_note(call)} Next step: a "
+            f"person runs 'gateway approvals approve {ident}' (or uses /ui/approvals); then retry exactly the same "
+            "call.",
         )
     return answer("deny", said)
 

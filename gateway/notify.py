@@ -1,4 +1,5 @@
-"""Escalation notices: blocked, quarantined, abandoned, timed-out and dead-lettered work, pushed to people.
+"""Escalation notices: blocked, quarantined, abandoned, timed-out and dead-lettered work, and upstream
+definitions held back for a person, pushed to people.
 
 The task board records what happened in the ledger, in the transaction that changes the task; the notifier
 follows the ledger from its own cursor (a row in the store) and POSTs each escalation as JSON to the webhooks
@@ -50,6 +51,7 @@ ESCALATIONS = frozenset(
         "claim_expired",
         "verification_timeout",
         "dead_letter",
+        "upstream_quarantined",  # an upstream definition changed, appeared or was renamed: a person approves it
     }
 )
 CURSOR = "notify"
@@ -67,10 +69,14 @@ def notice(event: LedgerEvent) -> JSONObject | None:
     elif event.kind == "task" and detail.get("action") in ESCALATIONS:
         kind, task_id = str(detail["action"]), detail.get("task_id")
         why = str(detail.get("why") or detail.get("error") or detail.get("reason") or "")
+    elif event.kind == "upstream" and detail.get("action") == "quarantined":
+        kind, task_id = "upstream_quarantined", None
+        why = f"{event.tool} is {detail.get('status')}: held back until a person approves it (gateway upstreams diff)"
     else:
         return None
     agent = (event.principal or {}).get("agent") or detail.get("owner") or detail.get("by")
     why = why[:500]
+    subject = f"task {task_id}" if task_id is not None or "upstream" not in detail else f"upstream {detail['upstream']}"
     return {
         "event": kind,
         "task_id": task_id,
@@ -79,7 +85,7 @@ def notice(event: LedgerEvent) -> JSONObject | None:
         "seq": event.seq,
         "time": event.time,
         "trace_id": event.trace_id,
-        "text": f"gateway: task {task_id}: {kind.replace('_', ' ')}" + (f": {why}" if why else ""),
+        "text": f"gateway: {subject}: {kind.replace('_', ' ')}" + (f": {why}" if why else ""),
     }
 
 

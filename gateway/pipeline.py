@@ -1,6 +1,6 @@
 """The enforcement pipeline: every tools/call (and resources/read, prompts/get) passes these stages, in order.
 
-    authenticate -> resolve -> validate -> describe -> decide -> act on tier -> record intent
+    authenticate -> resolve -> valid text -> validate -> describe -> decide -> act on tier -> record intent
         -> execute -> check, and always: record
 
 A stage is a plain async callable ``(call) -> None`` that reads and fills the ``Call`` (the spirit of
@@ -29,10 +29,11 @@ import anyio
 import structlog
 from pydantic import ValidationError
 
-from gateway.approvals import APPROVAL_SCHEMA, Approvals, RequestStateSeal, call_key
+from gateway.approvals import APPROVAL_SCHEMA, Approvals, CallSite, RequestStateSeal, call_key
 from gateway.checkpoints import Checkpoints
 from gateway.config import ApprovalsConfig, LimitsConfig
 from gateway.effects.describe import describe
+from gateway.effects.git_hooks import hooks_path
 from gateway.effects.paths import Workspace
 from gateway.errors import (
     ArgumentsTooLarge,
@@ -40,6 +41,8 @@ from gateway.errors import (
     Denied,
     GatewayError,
     InvalidArguments,
+    InvalidUnicode,
+    Quarantined,
     ToolFailed,
     ToolNotGranted,
     UnknownTool,
@@ -61,12 +64,14 @@ from gateway.types import (
     ToolInvocation,
     ToolSpec,
 )
+from gateway.unicode import not_unicode
 
 if TYPE_CHECKING:
     import mcp_types as mt
 
     from gateway.sandbox import Confinement
     from gateway.telemetry import Telemetry
+    from gateway.tools.pins import PinStatus
 
 log = structlog.get_logger("gateway.pipeline")
 
@@ -98,6 +103,7 @@ class Call:
     started: float = field(default_factory=time.perf_counter)
     principal: Principal | None = None
     spec: ToolSpec | None = None
+    pin: PinStatus | None = None  # an upstream definition's pin status: input.tool.pin, part of the approval key
     workspace: Workspace | None = None
     task: JSONObject | None = None  # input.task: the task the caller works on, as the policy sees it
     intent: JSONObject | None = None  # input.intent: the intent a commit-protocol call names
@@ -115,6 +121,11 @@ class Call:
 
     def stop(self, error: GatewayError) -> None:
         self.error, self.outcome = error, error.outcome
+
+    @property
+    def pin_facts(self) -> JSONObject | None:
+        """``input.tool.pin``: the upstream definition's pin status, None for the gateway's own tools."""
+        return self.pin.as_input() if self.pin is not None else None
 
     def response(self) -> CallResult:
         if self.error is not None:
@@ -214,7 +225,8 @@ class Resolve:
     """The tool name becomes a ToolSpec, if the caller's role may see it.
 
     A tool the role is not granted gets the same answer as a tool that does not exist, so a role
-    cannot probe for tools; the ledger still tells the two apart.
+    cannot probe for tools; the ledger still tells the two apart. An upstream definition that is not pinned
+    as listed (changed, new, renamed: gateway/tools/pins.py) is quarantined: refused with the reason.
     """
 
     def __init__(self, catalog: Catalog, grants: ToolGrants) -> None:
@@ -241,9 +253,30 @@ class Resolve:
             message = f"no {what} named {asked!r} is available to role {call.principal.role!r}"
             raise ToolNotGranted(message) if spec is not None else UnknownTool(message)
         call.spec = spec
+        call.pin = self.catalog.pin(spec)
+        if call.pin is not None and call.pin.quarantined:
+            upstream = spec.provider.removeprefix("upstream:")
+            raise Quarantined(call.pin.reason(spec.name, upstream), pin=call.pin_facts)
 
 
 # --- validate -------------------------------------------------------------------------------------
+
+
+class ValidText:
+    """Refuses a call whose arguments (or the input responses and request state it brings back) are not valid
+    Unicode: a lone UTF-16 surrogate, which JSON can carry and no file name, store, hash or log can. Nothing
+    could describe or run it faithfully; the ledger records it with the text escaped (gateway/unicode.py)."""
+
+    async def __call__(self, call: Call) -> None:
+        origin = call.origin
+        for what, value in (
+            ("argument", call.arguments),
+            ("input response", origin.input_responses),
+            ("request state", origin.request_state),
+        ):
+            problem = not_unicode(what, value)
+            if problem is not None:
+                raise InvalidUnicode(problem)
 
 
 class Validate:
@@ -387,7 +420,9 @@ class HookVerdict:
     A call the policy asks about is held for a person as a pending gateway approval (the hook answers
     "deny" naming it): Claude Code's own "ask" would let whoever holds its keyboard, or a permissive
     permission mode, run the call unrecorded. Once a person approves, the same call (same agent, role,
-    tool, arguments) is allowed once. An allowed tier-2 call gets its checkpoint first."""
+    tool, arguments, on the same hook) is allowed once; an approval given to the call on MCP, where the
+    gateway runs it in its sandbox, is not (Claude Code runs it unconfined). An allowed tier-2 call gets its
+    checkpoint first."""
 
     def __init__(self, approvals: Approvals, checkpoints: Checkpoints) -> None:
         self.approvals = approvals
@@ -396,15 +431,11 @@ class HookVerdict:
     async def __call__(self, call: Call) -> None:
         assert call.decision is not None and call.principal is not None
         if call.decision.action == "ask":
-            key = call_key(call.principal, call.tool, call.arguments)
-            settled = self.approvals.consume(key, call.call_id)
-            if settled is None:
-                hold_for_approval(self.approvals, call, key)
+            site = call_site(call)
+            key = approval_key(call, site)
+            if not take_approval(self.approvals, call, key, site):
+                hold_for_approval(self.approvals, call, key, site)
                 return
-            answer, approval_id = settled
-            call.detail["approval"] = {"id": approval_id, "answer": answer}
-            if answer == "denied":
-                raise Denied(f"a person denied this call (approval {approval_id})", approval_id=approval_id)
         if call.effects is not None and call.decision.tier >= 2:
             call.safeguard = await take_safeguard(self.checkpoints, call)
         call.outcome = "allowed"
@@ -415,7 +446,7 @@ def policy_input(call: Call) -> JSONObject:
     return input_document(
         kind=INPUT_KINDS[call.method],
         principal=call.principal,
-        tool=tool_facts(call.spec, call.tool),
+        tool=tool_facts(call.spec, call.tool, call.pin_facts),
         arguments=call.arguments,
         effects=call.effects,
         workspace=str(call.workspace.root),
@@ -423,6 +454,7 @@ def policy_input(call: Call) -> JSONObject:
         task=call.task,
         intent=call.intent,
         sandbox=call.confinement.describe() if call.confinement is not None else None,
+        git_hooks=hooks_path(call.workspace.root),
     )
 
 
@@ -463,13 +495,9 @@ class ActOnTier:
         import mcp_types as mt
 
         assert call.principal is not None and call.decision is not None
-        key = call_key(call.principal, call.tool, call.arguments)
-        settled = self.approvals.consume(key, call.call_id)
-        if settled is not None:
-            answer, approval_id = settled
-            call.detail["approval"] = {"id": approval_id, "answer": answer}
-            if answer == "denied":
-                raise Denied(f"a human denied this call (approval {approval_id})", approval_id=approval_id)
+        site = call_site(call)
+        key = approval_key(call, site)
+        if take_approval(self.approvals, call, key, site):
             return
         origin = call.origin
         answer: mt.ElicitResult | None = None
@@ -493,14 +521,14 @@ class ActOnTier:
             approve = answer.action == "accept" and (answer.content or {}).get("approve") is True
             by = f"elicitation:{origin.client_name or 'client'}"
             approval_id = self.approvals.record_answer(
-                key, call.principal, call.tool, call.arguments, approve, by, call.call_id
+                key, call.principal, call.tool, call.arguments, site, (approve, by), call.call_id
             )
             call.detail["approval"] = {"id": approval_id, "answer": "approved" if approve else "denied", "by": by}
             if not approve:
                 raise Denied(f"the user declined this call (approval {approval_id})", approval_id=approval_id)
             return
         # no elicitation, a headless client, or a cancelled one: wait for a person out of band
-        pending = hold_for_approval(self.approvals, call, key)
+        pending = hold_for_approval(self.approvals, call, key, site)
         call.result = pending_result(call, pending)
 
     def _interactive(self, call: Call) -> bool:
@@ -537,24 +565,86 @@ class ActOnTier:
         return answer
 
 
-def hold_for_approval(approvals: Approvals, call: Call, key: str) -> JSONObject:
+def approval_key(call: Call, site: CallSite) -> str:
+    """What a person's approval binds to: the call, where it runs, and for an upstream tool the definition it
+    was judged on (its pin digest), so an approval given before the upstream changed the tool never runs the
+    changed one."""
+    assert call.principal is not None
+    definition = call.pin.digest if call.pin is not None else None
+    return call_key(call.principal, call.tool, call.arguments, site, definition)
+
+
+def call_site(call: Call) -> CallSite:
+    """Where a call runs, as an approval binds to it: the channel it came by and the confinement it runs in
+    (with the egress its decision grants). Claude Code runs a hooked call itself, outside any sandbox."""
+    if call.kind == "hook":
+        channel = "hook:http" if call.origin.transport == "http" else "hook:command"
+        return CallSite(channel, {"runs": "claude-code", "confined": False})
+    channel = f"mcp:{call.method}" if call.kind == "call" else call.kind
+    confinement = granted_confinement(call)
+    upstream = call.spec is not None and call.spec.provider.startswith("upstream")
+    if confinement is None:
+        return CallSite(channel, {"runs": "upstream" if upstream else "gateway", "confined": False})
+    return CallSite(channel, {"runs": "upstream-sandbox" if upstream else "sandbox", **confinement.binding()})
+
+
+def granted_confinement(call: Call) -> Confinement | None:
+    """The call's confinement with the network egress its decision (or the person who approved it) allowed:
+    the hosts its effects name, with the port a URL named (see gateway/hosts.py), and only those."""
+    confinement = call.confinement
+    if confinement is not None and call.effects is not None and call.effects.network:
+        # "listen:PORT" says the command serves; it names no host to reach
+        return confinement.allowing(n.endpoint for n in call.effects.network if not n.host.startswith("listen:"))
+    return confinement
+
+
+def take_approval(approvals: Approvals, call: Call, key: str, site: CallSite) -> bool:
+    """True when a person approved exactly this call where it runs (the approval is used up); Denied when a
+    person denied it; False when no answer waits. An approval of the same call for another channel or
+    confinement is not used: it is named, with the reason, in the call's ledger row."""
+    assert call.principal is not None
+    settled = approvals.consume(key, call.call_id, site)
+    if settled is None:
+        elsewhere = approvals.elsewhere(call.principal, call.tool, call.arguments, key)
+        if elsewhere:
+            call.detail["approvals_not_used"] = [
+                {**other, "why": f"approved for {other['where']}; this call: {site.summary()}"} for other in elsewhere
+            ]
+        return False
+    answer, approval_id = settled
+    call.detail["approval"] = {"id": approval_id, "answer": answer}
+    if answer == "denied":
+        raise Denied(f"a person denied this call (approval {approval_id})", approval_id=approval_id)
+    return True
+
+
+def hold_for_approval(approvals: Approvals, call: Call, key: str, site: CallSite) -> JSONObject:
     """A pending approval for the call (an open one for the same key is reused); the call is "asked"."""
     assert call.principal is not None and call.decision is not None
-    pending = approvals.request(
-        key,
-        call.principal,
-        call.tool,
-        call.arguments,
-        {
-            "call_id": call.call_id,
-            "trace_id": call.trace_id,
-            "decision": call.decision.model_dump(),
-            "effects": call.effects.model_dump() if call.effects else None,
-        },
-    )
-    call.detail["approval"] = {"id": pending["id"], "answer": "pending", "expires": pending["expires"]}
+    about: JSONObject = {
+        "call_id": call.call_id,
+        "trace_id": call.trace_id,
+        "decision": call.decision.model_dump(),
+        "effects": call.effects.model_dump() if call.effects else None,
+        "definition": call.pin.digest if call.pin is not None else None,
+    }
+    if call.detail.get("approvals_not_used"):
+        about["approvals_not_used"] = call.detail["approvals_not_used"]
+    pending = approvals.request(key, call.principal, call.tool, call.arguments, about, site)
+    call.detail["approval"] = {
+        "id": pending["id"],
+        "answer": "pending",
+        "expires": pending["expires"],
+        "channel": site.channel,
+    }
     call.outcome = "asked"
     return pending
+
+
+def not_used_note(call: Call) -> str:
+    """What the agent is told about approvals of this call given for another channel or confinement."""
+    unused = call.detail.get("approvals_not_used") or []
+    return "".join(f" Approval {u['id']} does not apply here: {u['why']}." for u in unused)
 
 
 async def take_safeguard(checkpoints: Checkpoints, call: Call) -> JSONObject:
@@ -595,10 +685,12 @@ def pending_result(call: Call, pending: JSONObject) -> mt.CallToolResult:
         "then retry exactly the same call with the same arguments",
         "call_id": call.call_id,
     }
+    if call.detail.get("approvals_not_used"):
+        structured["approvals_not_used"] = call.detail["approvals_not_used"]
     text = (
         f"NOT RUN: this call needs a human's approval (tier {call.decision.tier}).\n"
         f"Reasons: {'; '.join(call.decision.reasons)}\n"
-        f"Approval id: {approval_id} (expires {pending['expires']}).\n"
+        f"Approval id: {approval_id} (expires {pending['expires']}).{not_used_note(call)}\n"
         f"Next step: {structured['next_step']}."
     )
     return mt.CallToolResult(content=[mt.TextContent(type="text", text=text)], structured_content=structured)
@@ -627,10 +719,7 @@ class Execute:
     async def __call__(self, call: Call) -> None:
         assert call.spec is not None and call.principal is not None and call.workspace is not None
         progress = call.origin.progress or _no_progress
-        confinement = call.confinement
-        if confinement is not None and call.effects is not None and call.effects.network:
-            # the decision (or the person who approved it) allowed this call's egress, and only that
-            confinement = confinement.allowing(n.host for n in call.effects.network)
+        confinement = granted_confinement(call)
         invocation = ToolInvocation(
             arguments=call.arguments,
             workspace=call.workspace,

@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING
 import anyio
 import structlog
 
+from gateway.addresses import AddressGuard, listening_ports
 from gateway.approvals import Approvals, RequestStateSeal
 from gateway.checkpoints import Checkpoints
 from gateway.commit.intents import Intents
 from gateway.commit.tools import ceremony_tools, intent_tools
-from gateway.config import GatewayConfig, PolicyConfig, UpstreamConfig
+from gateway.config import GatewayConfig, PolicyConfig, UpstreamConfig, parse_listen
 from gateway.effects.paths import Workspace
 from gateway.egress import Egress
 from gateway.identity.keys import KeyRing
@@ -48,13 +49,14 @@ from gateway.pipeline import (
     Resolve,
     Stage,
     Validate,
+    ValidText,
 )
 from gateway.policy.cache import DecisionCache
 from gateway.policy.checked import CheckedSources
 from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.engine import PolicyEngine, fired_rules
 from gateway.policy.isolated import IsolatedEngine
-from gateway.policy.reload import PolicyData
+from gateway.policy.reload import PolicyData, WithSettings, policy_data
 from gateway.repo import common_dir
 from gateway.sandbox import ANY_HOST, Confinement, Sandbox
 from gateway.tasks.board import TaskBoard, acceptance_files
@@ -65,6 +67,7 @@ from gateway.telemetry import Telemetry
 from gateway.tools.catalog import Catalog
 from gateway.tools.files import file_tools
 from gateway.tools.git import git_tools
+from gateway.tools.pins import Pins
 from gateway.tools.shell import shell_tools
 from gateway.types import Decision, JSONObject, Origin, Principal, ToolSpec
 
@@ -103,8 +106,11 @@ def make_engine(
     """The configured engine, behind the decision cache; the embedded one in worker processes with a deadline
     unless ``isolated`` is False (a single command that decides once: nothing else waits on it). ``data`` is
     the policy's data: the gateway's live roles (a role edit reloads the engine like a policy edit), or a
-    fixed document. ``checked`` remembers the policy sources that passed the load's check (the state dir's)."""
+    fixed document; gateway.yaml's ``policy.settings`` join it as ``data.settings``. ``checked`` remembers the
+    policy sources that passed the load's check (the state dir's)."""
     assert config.path is not None
+    if config.settings:
+        data = WithSettings(policy_data(data), config.settings)
     engine: PolicyEngine
     if config.engine == "opa":
         from gateway.policy.opa import OpaEngine
@@ -141,8 +147,13 @@ class Gateway:
         self.workspace = Workspace(config.workspace, config.protected_paths())
         # every command run for an agent is confined; none may see the state, other worktrees or credentials
         self.sandbox = Sandbox(config.sandbox, hidden=[*config.secret_paths(), config.worktrees])
-        self.egress = Egress(self.ledger)  # the way out for a command whose decision allowed egress
+        # the way out for a command whose decision allowed egress; never to the gateway's own ports
+        listen_port = parse_listen(config.listen)[1]
+        guard = AddressGuard(config.egress.allow_addresses, own_ports=lambda: listening_ports() | {listen_port})
+        self.egress = Egress(self.ledger, guard)
         self.approvals = Approvals(self.db, self.ledger, ttl_s=config.approvals.ttl_s)
+        # upstream definitions as pinned (first use, the operator's lockfile, a person's approval)
+        self.pins = Pins(self.db, self.ledger, config.upstream_lockfile)
         self.checkpoints = Checkpoints(self.db, self.sandbox, config, self.ledger)
         self.checkpoints.layout()  # an older state dir gets its workspace's layout recorded now, not at a call
         # the verification commands the gateway runs itself are judged by self.judge (built below) when run
@@ -169,6 +180,7 @@ class Gateway:
         recording = Record(self.ledger, self.telemetry)
         self.describing: list[Stage] = [
             Resolve(self.catalog, self.roles),
+            ValidText(),
             Validate(config.limits),
             Describe(self.situate, config.policy.deadline_s),
         ]
@@ -212,6 +224,8 @@ class Gateway:
             self.sandbox,
             self.upstream_confinement,
             max_read_bytes=self.config.limits.max_read_bytes,
+            pins=self.pins,
+            listing=self.config.limits.upstream_listing,
         )
 
     @functools.cached_property
@@ -259,7 +273,8 @@ class Gateway:
         arrive with their workspace set."""
         if call.workspace is None:
             self._locate(call)
-        call.confinement = self.confinement_for(call)
+        # a hooked call runs in Claude Code, outside any sandbox of the gateway's: it has none to describe
+        call.confinement = None if call.kind == "hook" else self.confinement_for(call)
 
     def _locate(self, call: Call) -> None:
         assert call.principal is not None
@@ -271,6 +286,8 @@ class Gateway:
             if intent is not None:
                 keys = ("id", "task_id", "action", "state", "proposed_by", "approved_by", "attempt")
                 call.intent = {k: intent[k] for k in keys}
+                if intent["action"] == "merge":  # the merge's shape: the policy holds a mass deletion
+                    call.intent["diff"] = self.board.merge_shape(intent["task_id"])
                 named = intent["task_id"]
         if task is None and isinstance(named, str) and call.spec is not None and call.spec.provider == "gateway":
             task = self.board.find(named)
@@ -310,7 +327,8 @@ class Gateway:
         (git's hooks and config, a worktree's link to its repository) and gateway.yaml."""
         git = root / ".git"
         protect = [git / "hooks", git / "config", git / "modules"] if git.is_dir() else [git]
-        return [*protect, *([self.config.source] if self.config.source else [])]
+        own = [self.config.source, self.config.upstream_lockfile] if self.config.source else []
+        return [*protect, *own]
 
     def pinned_in(self, root: Path) -> list[Path]:
         """What stays in place inside a writable directory, writable: a repository's ``.git`` directory is
@@ -361,9 +379,22 @@ class Gateway:
             await anyio.sleep(self.config.tasks.sweep_s)
             await anyio.to_thread.run_sync(self.board.sweep)
 
+    def load_pins(self) -> None:
+        """The operator's lockfile into the store (a bad one stops the start, naming the entry). With upstreams
+        configured and no lockfile yet, an empty one is made, which the sandbox then mounts read-only."""
+        if self.config.upstreams:
+            try:
+                if self.pins.ensure_lockfile():
+                    log.info("made an empty upstream lockfile", path=str(self.config.upstream_lockfile))
+            except OSError as exc:  # a read-only config dir: no agent can write there either
+                log.info("no upstream lockfile made", path=str(self.config.upstream_lockfile), error=str(exc))
+        for upstream in self.pins.import_lock():
+            log.info("upstream pins taken from the lockfile", upstream=upstream)
+
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Gateway]:
         self.engine.start()
+        await anyio.to_thread.run_sync(self.load_pins)
         async with anyio.create_task_group() as tg:
             await self.pool.start(tg)
             # Several processes may serve one store (serve --workers, replicas): one recovers at a time,

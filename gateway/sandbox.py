@@ -116,6 +116,22 @@ class Confinement:
         """The same confinement with network egress to ``hosts`` (what the decision allowed)."""
         return replace(self, network=tuple(sorted(set(hosts))))
 
+    def binding(self) -> JSONObject:
+        """Everything that makes this confinement what it is, as an approval binds to it (gateway/approvals.py):
+        a command approved in one confinement is not approved in another."""
+        return {
+            "mode": self.mode,
+            "confined": self.confined,
+            "cwd": str(self.cwd),
+            "writable": [str(p) for p in self.writable],
+            "read_only_inside": [str(p) for p in self.protect],
+            "pinned": [str(p) for p in self.pinned],
+            "visible": [str(p) for p in self.visible],
+            "hidden": [str(p) for p in self.hidden],
+            "network": list(self.network),
+            "limits": self.limits,
+        }
+
     def describe(self) -> JSONObject:
         """What the policy sees (input.context.sandbox). What is hidden is the same for every call, so it is
         said once, in words: the gateway's state, other worktrees and the usual key files under $HOME."""

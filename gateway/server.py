@@ -25,6 +25,7 @@ from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import Any
 
+import anyio
 import mcp_types as mt
 import structlog
 from mcp.server import Server, ServerRequestContext
@@ -35,6 +36,7 @@ from mcp.server.context import CallNext
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.applications import Starlette
@@ -48,7 +50,15 @@ from starlette.types import Receive, Scope, Send
 from uvicorn.config import STARTUP_FAILURE
 
 from gateway import __version__
-from gateway.errors import Denied, GatewayError, InvalidRequest, Unauthenticated, UnknownTool
+from gateway.errors import (
+    Denied,
+    GatewayError,
+    InvalidRequest,
+    InvalidUnicode,
+    MalformedRequest,
+    Unauthenticated,
+    UnknownTool,
+)
 from gateway.hooks_http import ClaudeCodeHook
 from gateway.identity.resource import ProtectedResource
 from gateway.identity.tokens import Tokens
@@ -57,6 +67,7 @@ from gateway.runtime import Gateway
 from gateway.tools.forwarded import FIELDS, Forwarded
 from gateway.tools.upstream import EMPTY_COMPLETION
 from gateway.types import CallResult, JSONObject, Origin, Principal, ToolSpec
+from gateway.unicode import escaped, escaped_value, not_unicode, unparsable_request
 from gateway.web import ui_routes
 
 log = structlog.get_logger("gateway.server")
@@ -67,6 +78,7 @@ INSTRUCTIONS = (
     "structuredContent say why and what to do next; a tier-3 call may wait for a human's approval."
 )
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+SEEN = "gateway.server_saw_it"  # set in an HTTP request's ASGI scope once the MCP server has it
 WORKER_ENV = "GATEWAY_SERVE_WORKER"  # set by `gateway serve --workers N` for its worker processes
 
 
@@ -127,17 +139,17 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
     async def list_resources(
         ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListResourcesResult:
-        return mt.ListResourcesResult(resources=listed(ctx, gateway.pool.resources()))
+        return mt.ListResourcesResult(resources=listed(ctx, gateway.pool.resources(served=True)))
 
     async def list_templates(
         ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListResourceTemplatesResult:
-        return mt.ListResourceTemplatesResult(resource_templates=listed(ctx, gateway.pool.templates()))
+        return mt.ListResourceTemplatesResult(resource_templates=listed(ctx, gateway.pool.templates(served=True)))
 
     async def list_prompts(
         ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListPromptsResult:
-        return mt.ListPromptsResult(prompts=listed(ctx, gateway.pool.prompts()))
+        return mt.ListPromptsResult(prompts=listed(ctx, gateway.pool.prompts(served=True)))
 
     async def read_resource(ctx: ServerRequestContext[Any], params: mt.ReadResourceRequestParams) -> Any:
         origin = origin_for(ctx, params, credential(ctx), connection)
@@ -155,9 +167,9 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
         principal = lister(ctx)
         ref = params.ref
         if isinstance(ref, mt.PromptReference):
-            spec = gateway.pool.prompt(ref.name)
+            spec = next((s for s, _ in gateway.pool.prompts(served=True) if s.name == ref.name), None)
         else:
-            spec = next((s for s, t in gateway.pool.templates() if t.uri_template == ref.uri), None)
+            spec = next((s for s, t in gateway.pool.templates(served=True) if t.uri_template == ref.uri), None)
         upstream = gateway.pool.upstream_of(spec) if spec is not None else None
         if spec is None or upstream is None or not granted(principal, spec):
             return EMPTY_COMPLETION
@@ -189,6 +201,8 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
         """A tools/call the SDK refuses before the pipeline sees it (no name, arguments that are not an
         object) is answered -32602 as JSON-RPC says, with what is wrong, and recorded like every other
         refusal (where and what, never the values: they may hold secrets)."""
+        if ctx.request is not None:  # HTTP: the server saw this request (ScreenRequests records no refusal of it)
+            ctx.request.scope[SEEN] = True
         if ctx.method != "tools/call":
             return await call_next(ctx)
         try:
@@ -196,21 +210,7 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
         except ValidationError as exc:
             wrong = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
             params = ctx.params if isinstance(ctx.params, dict) else {}
-            name = params.get("name")
-            try:
-                principal = gateway.tokens.verify(credential(ctx)).model_dump()
-            except Unauthenticated:
-                principal = None
-            gateway.ledger.append(
-                {
-                    "kind": "call",
-                    "call_id": secrets.token_hex(16),
-                    "principal": principal,
-                    "tool": name[:200] if isinstance(name, str) else None,
-                    "outcome": "invalid",
-                    "detail": {"error": {"code": "malformed_request", "message": wrong[:500]}},
-                }
-            )
+            record_refused(gateway, credential(ctx), ctx.method, params, MalformedRequest(wrong[:500]))
             raise MCPError(mt.INVALID_PARAMS, f"malformed tools/call: {wrong[:500]}") from None
 
     with warnings.catch_warnings():
@@ -235,6 +235,163 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
     server.middleware.append(record_malformed)
     server.middleware.append(pass_through)
     return server
+
+
+# --- requests the SDK cannot parse: text that is not valid Unicode ---------------------------------
+
+
+def record_refused(gateway: Gateway, token: str | None, method: str, params: Any, error: GatewayError) -> str:
+    """One ledger row (kind "call") for a request refused before the pipeline saw it: who, what it named, the
+    method when it is not tools/call, and why; never the argument values. Answers its call id."""
+    try:
+        principal: JSONObject | None = gateway.tokens.verify(token).model_dump()
+    except Unauthenticated:
+        principal = None
+    params = params if isinstance(params, dict) else {}
+    name = params.get("uri" if method == "resources/read" else "name")
+    detail: JSONObject = {"error": error.as_dict()}
+    if method != "tools/call":
+        detail["method"] = method
+    call_id = secrets.token_hex(16)
+    tool = name[:200] if isinstance(name, str) else None
+    fields = {"kind": "call", "call_id": call_id, "principal": principal, "tool": tool, "outcome": error.outcome}
+    gateway.ledger.append({**fields, "detail": detail})
+    return call_id
+
+
+def refuse_unparsable(gateway: Gateway, request: JSONObject, token: str | None) -> JSONObject:
+    """The JSON-RPC error answering a request whose text is not valid Unicode (gateway/unicode.py), which
+    the SDK's strict parser refuses unrecorded over HTTP and drops unanswered over stdio; recorded here."""
+    problem = not_unicode("request field", request) or "the request is not valid Unicode"
+    error = InvalidUnicode(problem)
+    method = escaped(str(request["method"]))
+    call_id = record_refused(gateway, token, method, request.get("params"), error)
+    data = {"error": error.as_dict(), "call_id": call_id}
+    answer = {"code": mt.INVALID_PARAMS, "message": f"{error.code}: {error.message}", "data": data}
+    return {"jsonrpc": "2.0", "id": escaped_value(request["id"]), "error": answer}
+
+
+class ScreenRequests:
+    """ASGI, in front of the MCP transport: every POSTed JSON-RPC request gets a ledger row, also one the
+    gateway's server never sees. One whose text is not valid Unicode is answered here (HTTP 400, JSON-RPC
+    -32602 naming where), in both protocol eras; one the transport refuses (HTTP 4xx before the server saw it:
+    an Mcp-Name or Mcp-Param header that does not match the body, JSON its strict parser refuses) is recorded
+    with the transport's reason. Every other request reaches the transport with its body as sent."""
+
+    def __init__(self, app: Any, gateway: Gateway) -> None:
+        self.app = app
+        self.gateway = gateway
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        user = scope.get("user")
+        token = user.access_token.token if isinstance(user, AuthenticatedUser) else None
+        request = unparsable_request(body)
+        if request is not None:
+            # ASCII JSON: an id that holds a lone surrogate is echoed as its escape
+            answer = json.dumps(refuse_unparsable(self.gateway, request, token)).encode()
+            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(answer)).encode())]
+            await send({"type": "http.response.start", "status": 400, "headers": headers})
+            await send({"type": "http.response.body", "body": answer})
+            return
+        replayed, status, refusal = False, 0, bytearray()
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def watch(message: Any) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            elif status >= 400 and len(refusal) < 4096:
+                refusal.extend(message.get("body", b""))
+            await send(message)
+
+        await self.app(scope, replay, watch)
+        if status >= 400 and not scope.get(SEEN):
+            self._record_refusal(body, status, bytes(refusal), token)
+
+    def _record_refusal(self, body: bytes, status: int, answer: bytes, token: str | None) -> None:
+        """A JSON-RPC request the transport refused before the server saw it: recorded with its reason."""
+        try:
+            request = json.loads(body.decode("utf-8", "surrogateescape"))
+        except ValueError:
+            return  # not JSON, so not a request at all (docs/merge-queue.md): nothing to record
+        if not isinstance(request, dict) or not isinstance(request.get("method"), str) or "id" not in request:
+            return
+        try:
+            reason = str(json.loads(answer)["error"]["message"])
+        except (ValueError, KeyError, TypeError):
+            reason = answer.decode("utf-8", "replace")
+        error = MalformedRequest(escaped(f"refused by the transport (HTTP {status}): {reason}"[:500]))
+        record_refused(self.gateway, token, escaped(request["method"]), escaped_value(request.get("params")), error)
+
+
+class ScreenedReads:
+    """The stdio transport's read stream, screened: a line the SDK could not parse because its text is not
+    valid Unicode (it hands the server the parse error, which drops the request unanswered) is answered
+    -32602 on ``write`` and recorded, as over HTTP; everything else passes as it came."""
+
+    def __init__(self, inner: Any, write: Any, gateway: Gateway, token: str | None) -> None:
+        self.inner = inner
+        self.write = write
+        self.gateway = gateway
+        self.token = token
+
+    @property
+    def last_context(self) -> Any:  # the sender's context, which the SDK restores per message
+        return getattr(self.inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        while True:
+            item = await self.inner.receive()
+            request = _unparsed_line(item)
+            if request is None:
+                return item
+            answer = refuse_unparsable(self.gateway, request, self.token)
+            await self.write.send(SessionMessage(mt.JSONRPCError.model_validate(answer)))
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def __aiter__(self) -> ScreenedReads:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> ScreenedReads:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _unparsed_line(item: Any) -> JSONObject | None:
+    """The request in a line the stdio transport could not parse (it passes on pydantic's json_invalid error,
+    whose input is the line), when its text is not valid Unicode."""
+    if not isinstance(item, ValidationError):
+        return None
+    errors = item.errors()
+    line = errors[0].get("input") if errors and errors[0]["type"] == "json_invalid" else None
+    return unparsable_request(line) if isinstance(line, str) else None
 
 
 # --- results passed on as the upstream sent them ----------------------------------------------------
@@ -456,6 +613,7 @@ def http_app(
     else:  # bound to a public interface (e.g. in a container): bearer auth is the gate
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     manager = StreamableHTTPSessionManager(app=server, security_settings=security, stateless=stateless)
+    screened = ScreenRequests(StreamableHTTPASGIApp(manager), gateway)  # every request recorded
     verifier = GatewayTokenVerifier(gateway.tokens)
     resource = ProtectedResource(gateway.config.identity, security, SERVER_NAME)
 
@@ -469,7 +627,7 @@ def http_app(
 
     return Starlette(
         routes=[
-            Route("/mcp", endpoint=RequireCredential(StreamableHTTPASGIApp(manager), gateway, resource)),
+            Route("/mcp", endpoint=RequireCredential(screened, gateway, resource)),
             Route("/healthz", endpoint=health),
             *resource.routes(),  # RFC 9728 metadata (both forms) and /auth: no credential needed
             Route(

@@ -339,7 +339,7 @@ def decision_input(call: Call) -> JSONObject:
     return {
         "version": INPUT_VERSION,
         "principal": call.principal.model_dump() if call.principal else None,
-        "tool": tool_facts(call.spec, call.tool),
+        "tool": tool_facts(call.spec, call.tool, call.pin_facts),
         "arguments": call.arguments,
         "effects": call.effects.model_dump() if call.effects else None,
         "task": call.task,

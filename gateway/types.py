@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 if TYPE_CHECKING:
     import mcp_types as mt
@@ -80,7 +80,10 @@ class CommandEffect(Frozen):
     redirects: list[Redirect] = Field(default_factory=list)
     via: str = "direct"  # direct | pipe | subst | procsubst | wrapper:<name> | background | heredoc
     program: str = ""  # the program it runs, normalised (/usr/bin/python3.11 -> python); "" when not literal
-    subcommand: str | None = None  # after global options: `git -C x log` -> log, `npm i` -> i
+    # after global options, as the program resolves it (its aliases and abbreviations): `git -C x log` -> log,
+    # `npm i` -> install, `npm pub` -> publish, `git co` -> checkout (alias.co), `cargo b` -> build
+    subcommand: str | None = None
+    subcommand_as_written: str | None = None  # the word given: `npm pub` -> pub
     operation: str | None = None  # the word after the subcommand that says what it does: `git stash drop` -> drop
     cwd: str | None = None  # where it runs after every cd / git -C / env -C before it; None when not known
     inline_code: list[str] = Field(default_factory=list)  # program text given to an interpreter or editor
@@ -100,6 +103,22 @@ class CommandEffect(Frozen):
 class NetworkEffect(Frozen):
     host: str
     via: str  # the program or tool that contacts it
+    # the port a URL named (https://host:8443/); None: none named, and the egress proxy allows 443 and 80
+    port: int | None = None
+
+    @model_serializer(mode="wrap")
+    def _port_when_named(self, handler: SerializerFunctionWrapHandler) -> JSONObject:
+        data: JSONObject = handler(self)
+        if data.get("port") is None:
+            data.pop("port", None)
+        return data
+
+    @property
+    def endpoint(self) -> str:
+        """What egress to it allows: ``host``, or ``host:port`` (``[v6]:port``) when a port was named."""
+        if self.port is None:
+            return self.host
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
 
 
 class PackageEffect(Frozen):
@@ -151,9 +170,10 @@ class ToolSpec:
     An upstream's resources and prompts are judged as calls too, each with a read-only ToolSpec of its own.
 
     ``argument_roles`` maps an argument name to what it means for effects: ``read``, ``write``,
-    ``delete`` (paths), ``command`` (a shell string), ``url``, or ``resource`` (a resource URI; ``file://``
-    is a path read). Built-in tools declare theirs; for upstream
-    tools they come from gateway.yaml, since upstream annotations are untrusted hints.
+    ``delete`` (paths), ``command`` (a shell string), ``url``, ``resource`` (a resource URI; ``file://``
+    is a path read) or ``data`` (plain data, no effect). Built-in tools declare theirs; for upstream
+    tools they come from gateway.yaml, since upstream annotations are untrusted hints (an upstream tool's
+    argument with no role is opaque).
     """
 
     name: str
@@ -167,6 +187,8 @@ class ToolSpec:
     read_only: bool = False  # declared by the gateway or the operator (gateway.yaml), never by an upstream
     upstream_name: str | None = None
     arguments_model: type[BaseModel] | None = None  # built-ins validate with it; others with input_schema
+    # an upstream definition's (kind, name) among its upstream's pins (gateway/tools/pins.py)
+    pin_key: tuple[str, str] | None = None
 
     def as_mcp_tool(self) -> mt.Tool:
         import mcp_types as mt  # the SDK's types load with the server, not with every command

@@ -42,3 +42,39 @@ findings contains {"tier": 3, "rule": "commit.push", "reason": "pushes to anothe
 findings contains {"tier": 2, "rule": "commit.ceremony", "reason": "merges every verified task with an approved intent"} if {
 	input.tool.name == "merge_ceremony"
 }
+
+# Defence in depth at the merge: a merge that deletes much of the repository is held for a person (tier 3),
+# whoever verified and approved it; a scope check alone once let a worktree a crash left half-made report
+# thousands of files as deleted. input.intent.diff is the merge's shape (files added, changed and deleted since
+# the task forked, the files tracked there, the share deleted, lines). The thresholds are policy data: set
+# data.settings.merge_deletions in gateway.yaml (policy: settings: merge_deletions: {...}) to change them.
+default_merge_deletions := {
+	"files": 50, # more than this many files deleted ...
+	"share": 0.2, # ... and more than this share of the tracked files,
+	"files_always": 500, # or more than this many files, whatever the share
+}
+
+merge_deletions := object.union(default_merge_deletions, object.get(data, ["settings", "merge_deletions"], {}))
+
+diff := intent.diff if is_object(object.get(intent, "diff", null))
+
+mass_deletion if {
+	diff.deleted > merge_deletions.files
+	diff.deleted_share > merge_deletions.share
+}
+
+mass_deletion if diff.deleted > merge_deletions.files_always
+
+findings contains {"tier": 3, "rule": "commit.mass_deletion", "reason": msg} if {
+	input.tool.name == "intent_commit"
+	intent.action == "merge"
+	intent.state == "approved"
+	mass_deletion
+	msg := sprintf(
+		"the merge deletes %d of the %d files tracked where task '%s' forked (%d%%; %d added, %d changed): a person confirms it (held above %d files and %d%%, or %d files)",
+		[
+			diff.deleted, diff.tracked, intent.task_id, round(diff.deleted_share * 100), diff.added, diff.changed,
+			merge_deletions.files, round(merge_deletions.share * 100), merge_deletions.files_always,
+		],
+	)
+}

@@ -17,6 +17,20 @@ deny contains {"rule": "roles.unknown_tool", "reason": msg} if {
 	msg := sprintf("the call names no tool the gateway knows (tool %v): nothing runs", [object.get(input, "tool", null)])
 }
 
+# An upstream definition the gateway does not hold pinned as listed (changed, new, renamed, or its upstream's
+# instructions changed: gateway/tools/pins.py). The gateway refuses such a call before asking the policy; this
+# rule says the same of any input document that carries such a pin, so no policy can let one through.
+deny contains {"rule": "roles.unpinned_definition", "reason": msg} if {
+	is_object(input.tool.pin)
+	not pinned(input.tool.pin)
+	msg := sprintf("'%s' is an upstream definition that is not pinned as listed (%s; instructions %s): a person approves it first", [input.tool.name, input.tool.pin.status, object.get(input.tool.pin, "instructions", "pinned")])
+}
+
+pinned(pin) if {
+	pin.status == "pinned"
+	object.get(pin, "instructions", "pinned") == "pinned"
+}
+
 default known_tool := false
 
 known_tool if {

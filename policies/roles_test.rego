@@ -46,3 +46,30 @@ test_a_call_without_a_tool_is_denied_by_a_rule if {
 	d.action == "deny"
 	d.rules == ["roles.unknown_tool"]
 }
+
+upstream_call(pin) := object.union(
+	testing.call("committer", "repo__merge", {}),
+	{"tool": {"provider": "upstream:repo", "read_only": true, "pin": pin}},
+)
+
+test_a_pinned_upstream_definition_is_judged_as_usual if {
+	d := decision with input as upstream_call({"status": "pinned", "digest": "sha256:a", "instructions": "pinned"})
+		with data.roles as testing.roles
+	d.action == "allow"
+	not "roles.unpinned_definition" in d.rules
+}
+
+test_an_unpinned_upstream_definition_is_denied if {
+	some status in ["changed", "new", "renamed"]
+	d := decision with input as upstream_call({"status": status, "digest": "sha256:b", "instructions": "pinned"})
+		with data.roles as testing.roles
+	d.action == "deny"
+	"roles.unpinned_definition" in d.rules
+}
+
+test_changed_instructions_deny_every_definition_of_the_upstream if {
+	d := decision with input as upstream_call({"status": "pinned", "digest": "sha256:a", "instructions": "changed"})
+		with data.roles as testing.roles
+	d.action == "deny"
+	"roles.unpinned_definition" in d.rules
+}

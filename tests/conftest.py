@@ -93,6 +93,7 @@ STORES = ("sqlite", "postgresql")
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "both_stores: run the test on SQLite and on PostgreSQL (the store fixture)")
     config.addinivalue_line("markers", "one_store: in a both_stores module, a test whose subject is not the store")
+    config.addinivalue_line("markers", "slow: a test of many seconds; -m 'not slow' runs the fast subset")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

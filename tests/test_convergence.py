@@ -293,7 +293,7 @@ async def test_a_frozen_signature_change_is_caught(config: Any, repo: Path) -> N
     assert "drift: 1 files (+2 -0)" in line, line
 
 
-async def test_ceremony_merges_three_leaves_one_out_and_blocks_its_dependents(config: Any, repo: Path) -> None:
+async def test_ceremony_merges_three_leaves_one_out_and_its_dependents_wait(config: Any, repo: Path) -> None:
     config = reconfigure(config, integration={"verification": ["test ! -f src/broken.py"]})
     async with started(config) as gateway:
         for name, files in [("T1", {"src/a.py": "A = 1\n"}), ("T2", {"src/b.py": "B = 1\n"}),
@@ -308,13 +308,53 @@ async def test_ceremony_merges_three_leaves_one_out_and_blocks_its_dependents(co
         assert report["merged"] == ["T1", "T2", "T3"], report
         assert [o["task_id"] for o in report["left_out"]] == ["T4"]
         assert "test ! -f src/broken.py" in report["left_out"][0]["why"]
-        assert report["left_out"][0]["dependents_blocked"] == ["T5"]
-        assert gateway.board.get("T5")["state"] == "blocked"
+        assert report["left_out"][0]["dependents_waiting"] == ["T5"]
+        assert gateway.board.get("T4")["state"] == "open", "back for a new attempt"
+        assert gateway.board.get("T5")["state"] == "open", "it waits for T4; only an abandoned dependency blocks"
         assert not (repo / "src" / "broken.py").exists() and (repo / "src" / "c.py").exists()
         ceremonies = ledger_rows(gateway, kind="ceremony")
         assert len(ceremonies) == 1 and ceremonies[0].detail["merged"] == ["T1", "T2", "T3"]
         steps = [r.detail for r in ledger_rows(gateway, kind="task") if r.detail["action"] == "ceremony"]
         assert {d["task_id"]: d["status"] for d in steps}["T4"] == "LEFT_OUT"
+
+
+async def test_a_ceremonys_dependents_land_after_a_deferred_and_a_retried_dependency(config: Any, repo: Path) -> None:
+    """T1's merge is deferred (the user's uncommitted edit is in the way), T2's fails its integration check on
+    the merge commit (back for a new attempt): their dependents T3 and T4 wait, not blocked. Once the edit is
+    out of the way and T2 is redone, the next ceremonies land T1 and T2, then T3 and T4."""
+    config = reconfigure(config, integration={"verification": ["! grep -rq BROKEN src"]})
+    committer = token(config, "committer", agent="committer")
+    async with started(config) as gateway:
+        await submit(gateway, "T1", ["src/app.py"], CHECK)
+        await work(gateway, "T1", FIX)
+        await approve(gateway, "T1")
+        await submit(gateway, "T2", ["src/b.py"], ["test -f src/b.py"])
+        await work(gateway, "T2", {"src/b.py": "B = 'BROKEN'\n"})
+        await approve(gateway, "T2")
+        await submit(gateway, "T3", ["src/c.py"], ["test -f src/c.py"], depends_on=["T1"])
+        await submit(gateway, "T4", ["src/d.py"], ["test -f src/d.py"], depends_on=["T2"])
+        (repo / "src" / "app.py").write_text("def answer():\n    return 41  # mine\n")
+
+        first = (await call(gateway, committer, "merge_ceremony", {})).structured_content
+        assert first["merged"] == [], first
+        outcomes = {o["task_id"]: o for o in first["left_out"]}
+        assert first["tasks"]["T1"]["status"] == "DEFERRED" and outcomes["T1"]["state"] == "verified"
+        assert outcomes["T1"]["dependents_waiting"] == ["T3"] and "src/app.py" in outcomes["T1"]["why"]
+        assert first["tasks"]["T2"]["status"] == "LEFT_OUT" and outcomes["T2"]["state"] == "open"
+        assert outcomes["T2"]["dependents_waiting"] == ["T4"]
+        assert {gateway.board.get(t)["state"] for t in ("T3", "T4")} == {"open"}, "they wait"
+
+        Repo(repo).run("checkout", "-q", "--", "src/app.py")  # the user's edit out of the way
+        await work(gateway, "T2", {"src/b.py": "B = 'fine'\n"})  # attempt 2
+        await approve(gateway, "T2")
+        second = (await call(gateway, committer, "merge_ceremony", {})).structured_content
+        assert second["merged"] == ["T1", "T2"] and second["left_out"] == [], second
+        for task_id, path in (("T3", "src/c.py"), ("T4", "src/d.py")):
+            await work(gateway, task_id, {path: "X = 1\n"})
+            await approve(gateway, task_id)
+        third = (await call(gateway, committer, "merge_ceremony", {})).structured_content
+    assert third["merged"] == ["T3", "T4"], third
+    assert all((repo / "src" / name).exists() for name in ("b.py", "c.py", "d.py"))
 
 
 async def test_the_ceremony_does_not_merge_the_work_of_the_agent_that_runs_it(config: Any, repo: Path) -> None:
@@ -331,7 +371,7 @@ async def test_the_ceremony_does_not_merge_the_work_of_the_agent_that_runs_it(co
         [refused] = report["left_out"]
         assert refused["task_id"] == "T1" and refused["rules"] == ["duty.worker_grades_own_work"]
         assert "solo worked task 'T1' and may not commit it" in refused["why"]
-        assert report["tasks"]["T1"]["status"] == "REFUSED" and refused["dependents_blocked"] == []
+        assert report["tasks"]["T1"]["status"] == "REFUSED" and refused["dependents_waiting"] == []
         assert gateway.board.get("T1")["state"] == "verified" and not (repo / "src" / "a.py").exists()
         # the refusal is a judged intent_commit in T1's trace, and the ceremony step there says why
         [judged] = [r for r in ledger_rows(gateway, kind="ceremony_check") if r.outcome == "denied"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gateway.repo import Repo
-from gateway.tasks.drift import drift, frozen_problems, frozen_violations, matches
+from gateway.tasks.drift import diff_shape, drift, frozen_problems, frozen_violations, matches
 
 Commit = Callable[[dict[str, str | None]], str]
 
@@ -296,3 +296,27 @@ def test_drift_removals_in_deleted_files_and_unparsable_files(repo: Repo, commit
     figures = drift(repo, middle, head, None, [])
     assert figures["public_symbols_removed"] == ["src/other.py:helper"]
     assert figures["files_unparsable"] == ["src/api.py"]
+
+
+# -- the shape of a merge ---------------------------------------------------------------------------------------
+
+
+def test_diff_shape_counts_what_the_merge_adds_changes_and_deletes_since_the_fork(
+    repo: Repo, commit: Commit, base: str
+) -> None:
+    """Measured from where the branch forked: what the base gained meanwhile is not the branch's; a rename is a
+    delete plus an add; the share is of the files tracked at the fork."""
+    repo.run("checkout", "-q", "-b", "task/T1")
+    head = commit({"README.md": None, "api/v1/schema.json": '{"v": 2}\n', "src/new.py": "x = 1\ny = 2\n"})
+    repo.run("checkout", "-q", "main")
+    commit({"later.txt": "on main after the fork\n"})
+    shape = diff_shape(repo, "main", head)
+    assert shape == {
+        "added": 1,
+        "changed": 1,
+        "deleted": 1,
+        "tracked": 3,
+        "deleted_share": 0.3333,
+        "lines_added": 3,
+        "lines_deleted": 2,
+    }

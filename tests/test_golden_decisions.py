@@ -39,6 +39,8 @@ from gateway.types import JSONObject
 
 pytestmark = pytest.mark.anyio
 
+MASS_DELETION = {"added": 0, "changed": 1, "deleted": 4000, "tracked": 6000, "deleted_share": 0.6667}
+MASS_DELETION |= {"lines_added": 1, "lines_deleted": 90000}
 NO_REAL_OPA = "GATEWAY_TEST_OPA_URL is not set: no real OPA to compare with (docs/opa.md, section 6)"
 
 
@@ -96,6 +98,13 @@ def variants(base: JSONObject, write: JSONObject, workspace: Path) -> list[Golde
             task=task,
         ),
         changed(
+            "intent_commit of an approved merge deleting most of the repository",
+            committer,
+            {"name": "intent_commit", **gateway_tool},
+            intent={**intent, "diff": MASS_DELETION},
+            task=task,
+        ),
+        changed(
             "intent_commit of an approved push",
             committer,
             {"name": "intent_commit", **gateway_tool},
@@ -134,6 +143,16 @@ def variants(base: JSONObject, write: JSONObject, workspace: Path) -> list[Golde
         changed(
             "a described upstream tool, not read-only",
             tool={"name": "tickets__get", "provider": "upstream:tickets", "analysed": True, "read_only": False},
+        ),
+        changed(
+            "an upstream tool changed since it was pinned",
+            tool={
+                "name": "tickets__get",
+                "provider": "upstream:tickets",
+                "analysed": True,
+                "read_only": True,
+                "pin": {"status": "changed", "digest": "sha256:b", "pinned": "sha256:a", "instructions": "pinned"},
+            },
         ),
         changed("context outside the workspace", context={**base["context"], "workspace": str(workspace.parent)}),
     ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx2
 import pytest
@@ -20,12 +20,15 @@ from gateway.config import GatewayConfig
 from gateway.process import gateway_cli
 from gateway.runtime import Gateway
 
+S = TypeVar("S", bound="Served")
+
 
 class Served:
     """The module's gateway: its config, its hook URL, and a developer's token for it."""
 
     def __init__(self, config: GatewayConfig, url: str) -> None:
         self.config = config
+        self.base = url
         self.url = f"{url}/hooks/claude-code"
         self.bearer = token(config, "developer", agent="cc-http")
         self.http = httpx2.Client(timeout=60, trust_env=False)  # a configured proxy must not see 127.0.0.1
@@ -49,13 +52,18 @@ class Served:
         return ledger_rows(Gateway(self.config), kind=kind)
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    config = workspace_for_tests(make_repo(tmp_path_factory.mktemp("hook-http") / "repo"))
+def serve(kind: type[S], root: Path) -> Iterator[S]:
+    """A gateway on a fresh repository under ``root``, served by ``gateway serve --http``, as ``kind``."""
+    config = workspace_for_tests(make_repo(root / "repo"))
     with http_gateway(config.source) as url:
-        served = Served(config, url)
+        served = kind(config, url)
         yield served
         served.http.close()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    yield from serve(Served, tmp_path_factory.mktemp("hook-http"))
 
 
 def test_answers_like_the_policy(served: Served) -> None:

@@ -639,3 +639,63 @@ async def test_a_repeated_blocked_report_answers_the_recorded_result(config: Any
         assert again.structured_content == {**first.structured_content, "replayed": True}
         reports = [r for r in ledger_rows(gateway, kind="task") if r.detail["action"] == "blocker_report"]
         assert len(reports) == 1, "a replay records nothing new"
+
+
+@pytest.mark.one_store  # its subject is the policy's hold on a merge, not the store: run once
+async def test_a_merge_deleting_most_of_the_repository_is_held_for_a_person(config: Any, repo: Path) -> None:
+    """Defence in depth behind the scope check: a task whose report deleted most of the repository (as a
+    worktree a crash left half-made once did), verified and approved, is not merged by intent_commit nor by
+    the ceremony: a person is asked, with the numbers. An ordinary merge still runs; once a person approves,
+    the held one lands."""
+    from gateway.process import gateway_cli
+
+    (repo / "data").mkdir()
+    for i in range(120):
+        (repo / "data" / f"f{i:03d}.txt").write_text(f"record {i}\n")
+    Repo(repo).run("add", "data")
+    Repo(repo).run("commit", "-q", "-m", "120 data files")
+    committer = token(config, "committer", agent="committer")
+    async with started(config) as gateway:
+        await submit(gateway, "T1", ["data/**"], ["test ! -f data/f000.txt"])
+        await submit(gateway, "T2", ["src/app.py"], ["grep -q 'return 42' src/app.py"])
+        async with client(gateway, token(config, "worker", agent="w1")) as worker:
+            tree = Path((await worker.call_tool("task_claim", {"task_id": "T1"})).structured_content["worktree"])
+            gone = [f"data/f{i:03d}.txt" for i in range(100)]
+            for name in gone:  # what a half-made worktree looked like: the files never written
+                (tree / name).unlink()
+            record = {"task_id": "T1", "status": "done", "files_changed": gone}
+            reported = await worker.call_tool("task_report", {"record": record})
+            assert not reported.is_error, text_of(reported)
+        await work(gateway, "T2", {"src/app.py": "def answer():\n    return 42\n"})
+        held_intent, ordinary_intent = await approve(gateway, "T1"), await approve(gateway, "T2")
+
+        held = await call(gateway, committer, "intent_commit", {"intent_id": held_intent})
+        pending = held.structured_content
+        assert pending["status"] == "approval_pending", text_of(held)
+        assert "commit.mass_deletion" in pending["rules"]
+        assert any("deletes 100 of the 122 files tracked where task 'T1' forked (82%" in r for r in pending["reasons"])
+        ceremony = (await call(gateway, committer, "merge_ceremony", {})).structured_content
+        assert ceremony["merged"] == ["T2"], ceremony
+        assert ceremony["tasks"]["T1"]["status"] == "REFUSED" and ceremony["tasks"]["T1"]["rules"], ceremony
+        assert (repo / "data" / "f000.txt").exists() and "return 42" in (repo / "src" / "app.py").read_text()
+        again = (await commit(gateway, ordinary_intent)).structured_content
+        assert again["state"] == "committed" and again["replayed"], "T2 is merged once"
+
+        approved = gateway_cli(config, "approvals", "approve", pending["approval_id"], "--by", "alice")
+        assert approved.returncode == 0, approved.stderr
+        landed = await call(gateway, committer, "intent_commit", {"intent_id": held_intent})
+    assert landed.structured_content["state"] == "committed", text_of(landed)
+    assert not (repo / "data" / "f000.txt").exists() and (repo / "data" / "f100.txt").exists()
+    assert len(merges(repo)) == 2
+
+
+@pytest.mark.one_store
+async def test_the_merge_deletion_thresholds_are_policy_data_from_gateway_yaml(config: Any) -> None:
+    from conftest import reconfigure
+
+    config = reconfigure(
+        config, policy={"engine": "embedded", "deadline_s": 10.0, "settings": {"merge_deletions": {"files": 3}}}
+    )
+    async with started(config) as gateway:
+        thresholds = await gateway.engine.query("gateway.commit.merge_deletions", {})
+    assert thresholds == {"files": 3, "share": 0.2, "files_always": 500}

@@ -5,7 +5,6 @@ analysis has nothing to catch and only the sandbox stands in the way."""
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import platform
@@ -15,7 +14,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ from conftest import add_role, inproc_client, ledger_rows, reconfigure, text_of,
 from gateway import seccomp
 from gateway.config import SandboxConfig
 from gateway.decision_log import read_entries
+from gateway.process import free_port, server_process
 from gateway.repo import Repo
 from gateway.runtime import Gateway
 from gateway.sandbox import Sandbox, SandboxUnavailable
@@ -126,29 +125,29 @@ async def test_a_workers_command_can_write_only_its_worktree(config: Any, repo: 
     assert not (Path(t2) / "src" / "x.py").exists()
 
 
-class Hello(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.end_headers()
-        self.wfile.write(b"hello from the host")
-
-    def log_message(self, *args: Any) -> None:
-        pass
+HELLO = Path(__file__).parent / "servers" / "hello_http.py"
 
 
 @pytest.fixture
 def web() -> Iterator[str]:
-    """An HTTP server on the host's loopback: what a command would like to reach."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hello)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
+    """An HTTP server on the host's loopback, in a process of its own (the gateway refuses egress to any port its
+    own process listens on, and an in-process gateway's process is this one): what a command would like to reach."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    with server_process([sys.executable, str(HELLO), str(port)], url, "the hello server"):
+        yield url
 
 
-async def test_no_network_unless_the_decision_allowed_it(dev: tuple[Gateway, str], web: str) -> None:
-    gateway, bearer = dev
+@pytest.fixture
+def dev_lan(config: Any, home: Path) -> tuple[Gateway, str]:
+    """``dev``, on a gateway whose gateway.yaml lets egress reach the host's loopback (egress.allow_addresses)."""
+    config = reconfigure(config, egress={"allow_addresses": ["127.0.0.1"]})
+    add_role(config, "dev", ["fs_*", "shell_run", "git_*"], max_tier=2)
+    return Gateway(config), token(config, "dev", agent="d1")
+
+
+async def test_no_network_unless_the_decision_allowed_it(dev_lan: tuple[Gateway, str], web: str) -> None:
+    gateway, bearer = dev_lan
     fetch = f"import urllib.request\nprint(urllib.request.urlopen({web!r}, timeout=5).read().decode())\n"
     async with inproc_client(gateway, bearer) as client:
         await client.call_tool("fs_write", {"path": "fetch.py", "content": fetch})
@@ -164,10 +163,10 @@ async def test_no_network_unless_the_decision_allowed_it(dev: tuple[Gateway, str
     assert approved["exit_code"] == 0 and approved["stdout"] == "hello from the host"
 
 
-async def test_approved_egress_reaches_only_the_hosts_it_named(dev: tuple[Gateway, str], web: str) -> None:
+async def test_approved_egress_reaches_only_the_hosts_it_named(dev_lan: tuple[Gateway, str], web: str) -> None:
     """The approved command names 127.0.0.1; what it runs then tries another name for the same server
     (through the proxy: refused) and the allowed host without the proxy (no route: the sandbox has none)."""
-    gateway, bearer = dev
+    gateway, bearer = dev_lan
     port = web.rsplit(":", 1)[1].strip("/")
     sneak = (
         "import socket, urllib.request, urllib.error\n"
@@ -192,6 +191,23 @@ async def test_approved_egress_reaches_only_the_hosts_it_named(dev: tuple[Gatewa
     egress = [(r.outcome, r.detail) for r in ledger_rows(gateway, kind="egress")]
     assert [outcome for outcome, _ in egress] == ["ok", "denied"]
     assert egress[0][1]["target"] == f"127.0.0.1:{port}" and "localhost" in egress[1][1]["refused"]
+    assert egress[0][1]["address"] == "127.0.0.1" and egress[1][1]["asked"] == f"http://localhost:{port}"
+
+
+async def test_loopback_is_refused_unless_gateway_yaml_names_it(dev: tuple[Gateway, str], web: str) -> None:
+    """A person approved a command that names 127.0.0.1; the proxy still refuses the host's loopback, because
+    gateway.yaml does not name it (egress.allow_addresses), and records the address it would have reached."""
+    gateway, bearer = dev
+    command = f"curl -s {web}"
+    async with inproc_client(gateway, bearer) as client:
+        pending = (await client.call_tool("shell_run", {"command": command})).structured_content
+        gateway.approvals.settle(pending["approval_id"], approve=True, by="a person")
+        ran = (await client.call_tool("shell_run", {"command": command})).structured_content
+    assert "hello" not in ran["stdout"] and "loopback address" in ran["stdout"], ran
+    [row] = ledger_rows(gateway, kind="egress")
+    assert (
+        row.outcome == "denied" and row.detail["address"] == "127.0.0.1" and "allow_addresses" in row.detail["refused"]
+    )
 
 
 async def test_limits_stop_a_runaway_file(config: Any, home: Path) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from conftest import token
 
+from gateway.approvals import CallSite
 from gateway.errors import ConfigError
 from gateway.tasks.states import (
     APPROVAL_MOVES,
@@ -59,10 +60,12 @@ async def test_the_store_checks_the_table_when_it_writes_a_state(gateway: Any) -
 
 def test_an_approval_is_settled_once_and_used_once(gateway: Any, config: Any) -> None:
     principal = gateway.tokens.verify(token(config, "developer", agent="d"))
-    pending = gateway.approvals.request("key-1", principal, "shell_run", {"command": "rm -rf build"}, {})
+    site = CallSite("mcp:tools/call", {"runs": "gateway", "confined": False})
+    pending = gateway.approvals.request("key-1", principal, "shell_run", {"command": "rm -rf build"}, {}, site)
     gateway.approvals.settle(pending["id"], approve=True, by="alice")
     with pytest.raises(ConfigError, match="already approved"):
         gateway.approvals.settle(pending["id"], approve=False, by="mallory")
-    assert gateway.approvals.consume("key-1", "call-1") == ("approved", pending["id"])
-    assert gateway.approvals.consume("key-1", "call-2") is None  # used: never again
+    assert gateway.approvals.consume("key-1", "call-1", CallSite("hook:http", site.confinement)) is None
+    assert gateway.approvals.consume("key-1", "call-1", site) == ("approved", pending["id"])
+    assert gateway.approvals.consume("key-1", "call-2", site) is None  # used: never again
     assert gateway.approvals.get(pending["id"])["state"] == "used"

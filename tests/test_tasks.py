@@ -307,3 +307,27 @@ def test_claim_ttl_is_honoured_by_renew(config: Any) -> None:
     time.sleep(1.1)
     renewed = gateway.board.renew("T1", w1)["claim"]["expires_at"]
     assert renewed > first
+
+
+async def test_a_report_taken_again_after_a_crash_keeps_the_commit_it_made(gateway: Gateway, config: Any) -> None:
+    """A report cut short after its commit was made, before it was recorded (the process killed there), and
+    then sent again: the commit it made is its commit, not a second (empty) one; the worktree's own later
+    change would still be committed."""
+    from gateway.tasks.board import report_message
+    from gateway.tasks.models import ExecutionRecord
+    from gateway.tasks.worktrees import commit_all
+
+    await submit(gateway, config)
+    worker = token(config, "worker", agent="w1")
+    async with inproc_client(gateway, worker) as client:
+        claimed = (await client.call_tool("task_claim", {"task_id": "T1"})).structured_content
+        tree = Path(claimed["worktree"])
+        edited = await client.call_tool("fs_edit", {"path": "src/app.py", "old_string": "41", "new_string": "42"})
+        assert not edited.is_error, text_of(edited)
+        made = commit_all(tree, report_message(ExecutionRecord(**record()), 1), gateway.sandbox)  # then the crash
+        reported = (await client.call_tool("task_report", {"record": record()})).structured_content
+    base = gateway.board.get("T1")["base_commit"]
+    assert reported["state"] == "reported" and reported["commit"] == made
+    assert Repo(tree).run("rev-list", f"{base}..task/T1").split() == [made]
+    (tree / "src" / "app.py").write_text("def answer():\n    return 43\n")
+    assert commit_all(tree, report_message(ExecutionRecord(**record()), 1), gateway.sandbox) != made

@@ -84,6 +84,60 @@ async def test_tier_2_takes_a_checkpoint_that_rolls_back(operator: str, config: 
     assert Repo(repo).run("status", "--porcelain").split() == ["??", "gateway.yaml", "??", "scratch.txt"]
 
 
+@pytest.mark.one_store
+@pytest.mark.parametrize(
+    ("ignored", "where"),
+    [("gateway.yaml\n", "."), ("*.yaml\n", "."), ("ops/\n", "ops"), ("/*\n!/src/\n", ".")],
+    ids=["named", "by-glob", "its-directory", "everything-but-src"],
+)
+async def test_a_gitignore_covering_the_gateways_config_leaves_tier_2_working(
+    config: Any, repo: Path, ignored: str, where: str
+) -> None:
+    """gateway.yaml (the one protected path that lives in the workspace) listed in .gitignore, by name, by a
+    glob, by its directory (a config kept in ops/), or by an ignore-all: tier-2 calls still take their
+    checkpoint and run (git add refuses a pathspec naming an ignored file), the rollback restores the work
+    and leaves the config alone."""
+    if where != ".":
+        (repo / where).mkdir()
+        moved = repo / where / "gateway.yaml"
+        moved.write_text(config.source.read_text().replace("workspace: .", "workspace: .."))
+        config.source.unlink()
+        config = type(config).load(moved)
+    (repo / ".gitignore").write_text(ignored)
+    add_role(config, "operator", ["fs_*", "shell_run"], max_tier=2)
+    gateway = Gateway(config)
+    async with inproc_client(gateway, token(config, "operator", agent="op")) as client:
+        edited = await client.call_tool("fs_edit", {"path": "src/app.py", "old_string": "41", "new_string": "0"})
+        ran = await client.call_tool("shell_run", {"command": "echo x > src/new.py"})
+    assert not edited.is_error and not ran.is_error, text_of(edited) + text_of(ran)
+    checkpoints = [r.detail["safeguard"]["id"] for r in ledger_rows(gateway) if "safeguard" in r.detail]
+    assert len(checkpoints) == 2
+    assert config.source is not None
+    config.source.write_text(config.source.read_text() + "# edited by the operator\n")
+    rolled = cli(config, "rollback", checkpoints[0])
+    assert rolled.returncode == 0, rolled.stderr
+    assert "return 41" in (repo / "src" / "app.py").read_text() and not (repo / "src" / "new.py").exists()
+    assert "edited by the operator" in config.source.read_text(), "the gateway's own config is left alone"
+
+
+@pytest.mark.one_store
+def test_a_checkpoint_leaves_out_a_whole_directory_and_an_ignored_file(config: Any, repo: Path) -> None:
+    """What a checkpoint leaves out goes from its snapshot whole, tracked or not, ignored or not."""
+    from gateway.checkpoints import snapshot
+
+    (repo / "ops").mkdir()
+    (repo / "ops" / "tracked.txt").write_text("tracked\n")
+    Repo(repo).run("add", "ops/tracked.txt")
+    Repo(repo).run("commit", "-q", "-m", "ops")
+    (repo / "ops" / "new.txt").write_text("new\n")
+    (repo / "secret.env").write_text("X=1\n")
+    (repo / ".gitignore").write_text("secret.env\n")
+    commit = snapshot(Repo(repo), "cp", ["ops", "secret.env"], Gateway(config).sandbox)
+    files = Repo(repo).run("ls-tree", "-r", "--name-only", commit).split()
+    assert "src/app.py" in files and ".gitignore" in files
+    assert not [f for f in files if f.startswith("ops/") or f == "secret.env"], files
+
+
 def commit_file(repo: Path, name: str, text: str, message: str) -> str:
     (repo / name).write_text(text)
     git = Repo(repo)

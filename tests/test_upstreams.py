@@ -49,8 +49,8 @@ def upstreams(repo: Path) -> dict[str, Any]:
             "arguments": {
                 "read_*": {"path": "read", "paths": "read"},
                 "list_*": {"path": "read"},
-                "write_file": {"path": "write"},
-                "edit_file": {"path": "write"},
+                "write_file": {"path": "write", "content": "data"},  # an argument with no role is opaque
+                "edit_file": {"path": "write", "edits": "data", "dryRun": "data"},
             },
         },
     }

@@ -168,9 +168,11 @@ def test_settling_needs_confirmation_the_csrf_token_and_the_same_origin(site: di
         http.post("/ui/login", data={"token": site["admin"]})
         page = http.get("/ui/approvals")
         assert page.status_code == 200 and approval_id in page.text
+        assert "<code>mcp:tools/call</code>" in page.text and "MCP tools/call; sandboxed (bubblewrap)" in page.text
         assert f"/ui/approvals/{approval_id}?answer=approve" in page.text, "Approve leads to a confirmation first"
         confirm = http.get(f"/ui/approvals/{approval_id}", params={"answer": "approve"})
         assert confirm.status_code == 200 and "Approve this call?" in confirm.text
+        assert "on the same channel, in the same confinement" in confirm.text and "mcp:tools/call" in confirm.text
         assert stored["call_key"] in confirm.text and stored["arguments_digest"] in confirm.text
         assert "cat /etc/hostname" in confirm.text and "shell_run" in confirm.text
         assert http.get(f"/ui/approvals/{approval_id}", params={"answer": "maybe"}).status_code == 400
@@ -211,6 +213,7 @@ def test_settling_needs_confirmation_the_csrf_token_and_the_same_origin(site: di
         "approval_id": approval_id,
         "by": "alice",
         "comment": "checked: reads a hostname",
+        "channel": "mcp:tools/call",
     }, "as the CLI records it, with the comment"
 
 

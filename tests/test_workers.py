@@ -25,6 +25,7 @@ from test_tiers import TIER3
 from gateway.commit.executor import intent_lease
 from gateway.ledger.leases import Leases, new_holder
 from gateway.ledger.store import open_store
+from gateway.repo import Repo
 from gateway.runtime import Gateway
 
 pytestmark = [pytest.mark.anyio, pytest.mark.both_stores]  # the races run on SQLite and PostgreSQL
@@ -66,8 +67,11 @@ async def race(
 @contextmanager
 def serving(config: Any, topology: str) -> Iterator[list[str]]:
     """Two gateway processes on one workspace and one store: ``serve --workers 2`` behind one address, or
-    two replicas (two ``gateway serve``) at two addresses, as behind a load balancer."""
-    if topology == "workers":
+    two replicas (two ``gateway serve``) at two addresses, as behind a load balancer; or ``one`` process."""
+    if topology == "one":
+        with http_gateway(config.source) as url:
+            yield [url]
+    elif topology == "workers":
         with http_gateway(config.source, workers=2) as url:
             yield [url]
     else:
@@ -356,3 +360,46 @@ async def test_notifier_passes_run_one_at_a_time_across_processes(config: Any) -
     assert await gateway.notifier.deliver() == []
     assert gateway.db.query("SELECT * FROM cursors") == [], "it skipped the pass: it did not even read the cursor"
     leases.release(LEASE, other)
+
+
+REPORTERS = 5
+
+
+@pytest.mark.parametrize("topology", ["one", "replicas"])
+async def test_five_identical_reports_at_once_make_one_commit_and_all_answer_it(
+    config: Any, repo: Path, topology: str
+) -> None:
+    """A worker's client retries its task_report while the first is still being taken (five at once, each on
+    its own connection; spread over two replicas, or all on one gateway): the gateway commits the worktree
+    once, and every duplicate answers the recorded result, not an error."""
+    async with started(config) as gateway:
+        await submit(gateway, "T1", ["src/app.py"], ["grep -q 'return 42' src/app.py"])
+    bearer = token(config, "worker", agent="w1")
+    record = {"task_id": "T1", "status": "done", "files_changed": ["src/app.py"]}
+    with serving(config, topology) as urls:
+        async with http_client(urls[0], bearer) as worker:
+            claimed = await worker.call_tool("task_claim", {"task_id": "T1"})
+            assert not claimed.is_error, text_of(claimed)
+            written = await worker.call_tool("fs_write", {"path": "src/app.py", "content": "def f():\n    return 42\n"})
+            assert not written.is_error, text_of(written)
+        answers: list[Any] = []
+
+        async def report(url: str) -> None:
+            async with http_client(url, bearer) as session:
+                answers.append(await session.call_tool("task_report", {"record": record}))
+
+        async with anyio.create_task_group() as tg:
+            for i in range(REPORTERS):
+                tg.start_soon(report, urls[i % len(urls)])
+        async with http_client(urls[-1], bearer) as late:  # and once more after all of them: the same answer
+            answers.append(await late.call_tool("task_report", {"record": record}))
+    assert all(not a.is_error for a in answers), [text_of(a) for a in answers if a.is_error]
+    commits = {a.structured_content["commit"] for a in answers}
+    assert len(commits) == 1, commits
+    base = Gateway(config).board.get("T1")["base_commit"]
+    assert Repo(repo).run("rev-list", f"{base}..task/T1").split() == list(commits), "one commit on the branch"
+    assert sum(1 for a in answers if not a.structured_content.get("replayed")) == 1
+    assert {a.structured_content["state"] for a in answers} == {"reported"}
+    events = [r.detail["action"] for r in Gateway(config).ledger.events("json_extract(body, '$.kind') = 'task'")]
+    assert events.count("report") == 1
+    assert open_store(config).query("SELECT * FROM leases") == [], "every lease released"

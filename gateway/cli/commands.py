@@ -102,7 +102,7 @@ def serve_stdio(config: GatewayConfig) -> int:
     from mcp.server.stdio import stdio_server
 
     from gateway.runtime import Gateway
-    from gateway.server import build_server
+    from gateway.server import ScreenedReads, build_server
 
     gateway = Gateway(config)  # decides in worker processes, each decision bounded by the deadline
     token = os.environ.get("GATEWAY_TOKEN")
@@ -112,7 +112,8 @@ def serve_stdio(config: GatewayConfig) -> int:
 
     async def run() -> None:
         async with gateway.running(), stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+            screened = ScreenedReads(read, write, gateway, token)  # a line that is not valid Unicode: answered
+            await server.run(screened, write, server.create_initialization_options())
 
     anyio.run(run)
     return 0
@@ -355,17 +356,111 @@ def cmd_approvals(args: argparse.Namespace) -> int:
             ("expires", "EXPIRES (UTC)", day_time),
             ("principal", "AGENT (ROLE)", lambda p: f"{p.get('agent')} ({p.get('role')})"),
             ("tool", "TOOL"),
+            ("channel", "CHANNEL", lambda c: c or "none: authorises nothing"),
             ("arguments_digest", "ARGUMENTS DIGEST", lambda d: d[:16]),
         ]
         table(approvals, columns, empty="no pending approvals" + ("" if args.all else " (--all lists settled ones)"))
         return 0
     if not args.id:
         raise invalid(f"approvals {args.approvals_command} needs an approval id (gateway approvals list shows them)")
+    if args.approvals_command == "show":
+        approval = gateway.approvals.get(args.id)
+        emit(approval) if wants_json(args) else block(approval_fields(approval))
+        return 0
     by = args.by or os.environ.get("USER") or "cli"
     approve = args.approvals_command == "approve"
     settled = gateway.approvals.settle(args.id, approve=approve, by=by, comment=args.comment)
     emit(settled) if wants_json(args) else block(settled)
     return 0
+
+
+def approval_fields(approval: dict[str, Any]) -> dict[str, Any]:
+    """One approval as ``gateway approvals show`` prints it: the call, where it runs, and its state."""
+    principal, decision = approval["principal"], approval["request"].get("decision") or {}
+    return {
+        "id": approval["id"],
+        "state": approval["state"],
+        "tool": approval["tool"],
+        "agent": f"{principal.get('agent')} ({principal.get('role')})",
+        "task": principal.get("task") or "-",
+        "channel": approval["channel"] or "none recorded",
+        "runs": approval["where"],
+        "confinement": approval["confinement"],
+        "reasons": "; ".join(decision.get("reasons") or []) or "-",
+        "asked": day_time(approval["created"]),
+        "expires": day_time(approval["expires"]),
+        "settled by": approval.get("settled_by") or "-",
+        "used by call": approval.get("used_by_call") or "-",
+        "arguments digest": approval["arguments_digest"],
+        "binding digest": approval["call_key"],
+    }
+
+
+def cmd_upstreams(args: argparse.Namespace) -> int:
+    from gateway.ledger.chain import Ledger
+    from gateway.ledger.store import open_store
+    from gateway.tools.pins import Pins
+
+    config = load_config(args)
+    db = open_store(config)
+    pins = Pins(db, Ledger.for_config(config, db), config.upstream_lockfile)
+    pins.import_lock()  # the lockfile is authoritative: what it says is what is pinned
+    command = args.upstreams_command
+    if command == "pins":
+        found = pins.list(args.upstream)
+        if wants_json(args):
+            emit(found)
+            return 0
+        columns = [
+            ("upstream", "UPSTREAM"),
+            ("kind", "KIND"),
+            ("exposed", "NAME"),
+            ("digest", "DIGEST", lambda d: d[:23]),
+            ("source", "FROM"),
+            ("pinned_by", "BY"),
+            ("pinned_at", "AT (UTC)", day_time),
+        ]
+        table(found, columns, empty="nothing is pinned yet (an upstream is pinned when the gateway first lists it)")
+        return 0
+    if command == "diff":
+        changes = pins.changes(args.upstream)
+        if wants_json(args):
+            emit(changes)
+            return 0
+        print_changes(changes)
+        return 0
+    if command == "approve":
+        by = args.by or os.environ.get("USER") or "cli"
+        approved = pins.approve(by, args.name, args.upstream, args.digest, every=args.all, comment=args.comment)
+        locked = set(pins.read_lock())
+        rewritten = sorted({a["upstream"] for a in approved} & locked)
+        if rewritten:
+            pins.write_lock(rewritten)
+        if wants_json(args):
+            emit({"approved": approved, "lockfile": str(pins.lockfile) if rewritten else None})
+            return 0
+        for item in approved:
+            print(f"approved {clean(item['exposed'])} ({item['status']}) as {item['digest']}")
+        if rewritten:
+            print(f"{pins.lockfile} now pins it: commit it")
+        return 0
+    written = pins.write_lock(args.upstream)
+    emit({"lockfile": str(written)}) if wants_json(args) else print(f"wrote {written}")
+    return 0
+
+
+def print_changes(changes: list[dict[str, Any]]) -> None:
+    """Each held-back definition for a person: what it is, its digests, the diff, and the command to approve it."""
+    if not changes:
+        print("no definition is held back: every listed one is pinned")
+    for change in changes:
+        renamed = f" (renamed from {clean(change['renamed_from'])})" if change["renamed_from"] else ""
+        print(f"{clean(change['exposed'])}  {change['status'].upper()}{renamed}  upstream {clean(change['upstream'])}")
+        pinned, seen = change["pinned_digest"] or "-", day_time(change["last_seen"])
+        print(f"  digest {change['digest']}  pinned {pinned}  seen {seen}")
+        for line in change["diff"].splitlines():
+            print(f"  {clean(line)}")
+        print(f"  approve: gateway upstreams approve {clean(change['exposed'])} --digest {change['digest']}")
 
 
 def day_time(iso: str | None) -> str:
@@ -629,8 +724,9 @@ def replay_deadletter(gateway: Any, letter: dict[str, Any], payload_file: str | 
     by = os.environ.get("USER") or "cli"
 
     async def run() -> Any:
+        gateway.load_pins()  # the replay sees the upstream tools a serving gateway sees, pinned as it pins them
         async with anyio.create_task_group() as tg:
-            await gateway.pool.start(tg)  # the replay sees the upstream tools a serving gateway sees
+            await gateway.pool.start(tg)
             try:
                 return await replay(gateway, letter["id"], payload, by=by)
             finally:

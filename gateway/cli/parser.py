@@ -224,20 +224,74 @@ def build_parser() -> argparse.ArgumentParser:
 
     approvals = top.add(
         "approvals",
-        "tier-3 approvals: list the pending ones, approve ID, deny ID",
+        "tier-3 approvals: list the pending ones, show ID (the call, its channel and confinement), approve ID, deny ID",
         [
             "gateway approvals list",
             "gateway approvals list --all --json",
+            "gateway approvals show ap-1a2b3c",
             "gateway approvals approve ap-1a2b3c --comment 'cleanup of build/ only'",
         ],
     )
-    approvals.add_argument("approvals_command", choices=["list", "approve", "deny"], help="what to do")
-    approvals.add_argument("id", nargs="?", help="approve, deny: the approval id")
+    approvals.add_argument("approvals_command", choices=["list", "show", "approve", "deny"], help="what to do")
+    approvals.add_argument("id", nargs="?", help="show, approve, deny: the approval id")
     approvals.add_argument("--all", action="store_true", help="list settled and used approvals too")
     approvals.add_argument("--by", help="who settles it (default: $USER)")
     approvals.add_argument("--comment", default="", help="approve, deny: why, kept with the answer in the ledger")
     json_option(approvals, "the approvals")
     approvals.set_defaults(handler=commands.cmd_approvals)
+
+    upstreams = Commands(
+        top.add(
+            "upstreams",
+            "pinned upstream definitions: pins, diff (changes held back), approve a change, lock (write the lockfile)",
+            ["gateway upstreams diff", "gateway upstreams approve git__git_commit", "gateway upstreams lock"],
+        ),
+        "upstreams_command",
+    )
+    pins = upstreams.add(
+        "pins",
+        "every pinned definition: upstream, kind, name, digest, where the pin came from (first use, lockfile, "
+        "a person)",
+        ["gateway upstreams pins", "gateway upstreams pins --upstream git --json"],
+    )
+    pins.add_argument("--upstream", help="only this upstream's (its prefix in gateway.yaml)")
+    json_option(pins, "the pins, with their definitions")
+    pins.set_defaults(handler=commands.cmd_upstreams)
+    diff = upstreams.add(
+        "diff",
+        "the definitions held back (changed, new, renamed): each against its pin, as a unified diff",
+        ["gateway upstreams diff", "gateway upstreams diff --upstream git --json"],
+    )
+    diff.add_argument("--upstream", help="only this upstream's changes")
+    json_option(diff, "the changes, their definitions and diffs")
+    diff.set_defaults(handler=commands.cmd_upstreams)
+    approve = upstreams.add(
+        "approve",
+        "pin a held-back definition as listed (recorded in the ledger; a lockfile that lists its upstream is "
+        "rewritten: commit it)",
+        [
+            "gateway upstreams approve git__git_commit",
+            "gateway upstreams approve git__git_commit --digest sha256:4f1c...",
+            "gateway upstreams approve --all --upstream git --comment 'upgraded mcp-server-git'",
+        ],
+    )
+    approve.add_argument("name", nargs="?", help="the definition: its exposed name (git__git_commit) or its own")
+    approve.add_argument("--all", action="store_true", help="every pending change (of --upstream, or of all)")
+    approve.add_argument("--upstream", help="the upstream the name belongs to (when several list it)")
+    approve.add_argument("--digest", help="the digest diff showed: approve that definition and no other")
+    approve.add_argument("--by", help="who approves (default: $USER)")
+    approve.add_argument("--comment", default="", help="why, kept in the ledger")
+    json_option(approve, "what was approved")
+    approve.set_defaults(handler=commands.cmd_upstreams)
+    lock = upstreams.add(
+        "lock",
+        "write the store's pins into gateway-upstreams.lock beside gateway.yaml (commit it: it is then "
+        "authoritative for the upstreams it lists)",
+        ["gateway upstreams lock", "gateway upstreams lock --upstream git"],
+    )
+    lock.add_argument("--upstream", action="append", help="only this upstream (repeatable; default: every one)")
+    json_option(lock, "the lockfile written")
+    lock.set_defaults(handler=commands.cmd_upstreams)
 
     trace = Commands(top.add("trace", "traces from the ledger", ["gateway trace list --denied"]), "trace_command")
     trace_list = trace.add(
@@ -357,7 +411,7 @@ def build_parser() -> argparse.ArgumentParser:
     ceremony = top.add(
         "ceremony",
         "the merge ceremony: triage every task, merge the verified ones with approved intents in dependency "
-        "order, leave out failures and block their dependents; exit 1 when one was left out",
+        "order, leave out what does not merge now (its dependents wait); exit 1 when one was left out",
         ["gateway ceremony"],
     )
     ceremony.set_defaults(handler=commands.cmd_ceremony)

@@ -1,5 +1,5 @@
 """The merge ceremony: triage every task, merge the verified ones in dependency order through the merge
-queue, leave out a failing one and carry on, block its dependents, and write the report down.
+queue, leave out one that does not merge now and carry on (its dependents wait), and write the report down.
 
 Triage: SUCCESS (verified, with an approved merge intent for its current attempt: queued for merge),
 AWAITING_APPROVAL (verified, no approved intent yet), FAILED (blocked, or back to open after failed
@@ -10,8 +10,11 @@ same principal (with the task's policy section: who worked it, who proposed and 
 separation-of-duty rule holds here too: a merge the policy refuses (or would ask a person about) is left out
 as REFUSED with the reason and rules, recorded in the task's trace; its dependents wait. Each merge is an
 ordinary intent commit (exactly once, verified on the merge commit with the manifest's and the workspace's
-integration checks, published only when they pass), so nothing merged is ever reverted: a task that fails
-is simply not published, and every task that depends on it is blocked with the reason.
+integration checks, published only when they pass), so nothing merged is ever reverted: a task whose merge
+fails is simply not published (LEFT_OUT: back for a new attempt, or blocked when out of attempts), one whose
+merge is deferred (DEFERRED: the user's checkout in the way, the base branch held by a live git) keeps its
+approved intent for the next ceremony, and every task that depends on either waits for it, as it does after
+an ``intent_commit``: only an abandoned dependency blocks its dependents (``gateway task abandon``).
 
     report = await Ceremony(board, intents, committer, ledger, judge=gateway.judge_call).run(principal, progress)
 """
@@ -54,7 +57,7 @@ class Ceremony:
             refusal = await self._refusal(triage[task_id]["intent_id"], principal)
             if refusal is not None:
                 triage[task_id] = {"status": "REFUSED", **refusal}
-                left_out.append({"task_id": task_id, **refusal, "dependents_blocked": []})
+                left_out.append({"task_id": task_id, **refusal, "dependents_waiting": self.board.dependents(task_id)})
                 continue
             await progress(len(merged), None, f"merging {task_id}")
             result = await self.committer.commit(triage[task_id]["intent_id"], principal, progress)
@@ -62,10 +65,13 @@ class Ceremony:
                 merged.append(task_id)
                 triage[task_id]["merge_commit"] = result["outcome"]["merge_commit"]
                 continue
-            why = _why(result)
-            blocked = self.board.block_dependents(task_id, f"its dependency {task_id} was left out of a merge: {why}")
-            triage[task_id] = {"status": "LEFT_OUT", "why": why, "dependents_blocked": blocked}
-            left_out.append({"task_id": task_id, "why": why, "dependents_blocked": blocked})
+            # not merged now: deferred (its intent stays approved) or failed (the task is back for a new attempt,
+            # or blocked for a person to requeue). Its dependents wait, as after an intent_commit: only an
+            # abandoned dependency blocks them.
+            status = "DEFERRED" if result["state"] == "approved" else "LEFT_OUT"
+            facts = {"why": _why(result), "state": self.board.get(task_id)["state"]}
+            triage[task_id] = {"status": status, **facts}
+            left_out.append({"task_id": task_id, **facts, "dependents_waiting": self.board.dependents(task_id)})
         report: JSONObject = {
             "ceremony_id": secrets.token_hex(8),
             "time": utc_now(),

@@ -1,9 +1,11 @@
 """Arguments become Effects: the describe stage's facts, with no judgement.
 
 A tool's ``argument_roles`` say which argument is a path (read, write, delete), a shell command, a
-URL, or a resource URI (an upstream's resources: a ``file://`` URI is a read of that path, judged like
-fs_read). Built-in tools declare them; upstream tools get them from gateway.yaml. An argument that cannot
-be read as its role says (a path that is not a string, say) is recorded as opaque.
+URL, a resource URI (an upstream's resources: a ``file://`` URI is a read of that path, judged like
+fs_read), or plain data (no effect). Built-in tools declare them; upstream tools get them from gateway.yaml.
+An argument that cannot be read as its role says (a path that is not a string, say) is recorded as opaque,
+and so is an upstream tool's argument with no role at all (one the upstream added since gateway.yaml was
+written, say), unless the operator declared the tool read-only: what it does with the value is not known.
 
     effects = describe(spec, {"path": "src/a.py", "content": "..."}, workspace)
     effects.creates   # ["src/a.py"] when the file does not exist yet
@@ -41,8 +43,11 @@ def describe(spec: ToolSpec, arguments: JSONObject, workspace: Workspace) -> Eff
             cwd = workspace.locate(arguments["cwd"])
         except InvalidArguments as exc:
             facts["opaque"].append(f"cwd: {exc.message}")
+    if spec.provider.startswith("upstream:") and not spec.read_only:
+        for name in sorted(set(arguments) - set(spec.argument_roles)):
+            facts["opaque"].append(f"argument {name[:80]!r} has no role in gateway.yaml (arguments:)")
     for name, role in spec.argument_roles.items():
-        if name not in arguments:
+        if name not in arguments or role == "data":
             continue
         value = arguments[name]
         for item in value if isinstance(value, list) else [value]:

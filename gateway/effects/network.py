@@ -5,22 +5,23 @@ odd characters, an internationalised host that may imitate another) is stated in
 policy fails closed.
 
     fx = describe_url("https://user@Example.COM:8443/x", workspace, via="fetch")
-    fx.network    # [NetworkEffect(host="example.com", via="fetch")]
+    fx.network    # [NetworkEffect(host="example.com", via="fetch", port=8443)]
     fx = describe_url("file:///etc/passwd", workspace, via="fetch")
     fx.reads      # ["/etc/passwd"]
     host_of("git@github.com:org/repo.git")   # "github.com"
     host_of("not a url")                      # None
+    host_of("http://127.1/")                  # None: an IPv4 address spelled so is refused (gateway/hosts.py)
 """
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 from gateway.effects.paths import Workspace, suspicious_unicode
 from gateway.errors import InvalidArguments
+from gateway.hosts import HostRefused, parse_host
 from gateway.types import Effects, NetworkEffect
 
 # Schemes whose URL names a host the call would contact. git+https and friends are how pip and npm
@@ -50,7 +51,6 @@ NETWORK_SCHEMES = frozenset(
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 # git's "scp-like" syntax: [user@]host:path, where no slash comes before the colon.
 _SCP_LIKE = re.compile(r"^(?:(?P<user>[^@/:\s]+)@)?(?P<host>\[[0-9A-Fa-f:.]+\]|[^@/:\s\[\]\\]+):(?P<path>(?!//).*)$")
-_HOST = re.compile(r"^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*$")
 _BAD_CHARS = re.compile(r"[\s\x00-\x1f\x7f]")
 
 
@@ -61,6 +61,7 @@ class _Target:
     host: str | None = None
     file: str | None = None
     why: str | None = None
+    port: int | None = None  # the port the URL named
 
 
 def describe_url(url: str, workspace: Workspace, via: str) -> Effects:
@@ -73,7 +74,7 @@ def describe_url(url: str, workspace: Workspace, via: str) -> Effects:
     if target.why:
         opaque.append(f"URL {_short(url)}: {target.why}")
     if target.host is not None:
-        return Effects(network=[NetworkEffect(host=target.host, via=via)], opaque=opaque)
+        return Effects(network=[NetworkEffect(host=target.host, via=via, port=target.port)], opaque=opaque)
     if target.file is not None:
         try:
             real = workspace.locate(target.file)
@@ -90,18 +91,17 @@ def host_of(url: str) -> str | None:
 
 
 def check_host(host: str) -> str | None:
-    """Why ``host`` (already lowercased, without port) is not a plain host name or IP address, or None."""
+    """Why ``host`` (already lowercased, without port) is not a plain host name or IP address, or None.
+    Read as the egress proxy reads it (gateway/hosts.py): an IPv4 address spelled other than a.b.c.d is
+    refused, so a host the analysis names is one the proxy can match."""
     if not host:
         return "empty host"
     if not host.isascii():
         return "internationalised (IDN) host name"
     try:
-        ipaddress.ip_address(host)
-        return None
-    except ValueError:
-        pass
-    if not _HOST.match(host) or len(host) > 253:
-        return "host name has unexpected characters"
+        parse_host(host)
+    except HostRefused as exc:
+        return str(exc)
     return None
 
 
@@ -149,22 +149,22 @@ def _network_target(url: str) -> _Target:
     if "%" in netloc.rpartition("@")[2]:
         return _Target(why="percent-encoded host name")
     try:
-        parts.port  # noqa: B018 - raises ValueError on a malformed port
+        port = parts.port
     except ValueError:
         return _Target(why="malformed port")
     host = (parts.hostname or "").rstrip(".")
     if not host:
         return _Target(why="no host")
-    return _host_target(host)
+    return _host_target(host, port)
 
 
-def _host_target(host: str) -> _Target:
+def _host_target(host: str, port: int | None = None) -> _Target:
     host = host.lower().rstrip(".")
     why = check_host(host)
     if why and host and not host.isascii():
         # keep the host as a fact, but the look-alike risk makes it opaque
-        return _Target(host=host, why=why)
-    return _Target(host=None if why else host, why=why)
+        return _Target(host=host, why=why, port=port)
+    return _Target(host=None if why else host, why=why, port=None if why else port)
 
 
 def _file_target(url: str) -> _Target:

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.ledger.store import Store, open_store
 from gateway.types import JSONObject
+from gateway.unicode import escaped_value
 
 if TYPE_CHECKING:
     from gateway.config import GatewayConfig
@@ -49,7 +50,9 @@ def canonical_json(value: Any) -> str:
 
 
 def digest(value: Any) -> str:
-    return "sha256:" + hashlib.sha256(canonical_json(value).encode()).hexdigest()
+    # surrogatepass: text that is not valid Unicode (a lone surrogate a request carried) has a digest too;
+    # valid text encodes exactly as without it
+    return "sha256:" + hashlib.sha256(canonical_json(value).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def utc_now() -> str:
@@ -185,7 +188,14 @@ class Ledger:
             return self.append_in(tx, fields)
 
     def append_in(self, tx: Any, fields: JSONObject) -> LedgerEvent:
-        """Append inside a caller's transaction, so a state change and its event commit together."""
+        """Append inside a caller's transaction, so a state change and its event commit together. Text that
+        is not valid Unicode (a lone surrogate a request carried) is recorded escaped, never dropped."""
+        try:
+            return self._append_in(tx, fields)
+        except UnicodeEncodeError:  # raised by the hash, before anything is written
+            return self._append_in(tx, escaped_value(fields))
+
+    def _append_in(self, tx: Any, fields: JSONObject) -> LedgerEvent:
         last = tx.execute("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1").fetchone()
         seq, prev = (last["seq"] + 1, last["hash"]) if last else (1, GENESIS)
         body = {"time": utc_now(), **fields, "seq": seq, "prev_hash": prev}

@@ -148,6 +148,11 @@ class Leases:
                     yield
                 finally:
                     tg.cancel_scope.cancel()
+        except BaseExceptionGroup as group:  # the body's own error comes out as itself, not wrapped in a group
+            if len(group.exceptions) != 1:
+                raise
+            error = group.exceptions[0]
+            raise error from error.__cause__
         finally:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(self.release, name, holder)

@@ -72,8 +72,8 @@ DEFAULTS = {
 # MIGRATIONS (store.py) so both stores report the same version for the same schema, and written from them:
 # ``execute`` translates SQLite's json_extract, and sequence numbers (``seq``) become 64-bit. Version 5 is the
 # baseline: the whole schema SQLite reaches through migrations 1-5, in one step (shipped SQLite migrations never
-# change, so neither does it). A later version is appended as (6, postgresql(SQLITE_MIGRATIONS[5])), or by hand
-# where the dialects part.
+# change, so neither does it). Each later version is its SQLite migration through ``postgresql``
+# (where the dialects part, write that version's script by hand here).
 BASELINE = 5
 
 
@@ -84,8 +84,8 @@ def postgresql(script: str) -> str:
 
 MIGRATIONS: list[tuple[int, str]] = [
     (BASELINE, postgresql(";\n".join(script.strip().rstrip(";") for script in SQLITE_MIGRATIONS[:BASELINE]))),
+    *((version, postgresql(SQLITE_MIGRATIONS[version - 1])) for version in range(BASELINE + 1, SCHEMA_VERSION + 1)),
 ]
-assert MIGRATIONS[-1][0] == SCHEMA_VERSION, "a schema change needs a PostgreSQL migration as well as a SQLite one"
 
 _URL_PASSWORD = re.compile(r"(://[^/@:]*:)[^/]*@")  # to the last @: an unencoded @ in a password
 _PARAM_PASSWORD = re.compile(r"((?:^|[?&\s])password=)[^&\s]*")

@@ -19,7 +19,7 @@ INPUT_VERSION = 2
 INPUT_KINDS = {"tools/call": "tool_call", "resources/read": "resource_read", "prompts/get": "prompt_get"}
 
 
-def tool_facts(spec: ToolSpec | None, name: str) -> JSONObject:
+def tool_facts(spec: ToolSpec | None, name: str, pin: JSONObject | None = None) -> JSONObject:
     return {
         "name": name,
         "provider": spec.provider if spec else None,
@@ -27,6 +27,9 @@ def tool_facts(spec: ToolSpec | None, name: str) -> JSONObject:
         "commit_class": spec.commit_class if spec else False,
         "read_only": spec.read_only if spec else False,  # declared by the gateway or the operator
         "analysed": analysed(spec),
+        # an upstream definition against its pin (gateway/tools/pins.py): {"status": "pinned" | "changed" |
+        # "new" | "renamed", "digest", "pinned", "renamed_from", "instructions"}; None for the gateway's own
+        "pin": pin,
     }
 
 
@@ -42,6 +45,7 @@ def input_document(
     intent: JSONObject | None = None,
     sandbox: JSONObject | None = None,
     kind: str = "tool_call",
+    git_hooks: str | None = None,
 ) -> JSONObject:
     return {
         "version": INPUT_VERSION,
@@ -58,6 +62,8 @@ def input_document(
             "time": datetime.now(UTC).isoformat(timespec="seconds"),
             # what confines the call's commands (or its upstream server); None for calls that run none
             "sandbox": sandbox,
+            # core.hooksPath inside the workspace (gateway/effects/git_hooks.py): a protected path, like .git/hooks
+            "git_hooks": git_hooks,
         },
     }
 

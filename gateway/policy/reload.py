@@ -74,6 +74,22 @@ class DataDocument:
         return self._document
 
 
+class WithSettings:
+    """Policy data and gateway.yaml's ``policy.settings`` beside it, as ``data.settings`` (thresholds a
+    policy reads, e.g. ``merge_deletions`` in policies/commit.rego); the revision names both."""
+
+    def __init__(self, data: PolicyData, settings: dict[str, Any]) -> None:
+        self.data = data
+        self.settings = settings
+        self._settings_revision = digest(settings)
+
+    def revision(self, force: bool = False) -> str:
+        return digest([self.data.revision(force), self._settings_revision])
+
+    def document(self) -> dict[str, Any]:
+        return {**self.data.document(), "settings": self.settings}
+
+
 def policy_data(data: dict[str, Any] | PolicyData) -> PolicyData:
     """A plain document (a command that decides once, a test) as a fixed PolicyData; a PolicyData as is."""
     return DataDocument(data) if isinstance(data, dict) else data

@@ -29,10 +29,11 @@ from gateway.effects.shell import describe_command
 from gateway.errors import Denied, InvalidRequest
 from gateway.filelock import exclusive
 from gateway.ledger.chain import Ledger, digest, utc_now
+from gateway.ledger.leases import Leases, LeaseTimeout
 from gateway.ledger.store import Row, Store, Transaction
 from gateway.policy.engine import PolicyEngine
-from gateway.repo import Repo
-from gateway.tasks.drift import drift, frozen_problems, frozen_violations, matches
+from gateway.repo import GitError, Repo
+from gateway.tasks.drift import diff_shape, drift, frozen_problems, frozen_violations, matches
 from gateway.tasks.models import Claim, ExecutionRecord, StrategyShift, TaskManifest, VerificationResult
 from gateway.tasks.states import TASK_MOVES, check_move
 from gateway.tasks.verification import Verification
@@ -53,6 +54,12 @@ log = structlog.get_logger("gateway.tasks")
 SCOPE_RULE = "gateway.scope.violations"
 # Paths a glob would have to cover to "match everything": if it covers all of these, it is refused.
 EVERYTHING_PROBES = ["a", "zz/yy/xx.txt", ".hidden/f", "src/deep/er/main.py", "README", "x.y.z"]
+REPORT_WAIT_S = 600.0  # how long a duplicate report waits for the one being taken
+
+
+def report_lease(task_id: str) -> str:
+    """The lease a task's report is taken under (gateway/ledger/leases.py): one at a time, in every process."""
+    return f"report {task_id}"
 
 
 class TaskRefused(Denied):
@@ -73,6 +80,7 @@ class TaskBoard:
         self.config = config
         self.verification = verification
         self.repo = Repo(config.workspace)
+        self.leases = Leases(db)
 
     # --- reading ----------------------------------------------------------------------------------
 
@@ -155,6 +163,19 @@ class TaskBoard:
             if verification
             else None,
         }
+
+    def merge_shape(self, task_id: str) -> JSONObject | None:
+        """What merging the task's verified commit (else its branch) into its base branch would add, change
+        and delete (gateway/tasks/drift.py diff_shape): the commit policy's ``input.intent.diff``. None when
+        it cannot be measured (no such task or branch: then there is nothing to merge either)."""
+        task = self.find(task_id)
+        if task is None:
+            return None
+        head = (task.get("verification") or {}).get("commit") or task["branch"]
+        try:
+            return diff_shape(self.repo, f"refs/heads/{task['base_branch']}", head)
+        except GitError:
+            return None
 
     def all(self) -> list[JSONObject]:
         return [_task(row) for row in self.db.query("SELECT * FROM tasks ORDER BY created, id")]
@@ -343,9 +364,9 @@ class TaskBoard:
             blocked = self._block_dependents(tx, task_id, f"its dependency {task_id} was abandoned: {why}")
         return {"task_id": task_id, "state": "abandoned", "dependents_blocked": blocked}
 
-    def block_dependents(self, task_id: str, why: str) -> list[str]:
-        with self.db.transaction() as tx:
-            return self._block_dependents(tx, task_id, why)
+    def dependents(self, task_id: str) -> list[str]:
+        """The tasks whose manifest names ``task_id`` in depends_on: they wait for it."""
+        return [task["id"] for task in self.all() if task_id in task["manifest"]["depends_on"]]
 
     def _block_dependents(self, tx: Transaction, task_id: str, why: str) -> list[str]:
         blocked: list[str] = []
@@ -493,7 +514,23 @@ class TaskBoard:
         return {"task_id": task_id, "state": state}
 
     async def report(self, record: ExecutionRecord, principal: Principal) -> JSONObject:
-        task = self.get(record.task_id)
+        """Commit the worktree and check the real diff. Single-flight per task, across gateway processes: a
+        duplicate (a client's retry while the first is being taken, or after) makes no second commit; it
+        waits for the report in flight and answers what that recorded."""
+        recorded = self._replayed_report(self.get(record.task_id), record, principal)
+        if recorded is not None:
+            return recorded
+        try:
+            async with self.leases.hold(report_lease(record.task_id), wait_s=REPORT_WAIT_S):
+                return await self._report(record, principal)
+        except LeaseTimeout:
+            raise TaskRefused(
+                f"another report of task {record.task_id!r} is still being taken after {REPORT_WAIT_S:g} s; "
+                "report again later"
+            ) from None
+
+    async def _report(self, record: ExecutionRecord, principal: Principal) -> JSONObject:
+        task = self.get(record.task_id)  # read again under the lease: a duplicate finds what the first recorded
         recorded = self._replayed_report(task, record, principal)
         if recorded is not None:
             return recorded
@@ -502,8 +539,7 @@ class TaskBoard:
         with self.db.transaction() as tx:
             self._held(tx, record.task_id, principal)
         worktree = Path(task["worktree"])
-        message = f"{record.task_id}: {record.status} (attempt {task['attempt']})\n\nGateway-Task: {record.task_id}\n"
-        message += f"Gateway-Record: {record.model_dump_json()}\n"
+        message = report_message(record, task["attempt"])
         commit = await anyio.to_thread.run_sync(lambda: commit_all(worktree, message, self.verification.sandbox))
         files = await anyio.to_thread.run_sync(lambda: changed_files(self.repo, task["base_commit"], task["branch"]))
         manifest = task["manifest"]
@@ -914,6 +950,12 @@ def blocker_report(task: JSONObject, why: str, worker: JSONObject | None = None)
     if worker:
         report["worker"] = worker  # the worker's hypothesis and recommended intervention
     return report
+
+
+def report_message(record: ExecutionRecord, attempt: int) -> str:
+    """The message of the commit a report makes on the task branch."""
+    message = f"{record.task_id}: {record.status} (attempt {attempt})\n\nGateway-Task: {record.task_id}\n"
+    return message + f"Gateway-Record: {record.model_dump_json()}\n"
 
 
 def _diff_summary(files: list[str]) -> JSONObject:

@@ -38,6 +38,7 @@ from gateway.ledger.leases import Leases, new_holder
 from gateway.ledger.store import Store
 from gateway.pipeline import Authenticate, Call, Pipeline, Stage
 from gateway.types import JSONObject, Origin, Principal
+from gateway.unicode import escaped
 
 if TYPE_CHECKING:
     from gateway.runtime import Gateway
@@ -86,8 +87,8 @@ class DeadLetters:
         """Keep a refused handoff whole; answers its id. ``call_id``: the refused call (its trace nests the
         dead letter under it); ``replay_of``: the dead letter whose replay was refused again."""
         deadletter_id = "DL-" + secrets.token_hex(6)
-        error = _storable(error)
-        task_id = _storable(task_id) if task_id is not None else None
+        error = escaped(error)
+        task_id = escaped(task_id) if task_id is not None else None
         detail: JSONObject = {
             "action": "kept",
             "deadletter_id": deadletter_id,
@@ -173,11 +174,6 @@ class DeadLetters:
                 },
             )
             return _row(tx.execute("SELECT * FROM deadletters WHERE id = ?", (deadletter_id,)).fetchone(), True)
-
-
-def _storable(text: str) -> str:
-    """Text SQLite and the ledger accept: a lone surrogate (valid in JSON, not in UTF-8) made an escape."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _row(row: Any, with_payload: bool) -> JSONObject:

@@ -9,6 +9,7 @@ diff touches are read (``git cat-file blob commit:path``) and parsed with ``ast`
     frozen_violations(repo, base, head, manifest.frozen)           # ["FROZEN_PATH api/v1.json",
         # "FROZEN_SIGNATURE src/a.py:parse: (text) -> Doc became (text, strict) -> Doc"]
     drift(repo, base, head, previous, outside_scope)               # {"files_changed": 3, "lines_added": 40, ...}
+    diff_shape(repo, "refs/heads/main", head)                      # {"added": 1, "deleted": 0, "tracked": 120, ...}
     matches("api/**", "api/v1/schema.json")                        # True: '**' crosses '/', '*' does not
 
 A frozen entry is a path or glob (see ``matches``), or a Python symbol 'path.py:name' or 'path.py:Class.method'.
@@ -125,6 +126,31 @@ def drift(repo: Repo, base: str, head: str, previous: str | None, outside_scope:
         "public_symbols_removed": removed,
         "public_symbols_renamed": renamed,
         "files_unparsable": unparsable,
+    }
+
+
+def diff_shape(repo: Repo, base: str, head: str) -> dict[str, Any]:
+    """What merging ``head`` into ``base`` does to the tree: the files it adds, changes and deletes since they
+    forked, its lines, and the share of the files tracked at the fork point that it deletes (what the commit
+    policy holds a mass deletion on).
+
+    {"added": 1, "changed": 2, "deleted": 0, "tracked": 120, "deleted_share": 0.0, "lines_added": 14,
+     "lines_deleted": 3}
+    """
+    fork = repo.run("merge-base", base, head).strip()
+    fields = repo.run("diff", "--name-status", "-z", "--no-renames", fork, head).split("\0")
+    letters = [status[:1] for status in fields[0:-1:2]]  # "M\0path\0A\0path\0": a status, then its path
+    tracked = repo.run("ls-tree", "-r", "-z", "--name-only", fork).count("\0")
+    stats = _numstat(repo, fork, head)
+    deleted = letters.count("D")
+    return {
+        "added": letters.count("A"),
+        "changed": len(letters) - letters.count("A") - deleted,
+        "deleted": deleted,
+        "tracked": tracked,
+        "deleted_share": round(deleted / tracked, 4) if tracked else 0.0,
+        "lines_added": sum(added for added, _, _ in stats),
+        "lines_deleted": sum(removed for _, removed, _ in stats),
     }
 
 

@@ -63,14 +63,25 @@ def prepare_worktree(
 
 
 def commit_all(path: Path, message: str, sandbox: Sandbox) -> str:
-    """Commit everything in the worktree (the worker never commits itself); answers the new HEAD.
+    """Commit everything in the worktree (the worker never commits itself); answers the new HEAD, or the
+    commit made already with this message when nothing changed since.
     ``git add`` reads the worker's files behind the sandbox's wall (writing only objects and the
     worktree's index); the commit, which reads the index and moves the branch, runs outside."""
     tree = Repo(path)
     writes = [git_path(tree, "objects"), git_path(tree, "index").parent]
     Repo(path, wall=sandbox.git_wall(path, writes=writes)).run("add", "-A")
+    if _made_already(tree, message):
+        return tree.run("rev-parse", "HEAD").strip()
     tree.run("commit", "-q", "--allow-empty", "--no-verify", "-F", "-", input=message)
     return tree.run("rev-parse", "HEAD").strip()
+
+
+def _made_already(tree: Repo, message: str) -> bool:
+    """Whether HEAD is this very commit: the same message over the same tree (a report taken again after a
+    crash cut it short once its commit was made, before the report was recorded)."""
+    if tree.run("write-tree").strip() != tree.run("rev-parse", "-q", "--verify", "HEAD^{tree}", check=False).strip():
+        return False
+    return tree.run("log", "-1", "--format=%B", "HEAD").strip() == message.strip()
 
 
 def changed_files(repo: Repo, base_commit: str, branch: str) -> list[str]:

@@ -7,6 +7,7 @@ so a restarted upstream's tools appear as soon as it is back.
     catalog.get("fs_read")       # ToolSpec | None
     catalog.all()                # every ToolSpec, built-ins first
     catalog.find("resources/read", "test://static-text")   # what a resources/read or prompts/get names
+    catalog.pin(spec)            # an upstream definition's PinStatus (quarantined unless pinned as listed)
 
 The pool is made on first use: it brings the MCP SDK, which would cost a command-line check (``gateway
 check``, the Claude Code hook) most of its start-up; a name without ``__`` is an upstream tool only when
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 from gateway.types import ToolSpec
 
 if TYPE_CHECKING:
+    from gateway.tools.pins import PinStatus
     from gateway.tools.upstream import Upstream, UpstreamPool
 
 UPSTREAM_SEPARATOR = "__"  # upstream tools are exposed as <prefix>__<name>; prefixes never hold "__"
@@ -68,6 +70,13 @@ class Catalog:
         if method == "prompts/get":
             return self.pool.prompt(name)
         return self.get(name)
+
+    def pin(self, spec: ToolSpec) -> PinStatus | None:
+        """An upstream definition's pin status (gateway/tools/pins.py); None for the gateway's own tools."""
+        if spec.pin_key is None:
+            return None
+        upstream = self.pool.upstream_of(spec)
+        return upstream.pin(spec) if upstream is not None else None
 
     def upstream_of(self, name: str) -> Upstream | None:
         """The upstream whose prefix the name carries (or, unprefixed, that lists it), up or down, or None."""

@@ -120,8 +120,8 @@ class Channel:
         params = {"requestId": request_id, "reason": "the gateway's caller gave up on the call"}
         return self._envelope("notifications/cancelled", params, None)
 
-    def _answer(self, message: Any, size: int) -> Answer:
-        if size > self.max_bytes:
+    def _answer(self, message: Any, size: int, limit: int | None = None) -> Answer:
+        if size > (self.max_bytes if limit is None else limit):
             raise TooLarge(size)
         if not isinstance(message, dict):
             raise Malformed("the answer is not a JSON-RPC object")
@@ -212,7 +212,10 @@ class StdioChannel(Channel):
         self._close("the gateway closed the connection")
         await self._stack.aclose()
 
-    async def request(self, method: str, params: JSONObject, progress: ProgressFn) -> Answer:
+    async def request(
+        self, method: str, params: JSONObject, progress: ProgressFn, max_bytes: int | None = None
+    ) -> Answer:
+        """One request and its answer; ``max_bytes`` (default the channel's) bounds the answer's size."""
         request_id, data, _ = self._request(method, params)
         pending = self._pending[request_id] = _Pending(progress)
         try:
@@ -227,7 +230,7 @@ class StdioChannel(Channel):
             del self._pending[request_id]
         if pending.lost is not None:
             raise ConnectionLost(pending.lost)
-        return self._answer(pending.message, pending.size)
+        return self._answer(pending.message, pending.size, max_bytes)
 
     async def _send(self, data: JSONObject) -> None:
         if self._lost is not None:
@@ -349,12 +352,16 @@ class HttpChannel(Channel):
             merged[SESSION_HEADER] = self.session_id
         return merged
 
-    async def request(self, method: str, params: JSONObject, progress: ProgressFn) -> Answer:
+    async def request(
+        self, method: str, params: JSONObject, progress: ProgressFn, max_bytes: int | None = None
+    ) -> Answer:
+        """One request and its answer; ``max_bytes`` (default the channel's) bounds the answer's size."""
         request_id, data, headers = self._request(method, params)
         body = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+        limit = self.max_bytes if max_bytes is None else max_bytes
         try:
             async with self.http.stream("POST", self.url, content=body, headers=self._headers(headers)) as response:
-                return await self._read(response, request_id, progress)
+                return await self._read(response, request_id, progress, limit)
         except httpx2.HTTPError as exc:
             raise ConnectionLost(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__) from None
         except anyio.get_cancelled_exc_class():
@@ -367,44 +374,44 @@ class HttpChannel(Channel):
         with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_WRITE_S), suppress(httpx2.HTTPError):
             await self.http.post(self.url, json=data, headers=self._headers(headers))
 
-    async def _read(self, response: httpx2.Response, request_id: str, progress: ProgressFn) -> Answer:
+    async def _read(self, response: httpx2.Response, request_id: str, progress: ProgressFn, limit: int) -> Answer:
         kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if response.status_code == 404 and self.session_id is not None:
             raise ConnectionLost("the upstream no longer knows its session (HTTP 404)")
         if response.status_code >= 300 or response.status_code == 202:  # a redirect is not followed
             if kind == "application/json":
                 with suppress(ValueError, TooLarge, Malformed):
-                    self._answer(json.loads(await self._body(response)), 0)  # a JSON-RPC error answer raises
+                    self._answer(json.loads(await self._body(response, limit)), 0)  # a JSON-RPC error answer raises
             raise Malformed(f"it answered HTTP {response.status_code}")
         if kind == "application/json":
-            body = await self._body(response)
+            body = await self._body(response, limit)
             try:
                 message = json.loads(body)
             except ValueError:
                 raise Malformed("its JSON body does not parse") from None
-            return self._answer(message, len(body))
+            return self._answer(message, len(body), limit)
         if kind == "text/event-stream":
-            return await self._events(response, request_id, progress)
+            return await self._events(response, request_id, progress, limit)
         raise Malformed(f"it answered content type {kind or 'none'!r}")
 
-    async def _body(self, response: httpx2.Response) -> bytes:
+    async def _body(self, response: httpx2.Response, limit: int) -> bytes:
         declared = response.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+        if declared is not None and declared.isdigit() and int(declared) > limit:
             raise TooLarge(int(declared))
         body = bytearray()
         async for chunk in response.aiter_bytes():
             body += chunk
-            if len(body) > self.max_bytes:
+            if len(body) > limit:
                 raise TooLarge(len(body), exact=False)
         return bytes(body)
 
-    async def _events(self, response: httpx2.Response, request_id: str, progress: ProgressFn) -> Answer:
+    async def _events(self, response: httpx2.Response, request_id: str, progress: ProgressFn, limit: int) -> Answer:
         try:
-            async for event in httpx2.EventSource(response, max_event_size=max(4 * self.max_bytes, STDIO_LINE_FLOOR)):
+            async for event in httpx2.EventSource(response, max_event_size=max(4 * limit, STDIO_LINE_FLOOR)):
                 if event.event != "message" or not event.data:
                     continue  # a priming event (resumability) or one that is not MCP's
                 size = len(event.data.encode())
-                if size > self.max_bytes:
+                if size > limit:
                     raise TooLarge(size)
                 try:
                     message = json.loads(event.data)
@@ -414,13 +421,13 @@ class HttpChannel(Channel):
                     raise Malformed("an event of its answer stream is not a JSON-RPC object")
                 method = message.get("method")
                 if method is None and message.get("id") == request_id:
-                    return self._answer(message, size)
+                    return self._answer(message, size, limit)
                 if method == "notifications/progress" and isinstance(message.get("params"), dict):
                     await _report(progress, message["params"])
                 elif method is not None and "id" in message:
                     await self._decline(message)
         except httpx2.SSEError:
-            raise TooLarge(4 * self.max_bytes, exact=False) from None
+            raise TooLarge(4 * limit, exact=False) from None
         raise ConnectionLost("its answer stream ended without an answer")
 
     async def _decline(self, request: JSONObject) -> None:

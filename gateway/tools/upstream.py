@@ -7,15 +7,19 @@ by the URIs and URI templates each upstream listed when it connected, and a URI 
 name is what role files grant and what the ledger records; its URI is the read's argument.
 
 Each upstream lives in its own supervisor task, which holds the connection open: the SDK's client connects
-and lists over it, and calls, reads and prompts go over it as raw JSON-RPC (``gateway/tools/jsonrpc.py``),
-their answers passed on as the upstream sent them (``gateway/tools/forwarded.py``). When the connection
-closes (the server died), the supervisor reconnects with backoff and a call in flight answers a clear tool
-error; it is never retried behind the caller's back, since it may have had side effects.
+over it, its listings are read within bounds (``gateway/tools/listing.py``) and each definition is checked
+against its pin (``gateway/tools/pins.py``: one not pinned is quarantined, listed to nobody and refused when
+called), and calls, reads and prompts go over it as raw JSON-RPC (``gateway/tools/jsonrpc.py``), their
+answers passed on as the upstream sent them (``gateway/tools/forwarded.py``). A ``list_changed`` notification
+(or, on 2026-07-28, a ``subscriptions/listen`` event) has it listed again and checked again. When the
+connection closes (the server died) or a listing crosses a bound, the supervisor reconnects with backoff and
+a call in flight answers a clear tool error; it is never retried behind the caller's back, since it may have
+had side effects.
 
-    pool = UpstreamPool(config.upstreams)
+    pool = UpstreamPool(config.upstreams, pins=Pins(db, ledger, lockfile))
     async with anyio.create_task_group() as tg:
         await pool.start(tg)
-        pool.specs()      # ToolSpecs for every upstream tool that is up
+        pool.specs()      # ToolSpecs for every upstream tool that is up and pinned
 """
 
 from __future__ import annotations
@@ -24,10 +28,10 @@ import fnmatch
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import anyio
 import mcp_types as mt
@@ -36,12 +40,15 @@ from anyio.abc import TaskGroup
 from mcp import Client, MCPError
 from mcp.client.stdio import get_default_environment
 from mcp.shared._httpx_utils import create_mcp_http_client
+from pydantic import BaseModel, ValidationError
 
-from gateway.config import UpstreamConfig
+from gateway.config import ListingLimits, UpstreamConfig
 from gateway.errors import ResultTooLarge, ToolFailed, UpstreamMalformed, UpstreamUnavailable
 from gateway.sandbox import Confinement, Sandbox
 from gateway.tools.forwarded import Forwarded
 from gateway.tools.jsonrpc import ConnectionLost, HttpChannel, Malformed, RemoteError, StdioChannel, TooLarge
+from gateway.tools.listing import ListingRefused, list_all, no_progress
+from gateway.tools.pins import INSTRUCTIONS, Definition, Pins, PinStatus
 from gateway.types import JSONObject, ProgressFn, ToolInvocation, ToolSpec
 
 log = structlog.get_logger("gateway.upstream")
@@ -75,17 +82,22 @@ class Upstream:
         sandbox: Sandbox | None = None,
         confine: Confine | None = None,
         max_read_bytes: int = 1_048_576,
+        pins: Pins | None = None,
+        listing: ListingLimits | None = None,
     ) -> None:
         self.prefix = prefix
         self.names_prefix = prefix if config.prefixed else None
         self.config = config
         self.sandbox = sandbox
         self.confinement = confine(config) if confine is not None else None
-        self.client: Client | None = None  # the SDK's: connects, lists, completes
-        self.channel: StdioChannel | HttpChannel | None = None  # the same connection, for calls, reads, prompts
+        self.client: Client | None = None  # the SDK's: connects, completes
+        self.channel: StdioChannel | HttpChannel | None = None  # the same connection: listings, calls, reads, prompts
         self.tools: list[mt.Tool] = []
         self.by_name: dict[str, ToolSpec] = {}  # kept while down, so calls get "down", not "unknown tool"
         self.catalog = Readables()  # its resources, templates and prompts, as listed when it connected
+        self.definitions: dict[tuple[str, str], Definition] = {}  # everything it listed, as pinned
+        self.pins = pins  # None: nothing is pinned, so nothing is served (fail closed)
+        self.listing = config.listing or listing or ListingLimits()
         self.completions = False  # whether it offers completion/complete
         self.max_read_bytes = max_read_bytes
         self.state: Literal["starting", "up", "down"] = "starting"
@@ -93,10 +105,12 @@ class Upstream:
         self.restarts = 0
         self.first_attempt = anyio.Event()
         self._lost = anyio.Event()
+        self._wake = anyio.Event()  # set when the connection is lost or the upstream says a list changed
+        self._changed = False
 
     async def supervise(self) -> None:
         # a previous run's channel, closed when that run stopped, set the old event: start from a fresh one
-        self._lost = anyio.Event()
+        self._lost, self._wake = anyio.Event(), anyio.Event()
         try:
             await self._keep_connected()
         finally:  # cancelled with the gateway: nothing may use the closed session afterwards
@@ -108,27 +122,141 @@ class Upstream:
             try:
                 async with AsyncExitStack() as stack:
                     channel = await self._channel(stack)
-                    # the SDK connects (either era) and lists; calls, reads and prompts go raw on the channel
-                    client = await stack.enter_async_context(Client(channel.transport(), mode="auto"))
+                    # the SDK connects (either era); listings, calls, reads and prompts go raw on the channel
+                    client = Client(channel.transport(), mode="auto", message_handler=self._on_message, cache=None)
+                    client = await stack.enter_async_context(client)
                     channel.adopt(client)
-                    self.tools = await _list_all(client)
-                    self.by_name = {spec.name: spec for spec in map(self._spec, self.tools)}
-                    self.catalog = await self._list_readables(client)
+                    await self._load(client, channel)
                     self.completions = client.server_capabilities.completions is not None
                     self.client, self.channel, self.state, self.error = client, channel, "up", None
                     self.first_attempt.set()
                     log.info("upstream up", upstream=self.prefix, tools=len(self.tools), era=client.protocol_version)
                     backoff = 0.5
-                    await self._lost.wait()
+                    await self._serve(client, channel)
             except Exception as exc:  # any failure to connect or list is reported, then retried
                 self.error = _describe(exc)
                 log.warning("upstream failed", upstream=self.prefix, error=self.error)
             self.client, self.channel, self.state = None, None, "down"
-            self._lost = anyio.Event()
+            self._lost, self._wake, self._changed = anyio.Event(), anyio.Event(), False
             self.first_attempt.set()
             await anyio.sleep(backoff)
             backoff = min(backoff * 2, BACKOFF_MAX_S)
             self.restarts += 1
+
+    async def _serve(self, client: Client, channel: StdioChannel | HttpChannel) -> None:
+        """Until the connection is lost: list again whenever the upstream says a list changed (a listing
+        that fails ends the connection, to be made again)."""
+        async with anyio.create_task_group() as tg:
+            if channel.modern:  # 2026-07-28: list_changed comes as events on a subscriptions/listen stream
+                tg.start_soon(self._listen, client)
+            while True:
+                await self._wake.wait()
+                self._wake = anyio.Event()
+                if self._lost.is_set():
+                    break
+                if self._changed:
+                    self._changed = False
+                    log.info("upstream lists changed; listing again", upstream=self.prefix)
+                    await self._load(client, channel)
+            tg.cancel_scope.cancel()
+
+    def _note_lost(self) -> None:
+        self._lost.set()
+        self._wake.set()
+
+    def _note_changed(self) -> None:
+        self._changed = True
+        self._wake.set()
+
+    async def _on_message(self, message: Any) -> None:
+        """The SDK session's notifications (handshake era): a list_changed has the upstream listed again."""
+        if isinstance(message, LIST_CHANGED):
+            self._note_changed()
+
+    async def _listen(self, client: Client) -> None:
+        capabilities = client.server_capabilities  # asked of every list it has: it acks what it honours
+        wanted = {
+            "tools_list_changed": capabilities.tools is not None,
+            "resources_list_changed": capabilities.resources is not None,
+            "prompts_list_changed": capabilities.prompts is not None,
+        }
+        if not any(wanted.values()):
+            return
+        try:
+            async with client.listen(**wanted) as events:
+                async for _ in events:
+                    self._note_changed()
+        except Exception as exc:  # a stream it does not offer, or one that ended: it is listed at reconnect
+            log.info("upstream list_changed stream ended", upstream=self.prefix, error=_describe(exc))
+
+    async def _load(self, client: Client, channel: StdioChannel | HttpChannel) -> None:
+        """Read every listing within bounds, check each definition against its pin, then swap them in."""
+        capabilities = client.server_capabilities
+        limits = self.listing
+        tools = [_model(mt.Tool, i, "tools/list") for i in await list_all(channel, "tools/list", "tools", limits)]
+        definitions = [self._definition("tool", item, exposed_name(self.names_prefix, t.name)) for item, t in tools]
+        readables = Readables()
+        if capabilities.resources is not None:
+            for item in await list_all(channel, "resources/list", "resources", limits):
+                _, resource = _model(mt.Resource, item, "resources/list")
+                spec = self._resource_spec(resource.name, resource.uri)
+                if not self.config.pin_resources:  # the operator's choice: served as listed, never held back
+                    readables.add_resource(replace(spec, pin_key=None), resource)
+                    continue
+                spec = readables.add_resource(spec, resource)
+                definitions.append(self._definition("resource", item, spec.name))
+            for item in await list_all(channel, "resources/templates/list", "resourceTemplates", limits):
+                _, template = _model(mt.ResourceTemplate, item, "resources/templates/list")
+                spec = readables.add_template(self._resource_spec(template.name, None, template.uri_template), template)
+                definitions.append(self._definition("resource_template", item, spec.name))
+        if capabilities.prompts is not None:
+            for item in await list_all(channel, "prompts/list", "prompts", limits):
+                _, prompt = _model(mt.Prompt, item, "prompts/list")
+                spec = readables.add_prompt(self._prompt_spec(prompt), prompt)
+                definitions.append(self._definition("prompt", item, spec.name))
+        instructions = client.instructions
+        server: JSONObject = {"instructions": instructions} if instructions is not None else {}
+        definitions.append(self._definition("server", server, f"{self.prefix}:instructions"))
+        keyed: dict[tuple[str, str], Definition] = {}
+        for definition in definitions:
+            if definition.key in keyed:
+                raise ListingRefused(f"it lists the {definition.kind} {definition.name[:80]!r} twice")
+            keyed[definition.key] = definition
+        if self.pins is not None:
+            await anyio.to_thread.run_sync(self.pins.reconcile, self.prefix, definitions)
+        self.tools = [t for _, t in tools]
+        self.by_name = {spec.name: spec for spec in (self._spec(t) for t in self.tools)}
+        self.catalog, self.definitions = readables, keyed
+
+    def _definition(self, kind: str, body: JSONObject, exposed: str) -> Definition:
+        try:
+            definition = Definition.of(kind, body, exposed)
+        except ValueError as exc:
+            raise ListingRefused(f"its {kind} {exposed!r} is not JSON a digest can be taken of: {exc}") from None
+        if definition.size > self.listing.definition_bytes:
+            raise ListingRefused(
+                f"its {kind} {definition.name[:80]!r} is {definition.size} bytes as canonical JSON; the bound is "
+                f"{self.listing.definition_bytes} (limits.upstream_listing.definition_bytes, or its listing)"
+            )
+        return definition
+
+    def statuses(self) -> dict[tuple[str, str], PinStatus]:
+        """Each listed definition against the pins as the store holds them now (another process may have
+        approved a change): without pins, every one is new."""
+        if self.pins is None or not self.definitions:
+            return {key: PinStatus("new", d.digest, None) for key, d in self.definitions.items()}
+        return self.pins.statuses(self.prefix, self.definitions.values())
+
+    def held(self) -> set[tuple[str, str]]:
+        """The keys of the listed definitions that are quarantined."""
+        return {key for key, status in self.statuses().items() if status.quarantined}
+
+    def pin(self, spec: ToolSpec) -> PinStatus:
+        """The pin status of one of its definitions; one it does not list (any more) is new."""
+        definition = self.definitions.get(spec.pin_key) if spec.pin_key else None
+        if definition is None or self.pins is None:
+            return PinStatus("new", definition.digest if definition else "", None)
+        return self.pins.status(self.prefix, definition, self.definitions.get(("server", INSTRUCTIONS)))
 
     async def _channel(self, stack: AsyncExitStack) -> StdioChannel | HttpChannel:
         if self.config.url is not None:
@@ -140,7 +268,7 @@ class Upstream:
         if self.confinement is not None and self.sandbox is not None:
             argv = self.sandbox.command(self.confinement, argv)  # SandboxUnavailable: the server stays down
         env = {**get_default_environment(), **self.config.env}
-        return StdioChannel(argv, env, self.config.cwd, self.max_read_bytes, on_lost=lambda: self._lost.set())
+        return StdioChannel(argv, env, self.config.cwd, self.max_read_bytes, on_lost=self._note_lost)
 
     def connected(self) -> StdioChannel | HttpChannel:
         if self.channel is None:
@@ -156,10 +284,10 @@ class Upstream:
 
     async def read(self, uri: str) -> Forwarded:
         """resources/read, its contents refused whole when over ``limits.max_read_bytes``."""
-        return await self._forward("resources/read", {"uri": uri}, _no_progress, what=f"resource {uri!r}")
+        return await self._forward("resources/read", {"uri": uri}, no_progress, what=f"resource {uri!r}")
 
     async def prompt(self, name: str, arguments: dict[str, str]) -> Forwarded:
-        return await self._forward("prompts/get", {"name": name, "arguments": arguments}, _no_progress)
+        return await self._forward("prompts/get", {"name": name, "arguments": arguments}, no_progress)
 
     async def _forward(self, method: str, params: JSONObject, progress: ProgressFn, what: str = "") -> Forwarded:
         """One request on the channel; its failures as the gateway's errors. A lost connection restarts the
@@ -171,7 +299,7 @@ class Upstream:
                 answer = await channel.request(method, params, progress)
             return Forwarded.checked(method, answer.result, answer.size)
         except ConnectionLost as exc:
-            self._lost.set()
+            self._note_lost()
             raise UpstreamUnavailable(
                 f"upstream {self.prefix!r} closed the connection during the call ({exc}); it is being restarted. "
                 "The call may or may not have taken effect.",
@@ -206,19 +334,6 @@ class Upstream:
             log.info("upstream completion failed", upstream=self.prefix, error=_describe(exc))
             return EMPTY_COMPLETION
 
-    async def _list_readables(self, client: Client) -> Readables:
-        capabilities = client.server_capabilities
-        readables = Readables()
-        if capabilities.resources is not None:
-            for resource in await _list_pages(client.session.list_resources, "resources"):
-                readables.add_resource(self._resource_spec(resource.name, resource.uri), resource)
-            for template in await _list_pages(client.session.list_resource_templates, "resource_templates"):
-                readables.add_template(self._resource_spec(template.name, None, template.uri_template), template)
-        if capabilities.prompts is not None:
-            for prompt in await _list_pages(client.session.list_prompts, "prompts"):
-                readables.add_prompt(self._prompt_spec(prompt), prompt)
-        return readables
-
     def _resource_spec(self, name: str, uri: str | None, template: str | None = None) -> ToolSpec:
         """A resource (``uri``) or a template's resources as something the pipeline can judge: read-only by
         definition, its one argument the URI (the resource's own, or one the template matches), which names
@@ -242,6 +357,7 @@ class Upstream:
             argument_roles={"uri": "resource"},
             read_only=True,
             upstream_name=uri or template,
+            pin_key=("resource", uri) if uri is not None else ("resource_template", template or ""),
         )
 
     def _prompt_spec(self, prompt: mt.Prompt) -> ToolSpec:
@@ -263,10 +379,13 @@ class Upstream:
             handler=handler,
             read_only=True,
             upstream_name=prompt.name,
+            pin_key=("prompt", prompt.name),
         )
 
     def specs(self) -> list[ToolSpec]:
-        return list(self.by_name.values())
+        """Its tools as agents may see them: every one listed and pinned as listed."""
+        held = self.held()
+        return [spec for spec in self.by_name.values() if spec.pin_key not in held]
 
     def _spec(self, tool: mt.Tool) -> ToolSpec:
         roles: dict[str, str] = {}
@@ -290,6 +409,7 @@ class Upstream:
             commit_class=commit_class,
             read_only=read_only and not commit_class,
             upstream_name=tool.name,
+            pin_key=("tool", tool.name),
         )
 
 
@@ -300,9 +420,12 @@ class UpstreamPool:
         sandbox: Sandbox | None = None,
         confine: Confine | None = None,
         max_read_bytes: int = 1_048_576,
+        pins: Pins | None = None,
+        listing: ListingLimits | None = None,
     ) -> None:
         self.upstreams = {
-            prefix: Upstream(prefix, config, sandbox, confine, max_read_bytes) for prefix, config in configs.items()
+            prefix: Upstream(prefix, config, sandbox, confine, max_read_bytes, pins, listing)
+            for prefix, config in configs.items()
         }
 
     async def start(self, tg: TaskGroup, timeout: float = START_TIMEOUT_S) -> None:
@@ -326,17 +449,25 @@ class UpstreamPool:
             return upstream
         return next((u for u in self.upstreams.values() if not u.config.prefixed and exposed in u.by_name), None)
 
-    def resources(self) -> list[tuple[ToolSpec, mt.Resource]]:
-        """Every listed resource with the spec that names it; a URI two upstreams list is left out."""
+    def resources(self, served: bool = False) -> list[tuple[ToolSpec, mt.Resource]]:
+        """Every listed resource with the spec that names it; a URI two upstreams list is left out.
+        ``served``: only those agents may see (pinned as listed)."""
         found = [item for u in self.upstreams.values() for item in u.catalog.resources.values()]
         counts = Counter(resource.uri for _, resource in found)
-        return [(spec, resource) for spec, resource in found if counts[resource.uri] == 1]
+        held = self._held() if served else None
+        return [(spec, r) for spec, r in found if counts[r.uri] == 1 and _shown(spec, held)]
 
-    def templates(self) -> list[tuple[ToolSpec, mt.ResourceTemplate]]:
-        return [item for u in self.upstreams.values() for item in u.catalog.templates]
+    def templates(self, served: bool = False) -> list[tuple[ToolSpec, mt.ResourceTemplate]]:
+        held = self._held() if served else None
+        return [item for u in self.upstreams.values() for item in u.catalog.templates if _shown(item[0], held)]
 
-    def prompts(self) -> list[tuple[ToolSpec, mt.Prompt]]:
-        return [item for u in self.upstreams.values() for item in u.catalog.prompts.values()]
+    def prompts(self, served: bool = False) -> list[tuple[ToolSpec, mt.Prompt]]:
+        held = self._held() if served else None
+        return [item for u in self.upstreams.values() for item in u.catalog.prompts.values() if _shown(item[0], held)]
+
+    def _held(self) -> set[tuple[str, tuple[str, str]]]:
+        """Every quarantined definition, as (provider, pin key)."""
+        return {(f"upstream:{u.prefix}", key) for u in self.upstreams.values() for key in u.held()}
 
     def resource(self, uri: str) -> ToolSpec | None:
         """The resource or template a URI belongs to: one an upstream listed, else the one template that
@@ -359,7 +490,13 @@ class UpstreamPool:
 
     def status(self) -> dict[str, dict[str, Any]]:
         return {
-            p: {"state": u.state, "tools": len(u.tools), "error": u.error, "restarts": u.restarts}
+            p: {
+                "state": u.state,
+                "tools": len(u.tools),
+                "quarantined": len(u.held()),
+                "error": u.error,
+                "restarts": u.restarts,
+            }
             for p, u in self.upstreams.items()
         }
 
@@ -373,14 +510,19 @@ class Readables:
         self.prompts: dict[str, tuple[ToolSpec, mt.Prompt]] = {}  # by exposed name
         self._names: set[str] = set()
 
-    def add_resource(self, spec: ToolSpec, resource: mt.Resource) -> None:
-        self.resources[resource.uri] = (self._unique(spec, resource.uri), resource)
+    def add_resource(self, spec: ToolSpec, resource: mt.Resource) -> ToolSpec:
+        spec = self._unique(spec, resource.uri)
+        self.resources[resource.uri] = (spec, resource)
+        return spec
 
-    def add_template(self, spec: ToolSpec, template: mt.ResourceTemplate) -> None:
-        self.templates.append((self._unique(spec, template.uri_template), template))
+    def add_template(self, spec: ToolSpec, template: mt.ResourceTemplate) -> ToolSpec:
+        spec = self._unique(spec, template.uri_template)
+        self.templates.append((spec, template))
+        return spec
 
-    def add_prompt(self, spec: ToolSpec, prompt: mt.Prompt) -> None:
+    def add_prompt(self, spec: ToolSpec, prompt: mt.Prompt) -> ToolSpec:
         self.prompts[spec.name] = (spec, prompt)
+        return spec
 
     def _unique(self, spec: ToolSpec, uri: str) -> ToolSpec:
         # resource names are titles, not keys: two of one upstream may share one; the URI tells them apart
@@ -388,6 +530,10 @@ class Readables:
             spec = replace(spec, name=f"{spec.name[:55]}_{hashlib.sha256(uri.encode()).hexdigest()[:8]}")
         self._names.add(spec.name)
         return spec
+
+
+def _shown(spec: ToolSpec, held: set[tuple[str, tuple[str, str]]] | None) -> bool:
+    return held is None or (spec.provider, spec.pin_key) not in held
 
 
 def _escapes(uri: str) -> bool:
@@ -413,30 +559,20 @@ def _unstamped(result: mt.CompleteResult) -> mt.CompleteResult:
     return result
 
 
-async def _list_pages(method: Callable[..., Awaitable[Any]], field: str) -> list[Any]:
-    found: list[Any] = []
-    cursor: str | None = None
-    while True:
-        page = await method(params=mt.PaginatedRequestParams(cursor=cursor))
-        found.extend(getattr(page, field))
-        cursor = page.next_cursor
-        if not cursor:
-            return found
+LIST_CHANGED = (mt.ToolListChangedNotification, mt.ResourceListChangedNotification, mt.PromptListChangedNotification)
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
-async def _list_all(client: Client) -> list[mt.Tool]:
-    tools: list[mt.Tool] = []
-    cursor: str | None = None
-    while True:
-        page = await client.list_tools(cursor=cursor)
-        tools.extend(page.tools)
-        cursor = page.next_cursor
-        if not cursor:
-            return tools
-
-
-async def _no_progress(progress: float, total: float | None, message: str | None) -> None:
-    return None
+def _model(model: type[ModelT], item: JSONObject, method: str) -> tuple[JSONObject, ModelT]:
+    """A listed item as sent (what is pinned) and as the SDK's model (what is served)."""
+    try:
+        return item, model.model_validate(item)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(item)"
+        raise ListingRefused(
+            f"{method} listed an item that is not a {model.__name__}: {where}: {first['msg']}"
+        ) from None
 
 
 def _describe(exc: BaseException) -> str:

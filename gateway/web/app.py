@@ -21,6 +21,8 @@ GET  /ui/approvals/{id}   ?answer=approve|deny: the confirmation step, the exact
 GET  /ui/tasks            the task board; /ui/tasks/{id}: a task, its attempts and its blocker report
 GET  /ui/deadletters      handoffs refused as malformed, kept whole (gateway/tasks/deadletters.py)
 GET  /ui/deadletters/{id} one dead letter: who, why, its trace, and its payload (secrets masked)
+GET  /ui/upstreams        upstream definitions held back (changed, new, renamed) with their diffs; pins; states
+POST /ui/upstreams        upstream, name, digest (the definition shown), comment, csrf: pins it (gateway/tools/pins.py)
 POST /ui/approvals        id, answer=approve|deny, binding (the call key shown on confirmation), comment, csrf
 POST /ui/login            token (and next); POST /ui/logout (csrf)
 
@@ -370,6 +372,37 @@ def ui_routes(gateway: Gateway) -> list[Route]:
         target = "/ui/approvals?" + render.query_string(settled=settled["id"], answer=settled["state"])
         return RedirectResponse(target, status_code=303)
 
+    def upstream_view() -> tuple[list[JSONObject], list[JSONObject], JSONObject, set[str]]:
+        return gateway.pins.changes(), gateway.pins.list(), gateway.pool.status(), set(gateway.pins.read_lock())
+
+    async def upstreams_page(
+        request: Request, principal: Principal, flash: str | None = None, status: int = 200
+    ) -> Response:
+        changes, pins, states, locked = await anyio.to_thread.run_sync(upstream_view)
+        approved = request.query_params.get("approved")
+        flash = flash or (f"approved {approved}: agents see it again" if approved else None)
+        csrf = reviewers.csrf(principal)
+        body = render.upstreams_body(changes, pins, states, locked, csrf, flash)
+        return html_page("Upstreams", body, status, principal, csrf, wide=True)
+
+    async def approve_definition(request: Request, principal: Principal) -> Response:
+        form = await request.form()
+        upstream, name = str(form.get("upstream") or ""), str(form.get("name") or "")
+        digest, comment = str(form.get("digest") or ""), str(form.get("comment") or "")
+        if not (upstream and name and digest.startswith("sha256:")):
+            return await upstreams_page(
+                request, principal, "the form must name the upstream, the definition and its digest", 400
+            )
+        try:
+            # bound to the digest the page showed: a definition seen since under another digest is not approved
+            approved = await anyio.to_thread.run_sync(
+                lambda: gateway.pins.approve(principal.agent, name, upstream, digest, comment=comment)
+            )
+        except ConfigError as exc:
+            return await upstreams_page(request, principal, exc.message, 409)
+        target = "/ui/upstreams?" + render.query_string(approved=", ".join(a["exposed"] for a in approved))
+        return RedirectResponse(target, status_code=303)
+
     async def tasks_page(request: Request, principal: Principal) -> Response:
         tasks = await anyio.to_thread.run_sync(gateway.board.list)
         return html_page(
@@ -441,6 +474,8 @@ def ui_routes(gateway: Gateway) -> list[Route]:
         Route("/ui/tasks/{task_id}", guarded(task_page), methods=["GET"]),
         Route("/ui/deadletters", guarded(deadletters_page), methods=["GET"]),
         Route("/ui/deadletters/{deadletter_id}", guarded(deadletter_page), methods=["GET"]),
+        Route("/ui/upstreams", guarded(upstreams_page), methods=["GET"]),
+        Route("/ui/upstreams", guarded(approve_definition, post=True), methods=["POST"]),
         Route("/ui/login", login, methods=["POST"]),
         Route("/ui/logout", guarded(logout, post=True), methods=["POST"]),
     ]

@@ -105,6 +105,9 @@ pre.arguments{max-height:30em;overflow:auto}
 table.attempts td:nth-child(-n+4){white-space:nowrap}
 table.attempts pre{max-height:12em;overflow:auto;max-width:40em}
 h3{font-size:1em;margin:1em 0 .4em}
+pre.diff{max-height:30em;overflow:auto}
+pre.diff .add{background:#e6ffec;display:block}
+pre.diff .del{background:#ffebe9;display:block}
 """
 
 LAYOUT = Template(
@@ -133,6 +136,7 @@ HEADER = Template(
 <a href="/ui/approvals">Approvals</a>
 <a href="/ui/tasks">Tasks</a>
 <a href="/ui/deadletters">Dead letters</a>
+<a href="/ui/upstreams">Upstreams</a>
 <span class="who">signed in as $who</span>
 <form method="post" action="/ui/logout"><input type="hidden" name="csrf" value="$csrf"><button>Sign out</button></form>
 </header>"""
@@ -476,7 +480,15 @@ def _approval_rows(approval: JSONObject, now: str) -> list[tuple[str, str]]:
     request = approval.get("request") or {}
     decision = request.get("decision") or {}
     arguments = request.get("arguments")
+    channel = approval.get("channel")
     rows = [
+        (
+            "Channel",
+            f"<code>{esc(channel)}</code>"
+            if channel
+            else "<b class='unconfined'>none recorded: authorises no call</b>",
+        ),
+        ("Runs", _where(approval)),
         ("Rule", " ".join(f"<code class='rule'>{esc(r)}</code>" for r in decision.get("rules") or []) or "-"),
         ("Reasons", _items(decision.get("reasons")) if decision.get("reasons") else "-"),
         (
@@ -491,9 +503,19 @@ def _approval_rows(approval: JSONObject, now: str) -> list[tuple[str, str]]:
             esc(day_time(approval["expires"])) + " UTC" + (" <b>(expired)</b>" if approval["expires"] <= now else ""),
         ),
     ]
+    unused = request.get("approvals_not_used") or []
+    if unused:
+        rows.append(("Not used", _items([f"{u.get('id')}: {u.get('why')}" for u in unused])))
     if request.get("trace_id"):
         rows.append(("Trace", f'<a href="{esc(trace_href(request["trace_id"]))}">{esc(request["trace_id"])}</a>'))
     return rows
+
+
+def _where(approval: JSONObject) -> str:
+    """Where the approved call runs, in words; unconfined in bold, as the trace page marks it."""
+    where = esc(approval.get("where"))
+    confinement = approval.get("confinement") or {}
+    return f"<strong class='unconfined'>{where}</strong>" if not confinement.get("confined") else where
 
 
 def _approval_header(approval: JSONObject) -> str:
@@ -559,7 +581,8 @@ def confirm_body(approval: JSONObject, answer: str, csrf: str, now: str) -> str:
     arguments = request.get("arguments")
     verb = "Approve" if answer == "approve" else "Deny"
     effect = (
-        "the agent's retry of exactly this call (same agent, role, task, tool and arguments) runs once"
+        "the agent's retry of exactly this call (same agent, role, task, tool and arguments, on the same channel, "
+        "in the same confinement) runs once"
         if answer == "approve"
         else "the agent's retry of this call is refused"
     )
@@ -771,6 +794,103 @@ def task_body(task: JSONObject, steps: list[Step]) -> str:
         + (f"<h2>Steps</h2>{history}" if history else "")
         + "<p><a href='/ui/tasks'>all tasks</a></p>"
     )
+
+
+UPSTREAM_APPROVE_FORM = Template(
+    """<form method="post" action="/ui/upstreams" class="settle">
+<input type="hidden" name="csrf" value="$csrf">
+<input type="hidden" name="upstream" value="$upstream">
+<input type="hidden" name="name" value="$name">
+<input type="hidden" name="digest" value="$digest">
+<label for="comment-$n">Comment (kept in the ledger)</label>
+<textarea id="comment-$n" name="comment" rows="2" maxlength="$max"></textarea>
+<p><button class="approve" type="submit">Approve this definition</button></p>
+</form>"""
+)
+
+
+def diff_html(diff: str) -> str:
+    """A unified diff, every line escaped, additions and removals marked."""
+    lines = []
+    for line in diff.splitlines():
+        kind = "add" if line.startswith("+") and not line.startswith("+++") else ""
+        kind = "del" if line.startswith("-") and not line.startswith("---") else kind
+        lines.append(f"<span class='{kind}'>{esc(line, 2000)}</span>" if kind else esc(line, 2000))
+    return "<pre class='diff'>" + "\n".join(lines) + "</pre>"
+
+
+def upstreams_body(
+    changes: list[JSONObject],
+    pins: list[JSONObject],
+    status: JSONObject,
+    locked: set[str],
+    csrf: str,
+    flash: str | None,
+) -> str:
+    """Held-back upstream definitions, each with its diff and an approve form bound to its digest; the pins;
+    each upstream's state (a listing over its bounds shows here as its error)."""
+    parts = ["<h1>Upstream definitions</h1>"]
+    if flash:
+        parts.append(f"<p class='flash'>{esc(flash)}</p>")
+    parts.append(
+        "<p class='muted'>A definition an upstream changed, added or renamed since it was pinned is held back: "
+        "agents do not see it and its calls are refused until it is approved here or with "
+        "<code>gateway upstreams approve</code>. Approving pins the definition shown, by its digest.</p>"
+    )
+    parts.append(f"<h2>Held back ({len(changes)})</h2>")
+    if not changes:
+        parts.append("<p class='muted'>nothing: every listed definition is pinned</p>")
+    for n, change in enumerate(changes):
+        renamed = f" (renamed from <code>{esc(change['renamed_from'])}</code>)" if change.get("renamed_from") else ""
+        note = (
+            f"<p class='muted'>gateway-upstreams.lock lists {esc(change['upstream'])}: after approving, run "
+            "<code>gateway upstreams lock</code> and commit it (the CLI's approve does both)</p>"
+            if change["upstream"] in locked
+            else ""
+        )
+        rows = [
+            ("Upstream", esc(change["upstream"])),
+            ("Kind", esc(change["kind"])),
+            ("Digest", f"<code class='digest'>{esc(change['digest'])}</code>"),
+            ("Pinned", f"<code class='digest'>{esc(change.get('pinned_digest') or '-')}</code>"),
+            ("Seen", f"{esc(day_time(change['first_seen']))} .. {esc(day_time(change['last_seen']))}"),
+            ("Change", diff_html(change["diff"])),
+        ]
+        form = UPSTREAM_APPROVE_FORM.substitute(
+            csrf=esc(csrf),
+            upstream=esc(change["upstream"]),
+            name=esc(change["name"]),
+            digest=esc(change["digest"]),
+            n=n,
+            max=MAX_COMMENT,
+        )
+        parts.append(
+            f"<article class='pending' data-definition='{esc(change['exposed'])}'>"
+            f"<header>{_badge(change['status'])} <code class='tool'>{esc(change['exposed'])}</code>{renamed}</header>"
+            + _dl(rows)
+            + note
+            + form
+            + "</article>"
+        )
+    parts.append(
+        "<h2>Upstreams</h2><table><tr><th>upstream</th><th>state</th><th>tools</th><th>held back</th>"
+        "<th>error</th></tr>"
+    )
+    for name, state in sorted(status.items()):
+        parts.append(
+            f"<tr><td>{esc(name)}</td><td>{esc(state['state'])}</td><td>{esc(state['tools'])}</td>"
+            f"<td>{esc(state['quarantined'])}</td><td>{esc(state['error'] or '-', 500)}</td></tr>"
+        )
+    parts.append("</table><h2>Pinned</h2>")
+    head = "<tr><th>upstream</th><th>kind</th><th>name</th><th>digest</th><th>from</th><th>by</th><th>at</th></tr>"
+    rows_html = "".join(
+        f"<tr><td>{esc(p['upstream'])}</td><td>{esc(p['kind'])}</td><td><code>{esc(p['exposed'])}</code></td>"
+        f"<td><code>{esc(p['digest'][:23])}</code></td><td>{esc(p['source'])}</td><td>{esc(p['pinned_by'])}</td>"
+        f"<td>{esc(day_time(p['pinned_at']))}</td></tr>"
+        for p in pins
+    )
+    parts.append(f"<table>{head}{rows_html or '<tr><td colspan=7 class=muted>nothing pinned yet</td></tr>'}</table>")
+    return "\n".join(parts)
 
 
 def message_body(title: str, message: str, back: str = "/ui") -> str:
