@@ -518,8 +518,7 @@ class Checkpoints:
     def _git(self, where: Where) -> Iterator[Repo]:
         """git for a rollback's reads: through a shadow git dir when there is a repository."""
         if where.repository is None:
-            with contextlib.nullcontext(Repo(where.root)) as git:
-                yield git
+            yield Repo(where.root)
             return
         with shadow(where.root, where.repository) as git:
             yield git
