@@ -19,8 +19,10 @@ Five sections, on a scratch workspace (``gateway init``); the soak runs only whe
                 before the git wall: ``sandbox.mode: off``) and behind the wall, interleaved; p50 and p95
     soak        ``--calls`` tier-2 Claude Code hook decisions in a row (describe, decide, checkpoint), as a
                 developer's session makes them, one file changed before each; the median of each tenth of
-                the run (its wall time too), the last tenth over the first, a tier-1 decision every tenth call
-                for comparison, and what the vault and the repository hold at the end
+                the run (its wall time too), and every fifth call beside a fresh gateway's (a new workspace
+                each tenth): the last tenth over the first, raw and against the fresh one (what the machine's
+                other load does to both cancels out); a tier-1 decision every tenth call for comparison, and
+                what the vault and the repository hold at the end
 """
 
 from __future__ import annotations
@@ -171,9 +173,7 @@ async def deadline_section(gateway: Gateway) -> dict[str, Any]:
 
 def checkpoint_section(gateway: Gateway, runs: int) -> dict[str, Any]:
     root = gateway.config.workspace
-    for n in range(50):  # a small project: 50 files in 5 directories, one changed before each checkpoint
-        (root / "src" / f"m{n % 5}").mkdir(exist_ok=True)
-        (root / "src" / f"m{n % 5}" / f"f{n}.py").write_text(f"x = {n}\n" * 20)
+    small_project(root)  # one file changed before each checkpoint
     walled = gateway.checkpoints
     bare = Checkpoints(gateway.db, Sandbox(SandboxConfig(mode="off")), gateway.config)
     times: dict[str, list[float]] = {"unconfined": [], "walled": []}
@@ -199,56 +199,83 @@ def hook_event(command: str) -> str:
     )
 
 
-async def soak_section(gateway: Gateway, calls: int) -> dict[str, Any]:
-    root = gateway.config.workspace
-    for n in range(50):  # the checkpoint section's small project
+def small_project(root: Path) -> None:
+    """50 files in 5 directories under src/ (what the checkpoint and soak sections checkpoint)."""
+    for n in range(50):
         (root / "src" / f"m{n % 5}").mkdir(exist_ok=True)
         (root / "src" / f"m{n % 5}" / f"f{n}.py").write_text(f"x = {n}\n" * 20)
-    principal = Principal(agent="bench", role="developer")
-    tier2, tier1 = hook_event("rm -f src/scratch.tmp"), hook_event("ls src")
 
-    async def decide_hook(raw: str) -> tuple[float, Any]:
+
+class HookSession:
+    """A developer's Claude Code session on one gateway: hook decisions, timed, one file changed before each."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        self.root = gateway.config.workspace
+        small_project(self.root)
+        self.principal = Principal(agent="bench", role="developer")
+        self.calls = 0
+
+    async def decide(self, command: str) -> float:
+        (self.root / "src" / "m0" / "f0.py").write_text(f"x = {self.calls}\n")
+        self.calls += 1
         began = time.perf_counter()
-        call = await judge(gateway, hook_call("inprocess"), raw, lambda: principal)
-        return time.perf_counter() - began, call
+        call = await judge(self.gateway, hook_call("inprocess"), hook_event(command), lambda: self.principal)
+        took = time.perf_counter() - began
+        if command == TIER2 and (call.outcome != "allowed" or not call.safeguard):
+            raise RuntimeError(f"not a tier-2 call with a checkpoint: {call.outcome} {call.error}")
+        return took
 
+
+TIER2, TIER1 = "rm -f src/scratch.tmp", "ls src"
+
+
+async def soak_section(gateway: Gateway, calls: int) -> dict[str, Any]:
+    """The soaked gateway's tier-2 decisions, and every fifth one beside a fresh gateway's (a new workspace and
+    state dir each tenth of the run): the ratio of the two says how the soak grew, whatever else the machine did."""
+    soaked = HookSession(gateway)
     started = time.perf_counter()
-    times: list[float] = []
-    tier1_times: list[float] = []
-    tier2_paired: list[float] = []
-    ended_at: list[float] = []
-    for n in range(calls):
-        (root / "src" / "m0" / "f0.py").write_text(f"x = {n}\n")
-        took, call = await decide_hook(tier2)
-        if call.outcome != "allowed" or not call.safeguard:
-            raise RuntimeError(f"call {n} was not a tier-2 call with a checkpoint: {call.outcome} {call.error}")
-        times.append(took)
-        if n % 10 == 0:  # the two tiers side by side, now and then
-            tier1_times.append((await decide_hook(tier1))[0])
-            tier2_paired.append(took)
-        ended_at.append(time.perf_counter() - started)
     tenth = max(1, calls // 10)
-    windows = [
-        {
-            "calls": f"{i + 1}-{min(i + tenth, calls)}",
-            "p50_ms": statistics.median(times[i : i + tenth]) * 1000,
-            "ended_s": ended_at[min(i + tenth, calls) - 1],
-        }
-        for i in range(0, calls, tenth)
-    ]
+    windows: list[dict[str, Any]] = []
+    tier1: list[float] = []
+    tier2: list[float] = []
+    for first in range(0, calls, tenth):
+        control = HookSession(Gateway(init_workspace(scratch()), isolated=False))
+        for _ in range(3):  # its first checkpoint makes the vault and copies the history
+            await control.decide(TIER2)
+        times: list[float] = []
+        paired: list[tuple[float, float]] = []
+        for n in range(first, min(first + tenth, calls)):
+            took = await soaked.decide(TIER2)
+            times.append(took)
+            if (n - first) % 5 == 0:
+                paired.append((took, await control.decide(TIER2)))
+            if n % 10 == 0:  # the two tiers side by side, now and then
+                tier1.append(await soaked.decide(TIER1))
+                tier2.append(took)
+        windows.append(
+            {
+                "calls": f"{first + 1}-{min(first + tenth, calls)}",
+                "p50_ms": statistics.median(times) * 1000,
+                "fresh_p50_ms": statistics.median(f for _, f in paired) * 1000,
+                "over_fresh": statistics.median(s for s, _ in paired) / statistics.median(f for _, f in paired),
+                "ended_s": time.perf_counter() - started,
+            }
+        )
     vault = gateway.checkpoints.vault.path
     counts = dict(line.split(": ") for line in Repo(vault).run("count-objects", "-v").splitlines())
     return {
         "calls": calls,
         "windows": windows,
         "last_over_first": windows[-1]["p50_ms"] / windows[0]["p50_ms"],
-        "tier1_p50_ms": statistics.median(tier1_times) * 1000,
-        "tier2_p50_ms": statistics.median(tier2_paired) * 1000,
+        "growth_over_fresh": windows[-1]["over_fresh"] / windows[0]["over_fresh"],
+        "tier1_p50_ms": statistics.median(tier1) * 1000,
+        "tier2_p50_ms": statistics.median(tier2) * 1000,
         "vault_mb": sum(p.stat().st_size for p in vault.rglob("*") if p.is_file()) / 1e6,
         "vault_loose_objects": int(counts["count"]),
         "vault_packs": int(counts["packs"]),
         "vault_refs": len(gateway.checkpoints.vault.checkpoints()),
-        "repository_refs": len(Repo(root).run("for-each-ref", "refs/gateway/checkpoints/").splitlines()),
+        "repository_refs": len(Repo(soaked.root).run("for-each-ref", "refs/gateway/checkpoints/").splitlines()),
         "restorable": len(gateway.db.query("SELECT id FROM checkpoints WHERE ref IS NOT NULL")),
     }
 
@@ -313,12 +340,19 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def print_soak(soak: dict[str, Any]) -> None:
-    print(f"soak: {soak['calls']} tier-2 hook decisions (describe, decide, checkpoint) in a row; p50 by tenth")
-    for row in soak["windows"]:
-        print(f"  calls {row['calls']:>11}  {row['p50_ms']:7.1f} ms   (done at {row['ended_s']:6.0f} s)")
     print(
-        f"  last tenth / first tenth: {soak['last_over_first']:.2f}x; tier-2 {soak['tier2_p50_ms']:.1f} ms vs "
-        f"tier-1 {soak['tier1_p50_ms']:.1f} ms p50 (side by side, every tenth call)"
+        f"soak: {soak['calls']} tier-2 hook decisions (describe, decide, checkpoint) in a row; p50 by tenth, and "
+        "beside a fresh gateway's (every fifth call)"
+    )
+    for row in soak["windows"]:
+        print(
+            f"  calls {row['calls']:>11}  {row['p50_ms']:7.1f} ms   fresh {row['fresh_p50_ms']:7.1f} ms   "
+            f"soaked/fresh {row['over_fresh']:.2f}   (done at {row['ended_s']:6.0f} s)"
+        )
+    print(
+        f"  last tenth / first tenth: {soak['last_over_first']:.2f}x raw, {soak['growth_over_fresh']:.2f}x against a "
+        f"fresh gateway at the same moment; tier-2 {soak['tier2_p50_ms']:.1f} ms vs tier-1 "
+        f"{soak['tier1_p50_ms']:.1f} ms p50 (side by side, every tenth call)"
     )
     print(
         f"  at the end: vault {soak['vault_mb']:.1f} MB, {soak['vault_loose_objects']} loose objects, "
