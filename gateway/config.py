@@ -246,6 +246,19 @@ class SandboxConfig(Strict):
     cgroup_parent: str | None = None  # where to make them (a delegated cgroup); default: found
 
 
+class CheckpointsConfig(Strict):
+    """Tier-2 checkpoints (gateway/checkpoints/): what kind they are, and how many the vault keeps."""
+
+    # git: a commit of the working tree (and, in a repository's own checkout, refs, index, stashes); files:
+    # copies of the paths a call names. auto: what the workspace's layout was when `gateway init` (or this
+    # version's first start) recorded it in the state dir, never what the tree says at the time of a call
+    kind: Literal["auto", "git", "files"] = "auto"
+    keep: Annotated[int, Field(ge=1)] = 200  # the newest checkpoints a rollback can restore (all workspaces)
+    max_age_days: Annotated[float, Field(gt=0)] = 30  # older ones are pruned even within keep
+    repository_refs: Annotated[int, Field(ge=0)] = 5  # newest checkpoints also kept as refs in the repository
+    max_copy_mb: Annotated[int, Field(gt=0)] = 64  # a files checkpoint copies at most this; more: the call fails
+
+
 class EgressConfig(Strict):
     """What the egress proxy (gateway/egress.py) may connect to besides public internet addresses."""
 
@@ -314,6 +327,7 @@ class GatewayConfig(Strict):
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    checkpoints: CheckpointsConfig = Field(default_factory=CheckpointsConfig)
     egress: EgressConfig = Field(default_factory=EgressConfig)
     source: Path | None = Field(default=None, exclude=True)
 

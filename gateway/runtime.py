@@ -124,7 +124,8 @@ class Gateway:
         self.approvals = Approvals(self.db, self.ledger, ttl_s=config.approvals.ttl_s)
         # upstream definitions as pinned (first use, the operator's lockfile, a person's approval)
         self.pins = Pins(self.db, self.ledger, config.upstream_lockfile)
-        self.checkpoints = Checkpoints(self.db, config.checkpoints_dir, self.sandbox)
+        self.checkpoints = Checkpoints(self.db, self.sandbox, config, self.ledger)
+        self.checkpoints.layout()  # an older state dir gets its workspace's layout recorded now, not at a call
         # the verification commands the gateway runs itself are judged by the verify stack (built below)
         self.verification = Verification(self.judge_call, self.sandbox, config)
         self.board = TaskBoard(self.db, self.ledger, self.engine, config, self.verification)

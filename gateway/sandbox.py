@@ -238,13 +238,22 @@ class Sandbox:
             limits=limits,
         )
 
-    def git_wall(self, root: Path, writes: Sequence[Path] = ()) -> Wall:
+    def git_wall(
+        self,
+        root: Path,
+        writes: Sequence[Path] = (),
+        protect: Sequence[Path] = (),
+        sources: Sequence[Path] = (),
+    ) -> Wall:
         """The wall around the gateway's own git over a tree an agent can write (``Repo(root, wall=...)``).
 
         git lists a directory and then opens what it listed by path, so a directory the agent swaps for a
         symlink in between would make an unconfined git read the link's target; in here the gateway's state,
         other worktrees and key files are not there to be read. ``root`` is read-only, and so is the
-        repository, except ``writes`` (what git must write: the objects dir, a temporary index's dir).
+        repository, except ``writes`` (what git must write: the objects dir, a temporary index's dir), and
+        inside them ``protect`` again. ``sources`` are the gateway's own directories git must read although
+        they lie in a hidden one (the checkpoint vault a rollback fetches from): bound in read-only, the
+        rest stays hidden.
 
             wall = sandbox.git_wall(worktree, writes=[common / "objects", index_dir])
             Repo(worktree, wall=wall).run("add", "-A")
@@ -259,10 +268,12 @@ class Sandbox:
                 raise PathRefused(f"the gateway's git was not run: {absolute} holds or lies in a hidden path")
         real = Path(os.path.realpath(root))
         repository = common_dir(real)
-        # a task's worktree lies in the hidden worktrees dir: bound back in, then read-only again
+        # a task's worktree lies in the hidden worktrees dir: bound back in, then read-only again (and so are
+        # the gateway's sources)
         back = [real] if any(_within(real, h) for h in self.hidden) else []
+        back += [Path(os.path.realpath(p)) for p in sources]
         visible = [real, *([repository] if repository else [])]
-        confinement = self.confine(writable=[*back, *writes], cwd=real, protect=back, visible=visible)
+        confinement = self.confine(writable=[*back, *writes], cwd=real, protect=[*back, *protect], visible=visible)
         return functools.partial(self.command, confinement)
 
     @functools.cached_property
