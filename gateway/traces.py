@@ -883,8 +883,12 @@ def step_summary(step: Step) -> str:
             "strategy_shift": lambda: f"STRATEGY SHIFT: {clean(d.get('approach'))} (because {clean(d.get('reason'))})",
             "red_phase": lambda: (
                 f"red phase on base {_short(d.get('base'))}: "
-                + ("fails as it must" if d.get("failed") else "PASSES WITHOUT THE WORK")
-                + f" (exit codes {d.get('exit_codes')})"
+                + (
+                    f"NOT RUN ({clean('; '.join(map(str, d['not_run'])), 300)})"
+                    if d.get("not_run")
+                    else ("fails as it must" if d.get("failed") else "PASSES WITHOUT THE WORK")
+                    + f" (exit codes {d.get('exit_codes')})"
+                )
             ),
             "verification_timeout": lambda: f"verification TIMED OUT: {clean(d.get('command'), 200)}",
             "requeue": lambda: f"requeued by {clean(d.get('by'))} (was {clean(d.get('was'))})" + _why(d),

@@ -229,6 +229,57 @@ async def test_the_agent_that_worked_a_task_cannot_verify_approve_or_commit_it(c
         assert (await commit(gateway, intent_id)).structured_content["state"] == "committed"
 
 
+async def test_duty_judges_the_task_a_call_names_whatever_task_its_token_is_bound_to(config: Any, repo: Path) -> None:
+    """The red team's probe: an agent that worked T2, holding a credential bound to T1, verified T2 (the call
+    was judged against T1, which it never worked). Now a call is judged against the task it names: a token
+    bound to another task is refused, saying so, and one bound to the task itself meets the duty rule."""
+    async with started(config) as gateway:
+        await submit(gateway, "T1", ["src/a.py"], ["test -f src/a.py"])
+        await work(gateway, "T1", {"src/a.py": "A = 1\n"})
+        await submit(gateway, "T2", ["src/b.py"], ["test -f src/b.py"])
+        await work(gateway, "T2", {"src/b.py": "B = 1\n"}, agent="solo")
+
+        async def as_solo(role: str, bound: str, tool: str, arguments: dict[str, Any]) -> Any:
+            return await call(gateway, token(config, role, agent="solo", task=bound), tool, arguments)
+
+        elsewhere = await as_solo("verifier", "T1", "verify_run", {"task_id": "T2"})
+        assert elsewhere.is_error and "bound to task 'T1', not 'T2'" in text_of(elsewhere), text_of(elsewhere)
+        own = await as_solo("verifier", "T2", "verify_run", {"task_id": "T2"})
+        assert own.structured_content["decision"]["rules"] == ["duty.worker_grades_own_work"], text_of(own)
+        assert gateway.board.get("T2")["state"] == "reported", "nothing was verified"
+        intent_id = await approve(gateway, "T2")  # verified, proposed and approved by others
+        for role, tool in (("verifier", "intent_approve"), ("committer", "intent_commit")):
+            elsewhere = await as_solo(role, "T1", tool, {"intent_id": intent_id})
+            assert elsewhere.is_error and "bound to task 'T1', not 'T2'" in text_of(elsewhere), text_of(elsewhere)
+            own = await as_solo(role, "T2", tool, {"intent_id": intent_id})
+            assert "duty.worker_grades_own_work" in own.structured_content["decision"]["rules"], text_of(own)
+        for bound, why in (("T1", "bound to task 'T1', not 'T2'"), ("T2", "solo worked task 'T2'")):
+            report = (await as_solo("committer", bound, "merge_ceremony", {})).structured_content
+            assert report["merged"] == [] and report["tasks"]["T2"]["status"] == "REFUSED", report
+            assert why in report["tasks"]["T2"]["why"], report
+        assert gateway.intents.get(intent_id)["state"] == "approved" and not (repo / "src" / "b.py").exists()
+        # each refusal is recorded in T2's trace, judged against T2
+        solo = [r for r in ledger_rows(gateway) if (r.principal or {}).get("agent") == "solo" and r.outcome == "denied"]
+        assert len(solo) == 6 and {r.trace_id for r in solo} == {gateway.board.get("T2")["trace_id"]}
+
+
+async def test_a_red_phase_that_did_not_run_blocks_with_the_true_reason(config: Any, repo: Path) -> None:
+    """A verification command the policy does not let run (here it reaches the network: a person decides) has
+    no exit code on the base: that is not "passes on the base", and the blocker report says what happened."""
+    async with started(config) as gateway:
+        await submit(gateway, "T1", ["src/**"], ["curl -fsS https://example.com/ok"])
+        await work(gateway, "T1", FIX)
+        result = await call(gateway, token(config, "verifier", agent="v"), "verify_run", {"task_id": "T1"})
+        assert not result.structured_content["passed"]
+        task = gateway.board.get("T1")
+        assert task["state"] == "blocked" and "red phase missing" not in task["blocker"]["why"]
+        assert task["blocker"]["why"].startswith("red phase not established: the verification did not run"), task
+        assert "not run: the policy says ask" in task["blocker"]["why"], task["blocker"]["why"]
+        assert task["red"] is None and task["failures"] == 0, "nothing was learnt about the base, nor the work"
+        [red] = [r for r in ledger_rows(gateway, kind="task") if r.detail["action"] == "red_phase"]
+        assert red.outcome == "error" and red.detail["not_run"], red.detail
+
+
 async def test_the_handoff_shapes_of_the_source_material_are_accepted(config: Any, repo: Path) -> None:
     async with started(config) as gateway:
         await submit(

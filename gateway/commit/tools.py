@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from gateway.commit.intents import Intents
-from gateway.tasks.board import TaskBoard
+from gateway.tasks.board import TaskBoard, bound_to
 from gateway.tasks.models import TaskId
 from gateway.tools.base import Arguments, builtin, json_result
 from gateway.tools.catalog import Catalog
@@ -56,10 +56,12 @@ def intent_tools(
 
     async def intent_approve(args: IntentArgs, inv: ToolInvocation) -> mt.CallToolResult:
         intent = intents.get(args.intent_id)
+        bound_to(inv.principal, intent["task_id"])
         approved = intents.approve(args.intent_id, inv.principal, board.get(intent["task_id"]))
         return json_result({"intent_id": approved["id"], "state": approved["state"]})
 
     async def intent_commit(args: IntentArgs, inv: ToolInvocation) -> mt.CallToolResult:
+        bound_to(inv.principal, intents.get(args.intent_id)["task_id"])
         outcome = await committer().commit(args.intent_id, inv.principal, inv.progress)
         return json_result(outcome, is_error=outcome["state"] != "committed")
 

@@ -2,6 +2,12 @@
 sees as input.task and input.intent), its workspace (a worker's task worktree, or the workspace), its trace
 (the task's, else the session's) and the sandbox its commands will run in.
 
+The task a call is judged against is the task it names: its ``task_id`` (or the task of the record or
+manifest it hands off), or the task of the intent it names. A credential bound to another task is refused,
+saying so: separation of duty (policies/duty.rego) judges the task the call acts on, whatever task its
+token is bound to. A call that names no task is judged against the caller's: the one its token is bound to,
+else the one it last claimed.
+
     situate = Situate(board, intents, workspace, confinements)
     situate(call)          # call.workspace, call.task, call.intent, call.trace_id, call.confinement
 """
@@ -14,7 +20,7 @@ from gateway.commit.intents import Intents
 from gateway.effects.paths import Workspace
 from gateway.judge.call import Call, CallKind
 from gateway.judge.confine import Confinements
-from gateway.tasks.board import TaskBoard
+from gateway.tasks.board import TaskBoard, bound_to
 from gateway.tools.spec import GATEWAY
 from gateway.types import JSONObject
 
@@ -56,8 +62,22 @@ class Situate:
 
     def _locate(self, call: Call) -> None:
         assert call.principal is not None
-        task = self.board.task_for(call.principal)
-        named = call.arguments.get("task_id")
+        named = self._named(call)
+        task = self.board.task_for(call.principal) if named is None else self.board.find(named)
+        if task is not None:
+            call.trace_id = task["trace_id"]
+        elif call.origin.session_id:
+            call.trace_id = session_trace(call.origin.session_id)
+        if named is not None:
+            bound_to(call.principal, named)  # refused in the trace of the task it named
+        call.workspace = (self.board.workspace(task) if task else None) or self.workspace
+        call.task = self.board.policy_section(task) if task else None
+
+    def _named(self, call: Call) -> str | None:
+        """The task a call of one of the gateway's own tools names (an upstream's ``task_id`` is its own
+        business); the intent it names, as ``call.intent``."""
+        if call.spec is None or call.spec.provider != GATEWAY:
+            return None
         intent_ref = call.arguments.get("intent_id")
         if isinstance(intent_ref, str) and call.tool.startswith("intent_"):
             intent = self.intents.find(intent_ref)
@@ -65,12 +85,5 @@ class Situate:
                 call.intent = {k: intent[k] for k in INTENT_FACTS}
                 if intent["action"] == "merge":  # the merge's shape: the policy holds a mass deletion
                     call.intent["diff"] = self.board.merge_shape(intent["task_id"])
-                named = intent["task_id"]
-        if task is None and isinstance(named, str) and call.spec is not None and call.spec.provider == GATEWAY:
-            task = self.board.find(named)
-        call.workspace = (self.board.workspace(task) if task else None) or self.workspace
-        call.task = self.board.policy_section(task) if task else None
-        if task is not None:
-            call.trace_id = task["trace_id"]
-        elif call.origin.session_id:
-            call.trace_id = session_trace(call.origin.session_id)
+                return str(intent["task_id"])
+        return named_task(call.tool, call.arguments)

@@ -413,7 +413,7 @@ class TaskBoard:
         """A new attempt, clean from the base branch's tip. ``shift`` declares a new approach (with its reason);
         once an approach has used its attempts, the next claim must declare one (or the worker reports the
         task blocked)."""
-        self._bound(principal, task_id)
+        bound_to(principal, task_id)
         expires = _now() + timedelta(seconds=self.config.tasks.claim_ttl_s)
         with self.db.transaction() as tx:
             task = self._locked(tx, task_id)
@@ -635,6 +635,7 @@ class TaskBoard:
         """Red, then green: the manifest's verification must fail on the attempt's base (unless the planner
         said why no red phase applies) and pass on the task branch. A check that passes without the work
         does not establish that the work is done: the task blocks for the planner to amend it."""
+        bound_to(principal, task_id)
         task = self.get(task_id)
         if task["state"] not in ("reported", "verified"):
             raise TaskRefused(f"task {task_id!r} is {task['state']}; only a reported task can be verified")
@@ -660,6 +661,15 @@ class TaskBoard:
         red = task["red"] if task["red"] and task["red"]["base"] == task["base_commit"] else None
         if red is None and not manifest["no_red_phase"]:
             base_runs = await self.verification.run(commands, task["base_commit"], label="red phase ", **context)
+            unrun = [run.note for run in base_runs if run.exit_code is None]
+            if unrun:  # not "passes on the base": it did not run there, so the red phase says nothing yet
+                with self.db.transaction() as tx:
+                    self._event(tx, task_id, "red_phase", outcome="error", base=task["base_commit"], not_run=unrun)
+                why = (
+                    f"red phase not established: the verification did not run on the base commit "
+                    f"{task['base_commit'][:12]} ({'; '.join(unrun)})"
+                )
+                return self._not_established(task, principal, commit, why)
             red = {
                 "base": task["base_commit"],
                 "exit_codes": [run.exit_code for run in base_runs],
@@ -677,6 +687,9 @@ class TaskBoard:
             )
             return self._not_established(task, principal, commit, why)
         runs = await self.verification.run(commands, commit, **context)
+        refused = [run.note for run in runs if run.refused]
+        if refused:  # the work was not graded: not the worker's failure
+            return self._not_established(task, principal, commit, f"verification not run: {'; '.join(refused)}")
         verification = VerificationResult(
             task_id=task_id,
             commit=commit,
@@ -841,12 +854,8 @@ class TaskBoard:
             return f"task {task['id']!r} is quarantined after a scope violation; a human must review it"
         return f"task {task['id']!r} is {task['state']}; there is nothing to claim"
 
-    def _bound(self, principal: Principal, task_id: str) -> None:
-        if principal.task and principal.task != task_id:
-            raise TaskRefused(f"this credential is bound to task {principal.task!r}, not {task_id!r}")
-
     def _held(self, tx: Transaction, task_id: str, principal: Principal) -> JSONObject:
-        self._bound(principal, task_id)
+        bound_to(principal, task_id)
         task = self._locked(tx, task_id)
         if task["state"] != "claimed" or task["owner"] != principal.agent:
             raise TaskRefused(f"you do not hold task {task_id!r} (it is {task['state']}); claim it first")
@@ -897,6 +906,12 @@ class TaskBoard:
     def _ready(self, task: JSONObject, states: dict[str, str]) -> bool:
         claimable = task["state"] == "open" or (task["state"] == "claimed" and _expired(task))
         return claimable and all(states.get(d) == "committed" for d in task["manifest"]["depends_on"])
+
+
+def bound_to(principal: Principal, task_id: str) -> None:
+    """Refuses a credential bound to another task than the one a call acts on (TaskRefused, saying which)."""
+    if principal.task and principal.task != task_id:
+        raise TaskRefused(f"this credential is bound to task {principal.task!r}, not {task_id!r}")
 
 
 def _closed(history: list[JSONObject], outcome: str, why: str, **facts: Any) -> list[JSONObject]:

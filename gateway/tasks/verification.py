@@ -71,6 +71,7 @@ class CommandRun:
     output_digest: str
     output_tail: str
     note: str
+    refused: bool = False  # not run: the judge did not allow it (the note says why)
 
 
 @asynccontextmanager
@@ -137,7 +138,7 @@ class Verification:
                 decision = judged.decision
                 if decision is None or decision.action != "allow" or judged.confinement is None:
                     why = judged.error.message if judged.error else f"the policy says {decision and decision.action}"
-                    runs.append(CommandRun(command, None, False, "", "", f"{where} not run: {why}"))
+                    runs.append(CommandRun(command, None, False, "", "", f"{where} not run: {why}", refused=True))
                     continue
                 await progress(index - 1, len(commands), f"{where} {command}")
                 try:
