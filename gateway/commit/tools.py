@@ -47,6 +47,7 @@ def intent_tools(
     async def intent_propose(args: ProposeArgs, inv: ToolInvocation) -> mt.CallToolResult:
         from gateway.commit.executor import check_arguments
 
+        bound_to(inv.principal, args.task_id)
         task = board.get(args.task_id)
         check_arguments(args.action, args.arguments, catalog)
         intent = intents.propose(
