@@ -29,6 +29,7 @@ from gateway.identity.roles import LiveRoles
 from gateway.identity.tokens import Tokens
 from gateway.judge.call import Call, CallKind, verdict
 from gateway.judge.confine import Confinements
+from gateway.judge.scope import ScopeQuestion, ask_scope
 from gateway.judge.situate import Situate, session_trace
 from gateway.judge.stacks import Stacks
 from gateway.ledger.chain import Ledger
@@ -128,7 +129,8 @@ class Gateway:
         self.checkpoints.layout()  # an older state dir gets its workspace's layout recorded now, not at a call
         # the verification commands the gateway runs itself are judged by the verify stack (built below)
         self.verification = Verification(self.judge_call, self.sandbox, config)
-        self.board = TaskBoard(self.db, self.ledger, self.engine, config, self.verification)
+        # scope questions are the judge's too: asked through the scope stack (built below), and recorded
+        self.board = TaskBoard(self.db, self.ledger, self.ask_scope, config, self.verification)
         local = [
             *file_tools(config.limits),
             *shell_tools(config.limits, config.shell, self.sandbox, self.egress),
@@ -197,6 +199,10 @@ class Gateway:
         """A call decided, not run, and recorded (the verification commands and the merge ceremony's merges,
         before they run): the verify stack, reached through here because it is built after its users."""
         return await self.stacks.verify.run(call)
+
+    async def ask_scope(self, question: ScopeQuestion) -> list[str]:
+        """Which files lie outside some globs (the task board's scope checks), through the scope stack."""
+        return await ask_scope(self.stacks.scope, question)
 
     async def check(self, principal: Principal, tool: str, arguments: JSONObject, explain: bool = False) -> JSONObject:
         """The decision for one call, without running it (``gateway check``); recorded like any call.

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from gateway.config import GatewayConfig
     from gateway.runtime import Gateway
 
+CALL_KINDS = ("call", "hook", "check", "verify", "ceremony_check", "scope")  # ledger rows of calls (CallKind)
 REFUSED = ("denied", "invalid")  # refused before anything ran: by identity/scope/policy, or as malformed
 BAD_STEPS = ("denied", "error", "invalid")  # steps shown in red: a refusal, a failure, a dead letter
 PROTOCOL_TOOLS = ("task_", "intent_", "verify_run")  # gateway tools whose work appears as task/intent steps
@@ -444,8 +445,8 @@ class _LedgerRows:
             for row in fresh:
                 # decisions without a run are calls too (one row each): "hook" (Claude Code's built-in tools),
                 # "check" (gateway check), "verify" (a verification command, before it runs), "ceremony_check"
-                # (a merge the merge ceremony asked about)
-                if row.get("kind") in ("call", "hook", "check", "verify", "ceremony_check") and row.get("call_id"):
+                # (a merge the merge ceremony asked about), "scope" (a task's files against its scope)
+                if row.get("kind") in CALL_KINDS and row.get("call_id"):
                     self._call_rows.setdefault(row["call_id"], []).append(row)
                     touched[row["call_id"]] = None
             positions = {c.call_id: i for i, c in enumerate(calls)} if touched or new_tasks else {}
@@ -952,6 +953,7 @@ VIOLATION_WORDS = {
     "SCOPE_VIOLATION": "changed {path} outside the allowed paths",
     "ACCEPTANCE_EDITED": "edited {path}, which grades the task (acceptance)",
     "FROZEN_PATH": "changed {path}, which the manifest froze",
+    "SCOPE_UNCHECKED": "changed {path}, whose scope the policy could not check (quarantined to be safe)",
 }
 
 

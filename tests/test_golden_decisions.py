@@ -31,10 +31,10 @@ from test_policy_corpus import CASES, build_world
 from test_policy_opa import REAL_OPA, ROOT, TOKEN, opa_server, roles_data
 
 from gateway.config import GatewayConfig
+from gateway.judge.scope import SCOPE_RULE
 from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.engine import fired_rules
 from gateway.policy.opa import OpaEngine
-from gateway.tasks.board import SCOPE_RULE
 from gateway.types import JSONObject
 
 pytestmark = pytest.mark.anyio

@@ -36,6 +36,7 @@ from gateway.errors import GatewayError
 from gateway.identity.roles import LiveRoles, RoleSet
 from gateway.judge.call import Call
 from gateway.judge.decide import policy_input
+from gateway.judge.scope import SCOPE_RULE
 from gateway.origin import Origin
 from gateway.policy import opa as opa_module
 from gateway.policy.bundle import QUERY, policy_files
@@ -44,7 +45,6 @@ from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.opa import OpaEngine
 from gateway.process import server_process
 from gateway.runtime import Gateway
-from gateway.tasks.board import SCOPE_RULE
 from gateway.types import Principal
 
 pytestmark = pytest.mark.anyio

@@ -331,3 +331,53 @@ async def test_a_report_taken_again_after_a_crash_keeps_the_commit_it_made(gatew
     assert Repo(tree).run("rev-list", f"{base}..task/T1").split() == [made]
     (tree / "src" / "app.py").write_text("def answer():\n    return 43\n")
     assert commit_all(tree, report_message(ExecutionRecord(**record()), 1), gateway.sandbox) != made
+
+
+# A broken policy edit: where these apply they conflict with the rule above them, so evaluating it is an error
+# (a real one, from the real engine): a manifest's "match everything" probe, and a task's acceptance check.
+BROKEN_SCOPE = """
+violations := ["conflict"] if "**" in input.allowed_paths
+
+violations := ["conflict"] if "tests/test_app.py" in input.allowed_paths
+"""
+
+
+@pytest.mark.one_store
+async def test_scope_checks_fail_closed_when_the_engine_fails(config: Any, repo: Path) -> None:
+    """An engine error once accepted an allowed_paths that matches everything, and took every file of a report as
+    no acceptance file; each scope check is now a decision of the judge, recorded, and fails closed."""
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_app.py").write_text("def test_answer():\n    assert False\n")
+    Repo(repo).run("add", "tests")
+    Repo(repo).run("commit", "-q", "-m", "a test")
+    with (config.policy_dir / "scope.rego").open("a") as scope:
+        scope.write(BROKEN_SCOPE)
+    gateway = Gateway(config)
+    async with inproc_client(gateway, token(config, "planner", agent="planner-1")) as planner:
+        everything = await planner.call_tool("task_submit", {"manifest": manifest(allowed_paths=["**"])})
+        scoped = manifest(allowed_paths=["src/**", "tests/**"], acceptance=["tests/test_app.py"])
+        fine = await planner.call_tool("task_submit", {"manifest": scoped})
+    assert everything.is_error and "scope_unchecked" in text_of(everything), text_of(everything)
+    assert not fine.is_error, text_of(fine)
+    async with inproc_client(gateway, token(config, "worker", agent="w1")) as worker:
+        await worker.call_tool("task_claim", {"task_id": "T1"})
+        fixed = {"path": "src/app.py", "content": "def answer():\n    return 42\n"}
+        written = await worker.call_tool("fs_write", fixed)
+        assert not written.is_error, text_of(written)
+        reported = await worker.call_tool("task_report", {"record": record()})
+    outcome = reported.structured_content
+    assert reported.is_error and outcome["state"] == "quarantined", outcome
+    [unchecked] = outcome["scope_violations"]  # src/app.py may be a file that grades the task: nobody could say
+    assert unchecked["path"] == "src/app.py" and unchecked["code"] == "SCOPE_UNCHECKED", unchecked
+    assert "scope check failed" in unchecked["detail"]
+    # the same shape stored and answered again
+    assert gateway.board.get("T1")["report"]["scope_violations"] == outcome["scope_violations"]
+    scope_rows = ledger_rows(gateway, kind="scope")
+    asked = [(r.tool, r.outcome, (r.detail.get("error") or {}).get("code")) for r in scope_rows]
+    assert asked == [
+        ("scope.manifest", "error", "scope_unchecked"),
+        ("scope.manifest", "ok", None),
+        ("scope.allowed_paths", "ok", None),
+        ("scope.acceptance", "error", "scope_unchecked"),
+    ], asked
+    assert scope_rows[2].trace_id == gateway.board.get("T1")["trace_id"] and scope_rows[2].principal["agent"] == "w1"

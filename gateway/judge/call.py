@@ -83,6 +83,7 @@ class Call:
     intent_recorded: bool = False
     denials_as_errors: bool = True  # the role's choice; see Role.denials
     event: str | bytes | None = None  # a hook call: Claude Code's hook input, as it was sent
+    answer: list[str] | None = None  # a scope call: the files outside the globs
 
     def stop(self, error: GatewayError) -> None:
         self.error, self.outcome = error, error.outcome

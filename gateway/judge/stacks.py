@@ -11,6 +11,8 @@ stage is one module of this package.
                         and the merge ceremony's merges (kind ceremony_check)
     hook                read hook event -> [resolve -> valid text -> validate -> describe -> decide]
                         -> hook verdict;                      finish: record
+    scope               scope (which of a task's files lie outside its allowed paths or acceptance files);
+                                                              finish: record
 
     stacks = Stacks(gateway)
     result = await stacks.call(call)          # a tools/call's answer; stacks.call.run(call) gives the Call
@@ -41,6 +43,7 @@ from gateway.judge.pipeline import Pipeline
 from gateway.judge.record import Record
 from gateway.judge.record_intent import RecordIntent
 from gateway.judge.resolve import Resolve
+from gateway.judge.scope import Scope
 from gateway.judge.situate import Situate
 from gateway.judge.valid_text import ValidText
 from gateway.judge.validate import Validate
@@ -125,6 +128,8 @@ class Stacks:
             ],
             finish=[record],
         )
+        # the task board's scope questions: a manifest's allowed paths, a report's diff (fail closed)
+        self.scope = Pipeline([Scope(services.engine)], finish=[record])
         # describes (for `gateway check --explain` and benchmarks) without deciding
         self.describing = describing
 

@@ -5,8 +5,8 @@ left allowed_paths; never merged), blocked (max_attempts failed attempts; a bloc
 another retry), and back to open after a failed attempt. Every transition is one transaction that also
 appends its ledger event, so the state and its record never disagree.
 
-    board = TaskBoard(db, ledger, engine, config)
-    await board.submit(manifest, by=principal)
+    board = TaskBoard(db, ledger, scope, config, verification)   # scope: ask_scope on the judge's scope stack
+    await board.submit(manifest, by="planner", trace_id=trace)
     claim = await board.claim("T1", principal)          # one owner at a time; a worktree on task/T1
     outcome = await board.report(record, principal)     # commits, diffs, quarantines on a scope violation
     result = await board.verify("T1", verifier, progress)
@@ -14,8 +14,10 @@ appends its ledger event, so the state and its record never disagree.
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -28,11 +30,11 @@ from gateway.effects.paths import Workspace
 from gateway.effects.shell import describe_command
 from gateway.errors import Denied, InvalidRequest
 from gateway.filelock import exclusive
+from gateway.judge.scope import ScopeQuestion, ScopeUnchecked
 from gateway.ledger.chain import Ledger, digest, utc_now
 from gateway.ledger.leases import Leases, LeaseTimeout
 from gateway.ledger.store import Row, Store, Transaction
 from gateway.origin import ProgressFn
-from gateway.policy.engine import PolicyEngine
 from gateway.repo import GitError, Repo
 from gateway.tasks.drift import diff_shape, drift, frozen_problems, frozen_violations, matches
 from gateway.tasks.models import Claim, ExecutionRecord, StrategyShift, TaskManifest, VerificationResult
@@ -52,7 +54,6 @@ from gateway.types import JSONObject, Outcome, Principal
 
 log = structlog.get_logger("gateway.tasks")
 
-SCOPE_RULE = "gateway.scope.violations"
 # Paths a glob would have to cover to "match everything": if it covers all of these, it is refused.
 EVERYTHING_PROBES = ["a", "zz/yy/xx.txt", ".hidden/f", "src/deep/er/main.py", "README", "x.y.z"]
 REPORT_WAIT_S = 600.0  # how long a duplicate report waits for the one being taken
@@ -71,13 +72,18 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+ScopeCheck = Callable[[ScopeQuestion], Awaitable[list[str]]]
+"""Which files lie outside some globs, asked of the judge (gateway/judge/scope.py): recorded, ScopeUnchecked
+when the policy cannot say."""
+
+
 class TaskBoard:
     def __init__(
-        self, db: Store, ledger: Ledger, engine: PolicyEngine, config: GatewayConfig, verification: Verification
+        self, db: Store, ledger: Ledger, scope: ScopeCheck, config: GatewayConfig, verification: Verification
     ) -> None:
         self.db = db
         self.ledger = ledger
-        self.engine = engine
+        self.scope = scope
         self.config = config
         self.verification = verification
         self.repo = Repo(config.workspace)
@@ -245,7 +251,7 @@ class TaskBoard:
         base_commit = self.repo.run("rev-parse", "--verify", "-q", "HEAD", check=False).strip()
         if not base_branch or not base_commit:
             raise InvalidRequest("the workspace has no checked-out branch with a commit to base tasks on")
-        await self._check_manifest(manifest, base_commit)
+        await self._check_manifest(manifest, base_commit, by, trace_id)
         with self.db.transaction() as tx:
             existing = tx.execute("SELECT * FROM tasks WHERE id = ?", (manifest.task_id,)).fetchone()
             if existing is not None:
@@ -291,11 +297,12 @@ class TaskBoard:
             )
         return {"task_id": manifest.task_id, "state": "open", "base_branch": base_branch, "trace_id": task_trace}
 
-    async def _check_manifest(self, manifest: TaskManifest, base_commit: str) -> None:
+    async def _check_manifest(self, manifest: TaskManifest, base_commit: str, by: str, trace_id: str | None) -> None:
         """What strict parsing cannot check: a scope that matches everything, verification commands the
-        analyser cannot read, frozen interfaces that do not exist."""
-        matched = await self._violations(manifest.allowed_paths, EVERYTHING_PROBES)
-        if not matched:
+        analyser cannot read, frozen interfaces that do not exist. A scope the policy cannot check is refused
+        (ScopeUnchecked): never taken as narrow."""
+        question = ScopeQuestion("manifest", manifest.allowed_paths, EVERYTHING_PROBES, by, manifest.task_id, trace_id)
+        if not await self.scope(question):
             raise InvalidRequest(f"manifest field 'allowed_paths': {manifest.allowed_paths} match every path")
         workspace = Workspace(self.config.workspace, self.config.protected_paths())
         for command in manifest.verification:
@@ -331,7 +338,7 @@ class TaskBoard:
         """A new version of a task's manifest (earlier versions and attempts kept): the task goes back to
         open with a fresh budget. Not for a committed or abandoned task, nor under a live claim."""
         task = self.get(manifest.task_id)
-        await self._check_manifest(manifest, task["base_commit"])
+        await self._check_manifest(manifest, task["base_commit"], by, task["trace_id"])
         with self.db.transaction() as tx:
             task = self._locked(tx, manifest.task_id)
             self._not_held(task, "amended")
@@ -544,11 +551,18 @@ class TaskBoard:
         commit = await anyio.to_thread.run_sync(lambda: commit_all(worktree, message, self.verification.sandbox))
         files = await anyio.to_thread.run_sync(lambda: changed_files(self.repo, task["base_commit"], task["branch"]))
         manifest = task["manifest"]
-        outside = await self._violations(manifest["allowed_paths"], files)
-        violations = [{"path": p, "code": "SCOPE_VIOLATION"} for p in outside]
+        ask = functools.partial(ScopeQuestion, files=files, by=principal, task_id=task["id"], trace_id=task["trace_id"])
+        try:
+            outside = await self.scope(ask("allowed_paths", manifest["allowed_paths"]))
+            violations = [{"path": p, "code": "SCOPE_VIOLATION"} for p in outside]
+        except ScopeUnchecked as exc:  # fail closed: no file of the diff counts as inside
+            outside, violations = files, unchecked(files, exc)
         if manifest["acceptance"]:  # the check that grades the work is not the worker's to change
-            untouched = set(await self._violations(manifest["acceptance"], files))
-            violations += [{"path": p, "code": "ACCEPTANCE_EDITED"} for p in files if p not in untouched]
+            try:
+                untouched = set(await self.scope(ask("acceptance", manifest["acceptance"])))
+                violations += [{"path": p, "code": "ACCEPTANCE_EDITED"} for p in files if p not in untouched]
+            except ScopeUnchecked as exc:  # fail closed: any file of the diff may be one that grades it
+                violations += unchecked(files, exc)
         previous = self._previous_attempt(task)
         frozen, figures = await anyio.to_thread.run_sync(
             lambda: (
@@ -563,8 +577,7 @@ class TaskBoard:
             "record": record.model_dump(),
             "commit": commit,
             "diff": files,
-            "scope_violations": [v["path"] for v in violations],
-            "violations": violations,
+            "scope_violations": violations,
             "unreported": unreported,
             "phantom": phantom,
             "drift": figures,
@@ -620,8 +633,7 @@ class TaskBoard:
         return {
             "task_id": task["id"],
             "state": task["state"],
-            "scope_violations": report.get("violations")
-            or [{"path": p, "code": "SCOPE_VIOLATION"} for p in report["scope_violations"]],
+            "scope_violations": scope_violations(report),
             "unreported_changes": report["unreported"],
             "reported_but_unchanged": report["phantom"],
             "commit": report["commit"],
@@ -894,18 +906,22 @@ class TaskBoard:
             },
         )
 
-    async def _violations(self, allowed: list[str], files: list[str]) -> list[str]:
-        try:
-            found = await self.engine.query(SCOPE_RULE, {"allowed_paths": allowed, "files": files})
-        except Exception as exc:  # fail closed: an unanswerable scope check is a violation
-            return [f"(scope check failed: {str(exc)[:200]})", *files]
-        if not isinstance(found, list):
-            return [f"(scope check gave no answer: {SCOPE_RULE} is undefined)", *files]
-        return [str(f) for f in found]
-
     def _ready(self, task: JSONObject, states: dict[str, str]) -> bool:
         claimable = task["state"] == "open" or (task["state"] == "claimed" and _expired(task))
         return claimable and all(states.get(d) == "committed" for d in task["manifest"]["depends_on"])
+
+
+def unchecked(files: list[str], error: ScopeUnchecked) -> list[JSONObject]:
+    """Every file of a diff whose scope could not be checked, as a violation (one without a path when the
+    diff is empty): the report is quarantined for a person rather than taken as in scope."""
+    return [{"path": p, "code": "SCOPE_UNCHECKED", "detail": error.message} for p in files or [""]]
+
+
+def scope_violations(report: JSONObject) -> list[JSONObject]:
+    """A stored report's violations, in the one shape answered and stored: {path, code, detail?}. Reports stored
+    before that listed the paths outside the allowed paths (and, for a while, the dicts beside them)."""
+    stored = report.get("violations") or report.get("scope_violations") or []
+    return [v if isinstance(v, dict) else {"path": str(v), "code": "SCOPE_VIOLATION"} for v in stored]
 
 
 def bound_to(principal: Principal, task_id: str) -> None:
