@@ -102,11 +102,15 @@ class Filters:
     tool: str | None = None
     since: datetime | None = None  # calls started at or after (aware)
     until: datetime | None = None  # calls started before (aware)
+    checks: bool = False  # dry runs (gateway check) too: never an agent's real calls, so hidden unless asked for
 
     def active(self) -> bool:
-        return any(v not in (None, "", False) for v in asdict(self).values())
+        """Whether any filter narrows the calls (showing dry runs too widens them)."""
+        return any(v not in (None, "", False) for k, v in asdict(self).items() if k != "checks")
 
     def matches(self, call: CallView) -> bool:
+        if call.dry_run and not self.checks:
+            return False
         if self.denied and call.outcome not in REFUSED:
             return False
         if self.role and call.role != self.role:
@@ -172,6 +176,7 @@ class CallView:
     call_id: str
     trace_id: str | None
     span_id: str | None
+    kind: str  # the ledger's kind (CallKind): "call", or a decision without a run ("check": a dry run, ...)
     seq: int  # the first row's seq; ``final_seq`` is the last row's (None while no final row exists)
     final_seq: int | None
     time: str
@@ -227,6 +232,11 @@ class CallView:
         return self.outcome in REFUSED
 
     @property
+    def dry_run(self) -> bool:
+        """A `gateway check`: decided and recorded, never run; nobody's real call."""
+        return self.kind == "check"
+
+    @property
     def unconfined(self) -> bool:
         """Its commands ran (or would run) outside the sandbox: the operator turned it off."""
         return (self.sandbox or {}).get("mode") == "off"
@@ -242,13 +252,14 @@ class CallView:
             "agent": self.agent,
             "action": self.action,
             "tier": self.tier,
+            "dry_run": self.dry_run,
         }
 
 
 @dataclass
 class TraceSummary:
     trace_id: str
-    kind: str  # "task" or "session"
+    kind: str  # "task", "session", or "dry run": only `gateway check` calls (hidden unless asked for)
     task_id: str | None
     first: str
     last: str
@@ -334,9 +345,7 @@ class Traces:
         index = self._current()
         filters = filters or Filters()
         found = [
-            index.summary(trace_id)
-            for trace_id, entries in index.traces.items()
-            if not filters.active() or any(filters.matches(c) for c in _calls(entries))
+            index.summary(trace_id) for trace_id, entries in index.traces.items() if _shown_in_list(entries, filters)
         ]
         found.sort(key=lambda s: s.last, reverse=True)
         found.sort(key=lambda s: (s.denied == 0, s.asked == 0))
@@ -496,6 +505,15 @@ def _calls(entries: list[CallView | Step]) -> list[CallView]:
     return [e for e in entries if isinstance(e, CallView)]
 
 
+def _shown_in_list(entries: list[CallView | Step], filters: Filters) -> bool:
+    """Whether a trace is listed: one with a matching call, or with no filter set any but a trace of dry runs
+    only (unless dry runs are asked for)."""
+    calls = _calls(entries)
+    if filters.active():
+        return any(filters.matches(c) for c in calls)
+    return filters.checks or not calls or not all(c.dry_run for c in calls)
+
+
 class _Index:
     """The traces: calls (copies of the snapshot's views) and steps, grouped by trace and nested."""
 
@@ -590,9 +608,10 @@ class _Index:
         steps = [s for e in entries for s in ([e] if isinstance(e, Step) else e.steps)]
         times = [e.time for e in entries] + [c.end_time for c in calls] + [s.time for s in steps]
         task_id = self.task_traces.get(trace_id)
+        dry_runs = bool(calls) and all(c.dry_run for c in calls)
         return TraceSummary(
             trace_id=trace_id,
-            kind="task" if task_id else "session",
+            kind="task" if task_id else "dry run" if dry_runs else "session",
             task_id=task_id,
             first=min(times),
             last=max(times),
@@ -655,6 +674,7 @@ def _call_view(call_id: str, rows: list[JSONObject]) -> CallView:
         call_id=call_id,
         trace_id=last.get("trace_id") or first.get("trace_id"),
         span_id=last.get("span_id"),
+        kind=str(first.get("kind") or "call"),
         seq=first["seq"],
         final_seq=last["seq"] if finals else None,
         time=first["time"],
@@ -1081,6 +1101,8 @@ def call_label(call: CallView) -> Any:
 
     text = Text()
     text.append(f"{short_time(call.time)} ", style="dim")
+    if call.dry_run:
+        text.append("DRY RUN ", style="bold blue")  # gateway check: decided, never run
     text.append(clean(call.tool or "?", 80), style="bold")
     text.append(f"  {clean(call.agent or '?', 64)} ({clean(call.role or '?', 32)})", style="cyan")
     if call.decision:
@@ -1139,7 +1161,7 @@ def step_label(step: Step) -> Any:
 
 
 def trace_heading(summary: TraceSummary) -> str:
-    what = f"task {clean(summary.task_id)}" if summary.task_id else "session"
+    what = f"task {clean(summary.task_id)}" if summary.task_id else summary.kind
     parts = [
         f"trace {summary.trace_id} · {what} · {day_time(summary.first)} → {day_time(summary.last)}",
         f"{summary.calls} calls · {summary.denied} denied · {summary.asked} asked · {summary.errors} errors",
@@ -1211,7 +1233,7 @@ def render_trace_list(summaries: list[TraceSummary], console: Console | None = N
         style="bold",
     )
     for s in summaries:
-        what = clean(s.task_id, 14) if s.task_id else "session"
+        what = clean(s.task_id, 14) if s.task_id else s.kind
         line = Text(f"{s.trace_id:32}  {what:14}  ")
         line.append(f"{listed_names(s.agents, 16):16}  ", style="cyan")
         line.append(f"{listed_names(s.roles, 12):12}  {listed_names(s.tools, 24):24}  ")

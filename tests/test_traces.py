@@ -305,3 +305,33 @@ def test_shown_calls_are_masked_and_carry_their_arguments(workspace: tuple[Any, 
     secret = next(c for c in page.calls if "API_TOKEN" in json.dumps(c.arguments))
     assert "hunter2" not in json.dumps(secret.as_dict()) and secret.effects_summary
     assert secret.arguments_source and "decision log" in secret.arguments_source
+
+
+@pytest.mark.anyio
+async def test_dry_runs_are_kept_apart_from_an_agents_real_calls(tmp_path: Path) -> None:
+    """`gateway check --agent w1` is a dry run: recorded (kind "check") in a trace of its own, never in w1's task
+    trace as one of w1's denied calls; listings hide dry runs unless asked for, and mark them where shown."""
+    config = workspace_for_tests(make_repo(tmp_path / "repo"))
+    gateway = Gateway(config)
+    manifest = {"task_id": "T1", "objective": "o", "allowed_paths": ["src/**"], "verification": ["true"]}
+    async with inproc_client(gateway, token(config, "planner", agent="planner")) as client:
+        assert not (await client.call_tool("task_submit", {"manifest": manifest})).is_error
+    async with inproc_client(gateway, token(config, "worker", agent="w1")) as client:
+        assert not (await client.call_tool("task_claim", {"task_id": "T1"})).is_error
+    checked = cli(config, "check", "--role", "worker", "--agent", "w1", "--tool", "fs_write", "--args",
+                  json.dumps({"path": "docs/x.md", "content": "x"}))  # fmt: skip
+    assert checked.returncode == 4, checked.stderr  # denied: outside the task's allowed paths
+    traces = Traces.for_config(config)
+    task_trace = traces.get("T1")
+    assert [c.tool for c in task_trace.calls()] == ["task_claim"], "the dry run is not w1's call in T1's trace"
+    assert all(s.kind != "dry run" for s in traces.list()), "hidden by default"
+    [dry] = [s for s in traces.list(Filters(checks=True)) if s.kind == "dry run"]
+    [call] = traces.get(dry.trace_id).calls()
+    assert call.dry_run and call.kind == "check" and call.agent == "w1" and call.outcome == "denied"
+    assert traces.calls(Filters(agent="w1")) == [c for c in traces.calls(Filters(agent="w1")) if not c.dry_run]
+    assert [c.call_id for c in traces.calls(Filters(agent="w1", checks=True)) if c.dry_run] == [call.call_id]
+    assert traces.page(Filters(agent="w1")).outcomes.get("denied") is None, "a dry run counts in no tab"
+    listed = cli(config, "trace", "list", "--checks")
+    shown = cli(config, "trace", "show", dry.trace_id)
+    assert "dry run" in listed.stdout and "dry run" not in cli(config, "trace", "list").stdout
+    assert "DRY RUN fs_write" in shown.stdout, shown.stdout

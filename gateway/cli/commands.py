@@ -477,7 +477,15 @@ def cmd_trace(args: argparse.Namespace) -> int:
         emit(trace.as_dict()) if args.json else render_trace(trace)
         return 0
     filters = Filters(
-        args.role, args.agent, args.task, args.tier, args.rule, args.outcome, denied=args.denied, tool=args.tool
+        args.role,
+        args.agent,
+        args.task,
+        args.tier,
+        args.rule,
+        args.outcome,
+        denied=args.denied,
+        tool=args.tool,
+        checks=args.checks,
     )
     found = traces.list(filters, limit=args.limit)
     emit({"traces": [s.as_dict() for s in found]}) if args.json else render_trace_list(found)

@@ -309,6 +309,11 @@ def build_parser() -> argparse.ArgumentParser:
     trace_list.add_argument(
         "--outcome", choices=OUTCOMES, help="allowed and approved: what was decided; the rest: how calls ended"
     )
+    trace_list.add_argument(
+        "--checks",
+        action="store_true",
+        help="dry runs too (gateway check's calls: decided, never run; hidden otherwise)",
+    )
     trace_list.add_argument("--limit", type=int, help="at most this many traces")
     trace_list.add_argument("--json", action="store_true", help="print the traces as JSON")
     trace_list.set_defaults(handler=commands.cmd_trace)

@@ -64,7 +64,9 @@ class Situate:
         assert call.principal is not None
         named = self._named(call)
         task = self.board.task_for(call.principal) if named is None else self.board.find(named)
-        if task is not None:
+        if call.kind == CallKind.CHECK:
+            pass  # a dry run keeps a trace of its own: never one of the agent's real calls in its task's trace
+        elif task is not None:
             call.trace_id = task["trace_id"]
         elif call.origin.session_id:
             call.trace_id = session_trace(call.origin.session_id)

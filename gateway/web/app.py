@@ -50,7 +50,7 @@ from gateway import __version__
 from gateway.errors import ConfigError, Unauthenticated
 from gateway.runtime import Gateway
 from gateway.tasks.deadletters import DeadLetterRefused
-from gateway.traces import Step, Traces, UnknownTrace, clean
+from gateway.traces import Filters, Step, Traces, UnknownTrace, clean
 from gateway.types import JSONObject, Principal
 from gateway.web import render
 from gateway.web.export import as_csv, as_jsonl, decision_entry
@@ -278,8 +278,10 @@ def ui_routes(gateway: Gateway) -> list[Route]:
         return export
 
     async def traces_page(request: Request, principal: Principal) -> Response:
-        found = await anyio.to_thread.run_sync(traces.list)
-        return html_page("Traces", render.traces_body(found), principal=principal, csrf=reviewers.csrf(principal))
+        checks = request.query_params.get("checks") == "1"  # dry runs (gateway check) only when asked for
+        found = await anyio.to_thread.run_sync(traces.list, Filters(checks=checks))
+        body = render.traces_body(found, checks)
+        return html_page("Traces", body, principal=principal, csrf=reviewers.csrf(principal))
 
     async def trace_page(request: Request, principal: Principal) -> Response:
         try:

@@ -69,6 +69,7 @@ def decision_entry(call: CallView, labels: JSONObject) -> JSONObject:
             "decided_by": call.decided_by,
         },
         "outcome": call.outcome,
+        "dry_run": call.dry_run,  # gateway check: decided, never run (exported only when the view shows them)
         "error": call.error,
         "approval": {**call.approval, "state": call.approval_state} if call.approval else None,
         "labels": labels,

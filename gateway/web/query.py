@@ -29,7 +29,7 @@ DEFAULT_SIZE = 100
 MAX_PAGE = 1_000_000
 MAX_TEXT = 200  # characters of a free-text filter
 TEXT_FILTERS = ("agent", "task", "tool", "rule")
-KNOWN = {*TEXT_FILTERS, "role", "tier", "outcome", "from", "to", "tz", "page", "size", "at"}
+KNOWN = {*TEXT_FILTERS, "role", "tier", "outcome", "from", "to", "tz", "page", "size", "at", "checks"}
 
 
 class BadQuery(InvalidRequest):
@@ -75,6 +75,9 @@ class CallQuery:
         if since and until and since >= until:
             raise BadQuery("'from' must be earlier than 'to'")
         size = _number(raw.get("size"), "size", DEFAULT_SIZE, 1, max(PAGE_SIZES))
+        checks = raw.get("checks")
+        if checks and checks != "1":
+            raise BadQuery(f"checks must be 1 (show dry runs) or absent, not {clean(checks, 40)!r}")
         filters = Filters(
             role=role,
             agent=raw.get("agent"),
@@ -85,6 +88,7 @@ class CallQuery:
             tool=raw.get("tool"),
             since=since,
             until=until,
+            checks=checks == "1",
         )
         return cls(
             filters=filters,

@@ -63,6 +63,7 @@ background:#6b7580}
 .badge.asked,.badge.pending{background:#b58100}
 .badge.ok{background:#2e7d32}
 .badge.error{background:#ef6c00}
+.badge.dry-run{background:#1565c0}
 .muted{color:#6b7580}
 .steps{list-style:none;padding-left:0;margin:.5em 0 0}
 .steps li{padding:.15em 0 .15em .6em;border-left:3px solid #90a4d4;margin:.2em 0}
@@ -283,7 +284,8 @@ def call_card(call: CallView, with_trace_link: bool = True) -> str:
         steps = "<ul class='steps'>" + "".join(step_item(s) for s in call.steps) + "</ul>"
     return (
         f'<article class="call {esc(call.outcome)}" id="call-{esc(call.call_id)}" data-call-id="{esc(call.call_id)}">'
-        f"<header>{_badge(call.outcome)} <code class='tool'>{esc(call.tool or '?')}</code> by {who} · {decision} · "
+        f"<header>{_dry_run(call)}{_badge(call.outcome)} <code class='tool'>{esc(call.tool or '?')}</code> "
+        f"by {who} · {decision} · "
         f"<time datetime='{esc(call.time)}'>{esc(day_time(call.time))} UTC</time> {link}</header>"
         "<dl>" + "".join(f"<dt>{label}</dt><dd>{value}</dd>" for label, value in rows) + "</dl>" + steps + "</article>"
     )
@@ -332,7 +334,16 @@ def filters_form(query: CallQuery, roles: list[str]) -> str:
         + text("rule")
         + select("outcome", list(FILTER_OUTCOMES))
         + f"<label>rows<select name='size'>{sizes}</select></label>"
+        + f"<label><input type='checkbox' name='checks' value='1'{' checked' if query.filters.checks else ''}>"
+        + " dry runs</label>"
         + "<button type='submit'>Filter</button> <a href='/ui'>clear</a></form>"
+    )
+
+
+def _dry_run(call: CallView) -> str:
+    """The mark of a `gateway check` call: decided and recorded, never run, nobody's real call."""
+    return (
+        "<span class='badge dry-run' title='gateway check: decided, never run'>dry run</span> " if call.dry_run else ""
     )
 
 
@@ -349,7 +360,7 @@ def call_row(call: CallView, query: CallQuery) -> str:
     return (
         f"<tr class='call {esc(call.outcome)}' data-call-id='{esc(call.call_id)}'>"
         f"<td class='when'><time datetime='{esc(call.time)}'>{esc(query.shown(call.time))}</time></td>"
-        f"<td>{_badge(call.outcome)}{approval}</td>"
+        f"<td>{_dry_run(call)}{_badge(call.outcome)}{approval}</td>"
         f"<td><a class='tool' href='{esc(call_href(call.call_id))}'><code>{esc(call.tool or '?', 64)}</code></a></td>"
         f"<td title='{esc(call.agent)}'>{esc(call.agent or '?', 40)}</td><td>{esc(call.role or '?', 24)}</td>"
         f"<td>{esc(call.task or '', 24)}</td><td>{esc(call.tier if call.tier is not None else '')}</td>"
@@ -426,7 +437,7 @@ def call_body(call: CallView) -> str:
 
 
 def trace_summary_line(s: TraceSummary) -> str:
-    what = f"task <b>{esc(s.task_id)}</b>" if s.task_id else "session"
+    what = f"task <b>{esc(s.task_id)}</b>" if s.task_id else esc(s.kind)
     effects = esc(", ".join(s.side_effects)) if s.side_effects else "<span class='muted'>-</span>"
     return (
         f"<tr class='trace-row'><td><a href='{esc(trace_href(s.trace_id))}'><code>{esc(s.trace_id)}</code></a></td>"
@@ -437,18 +448,29 @@ def trace_summary_line(s: TraceSummary) -> str:
     )
 
 
-def traces_body(summaries: list[TraceSummary]) -> str:
+def traces_body(summaries: list[TraceSummary], checks: bool = False) -> str:
     head = (
         "<tr><th>trace</th><th>task / session</th><th>agent</th><th>role</th><th>tool</th><th>first (UTC)</th>"
         "<th>last (UTC)</th><th>calls</th><th>denied</th><th>asked</th><th>side effects</th></tr>"
     )
     rows = "".join(trace_summary_line(s) for s in summaries) or "<tr><td colspan='11'>no traces yet</td></tr>"
-    return f"<h1>Traces</h1><table>{head}{rows}</table>"
+    toggle = (
+        "<a class='toggle' href='/ui/traces'>hide dry runs</a>"
+        if checks
+        else "<a class='toggle' href='/ui/traces?checks=1'>show dry runs (gateway check)</a>"
+    )
+    return f"<h1>Traces</h1><p>{toggle}</p><table>{head}{rows}</table>"
 
 
 def trace_body(trace: Trace) -> str:
     s = trace.summary
-    what = f"task <b>{esc(s.task_id)}</b>" if s.task_id else "a session"
+    what = (
+        f"task <b>{esc(s.task_id)}</b>"
+        if s.task_id
+        else "dry runs (gateway check)"
+        if s.kind == "dry run"
+        else "a session"
+    )
     effects = f" · side effects: {esc(', '.join(s.side_effects))}" if s.side_effects else ""
     head = (
         f"<h1>Trace <code>{esc(s.trace_id)}</code></h1>"
