@@ -19,7 +19,6 @@ from gateway.addresses import AddressGuard, listening_ports
 from gateway.approvals import Approvals, RequestStateSeal
 from gateway.checkpoints import Checkpoints
 from gateway.commit.intents import Intents
-from gateway.commit.tools import ceremony_tools, intent_tools
 from gateway.config import GatewayConfig, PolicyConfig, parse_listen
 from gateway.effects.paths import Workspace
 from gateway.egress import Egress
@@ -46,14 +45,11 @@ from gateway.policy.reload import PolicyData, WithSettings, policy_data
 from gateway.sandbox import Sandbox
 from gateway.tasks.board import TaskBoard
 from gateway.tasks.deadletters import DeadLetters
-from gateway.tasks.tools import task_tools
 from gateway.tasks.verification import Verification
 from gateway.telemetry import Telemetry
+from gateway.tools import gateway_tools
 from gateway.tools.catalog import Catalog
-from gateway.tools.files import file_tools
-from gateway.tools.git import git_tools
 from gateway.tools.pins import Pins
-from gateway.tools.shell import shell_tools
 from gateway.tools.spec import ToolSpec
 from gateway.types import JSONObject, Principal
 
@@ -131,19 +127,13 @@ class Gateway:
         self.verification = Verification(self.judge_call, self.sandbox, config)
         # scope questions are the judge's too: asked through the scope stack (built below), and recorded
         self.board = TaskBoard(self.db, self.ledger, self.ask_scope, config, self.verification)
-        local = [
-            *file_tools(config.limits),
-            *shell_tools(config.limits, config.shell, self.sandbox, self.egress),
-            *git_tools(self.sandbox, config.limits),
-            *task_tools(self.board),
-        ]
         unprefixed = any(not upstream.prefixed for upstream in config.upstreams.values())
-        self.catalog = Catalog(local, lambda: self.pool, unprefixed)
+        self.catalog = Catalog([], lambda: self.pool, unprefixed)
         self.intents = Intents(self.db, self.ledger)
         self.leases = Leases(self.db)  # named locks in the store: one holder across every gateway process
-        # the committer, merge queue and ceremony are made on first use (below): a decision needs none of them
-        self.catalog.add(intent_tools(self.intents, lambda: self.committer, self.board, self.catalog))
-        self.catalog.add(ceremony_tools(lambda: self.ceremony))
+        # every toolset (gateway/tools/__init__.py); the committer, merge queue and ceremony are made on first
+        # use (below): a decision needs none of them
+        self.catalog.add(gateway_tools(self))
         self.deadletters = DeadLetters(self.db, self.ledger)  # handoffs refused as malformed, kept whole
         # escalations pushed to people (gateway.yaml notify); one pass at a time across processes
         self.notifier = Notifier(config.notify, self.ledger, self.leases)
