@@ -1,6 +1,7 @@
 # The two commands of the README:
 #   make demo   set up .venv and run the gateway's main job: the four-role workflow on a scratch repo
-#   make test   set up .venv and the real MCP peers the tests use, then run the whole suite
+#   make test   set up .venv and the real MCP peers the tests use, then lint, type-check (mypy: pyproject's
+#               [tool.mypy]), run the doctests in gateway/ and the whole suite
 PYTHON ?= python3
 VENV   ?= .venv
 NPM    := $(VENV)/npm
@@ -44,6 +45,8 @@ postgresql:
 test: $(VENV)/.installed $(NPM)/.installed /usr/bin/chromium /usr/bin/bwrap postgresql
 	$(VENV)/bin/ruff check gateway tests bench
 	$(VENV)/bin/ruff format --check gateway tests bench
+	$(VENV)/bin/mypy
+	$(VENV)/bin/pytest -q -p no:xdist --doctest-modules gateway
 	GATEWAY_TEST_NPM=$(CURDIR)/$(NPM)/node_modules $(VENV)/bin/pytest -q -n 2 --dist loadfile
 
 lint: $(VENV)/.installed

@@ -39,8 +39,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
+from gateway.digests import digest
 from gateway.errors import ConfigError
-from gateway.ledger.chain import Ledger, digest, utc_now
+from gateway.ledger.chain import Ledger, utc_now
 from gateway.ledger.store import Row, Store, Transaction
 from gateway.tasks.states import APPROVAL_MOVES, check_move
 from gateway.types import JSONObject, Principal

@@ -184,13 +184,17 @@ class IntegrationConfig(Strict):
     verification: list[Annotated[str, Field(min_length=1, max_length=4096)]] = Field(default_factory=list)
 
 
+Algorithm = Literal["RS256", "ES256", "EdDSA"]
+ALGORITHMS: tuple[Algorithm, ...] = ("RS256", "ES256", "EdDSA")
+
+
 class ExternalIssuerConfig(Strict):
     """Tokens from the team's own identity provider, accepted beside the gateway's own (docs/auth.md)."""
 
     issuer: Annotated[str, Field(min_length=1)]  # the iss claim, exactly (e.g. https://idp.example.com/realms/dev)
     jwks_url: Annotated[str, Field(pattern=r"^https?://")]  # the issuer's signing keys (JWKS)
     audience: Annotated[str, Field(min_length=1)]  # the aud the IdP puts in tokens meant for this gateway
-    algorithms: list[Literal["RS256", "ES256", "EdDSA"]] = Field(default_factory=lambda: ["RS256", "ES256", "EdDSA"])
+    algorithms: list[Algorithm] = Field(default_factory=lambda: list(ALGORITHMS))
     agent_claim: str = "sub"  # the claim that names the agent (must match the agent-name pattern)
     roles_claim: str = "groups"  # a string or list of strings, mapped to a gateway role through `roles`
     roles: Annotated[dict[str, str], Field(min_length=1)]  # claim value -> gateway role; exactly one must match

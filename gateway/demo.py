@@ -51,7 +51,7 @@ MANIFEST = {
     "max_attempts": 2,
 }
 # A check that already passes without the work: it cannot tell whether the work is done (no red phase)
-DOC_TASK = {
+DOC_TASK: dict[str, Any] = {
     "task_id": "doc-add",
     "objective": "give calc.add a docstring",
     "allowed_paths": ["calc.py"],

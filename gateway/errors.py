@@ -3,7 +3,9 @@
 A ``GatewayError`` stops a call: the pipeline turns it into a tool error the model can read
 (``code`` and ``message``) and records it with its ``outcome``. Messages must never carry secrets.
 
-    >>> raise UnknownTool("no tool named 'fs_raed'")
+    >>> error = UnknownTool("no tool named 'fs_raed'")
+    >>> error.as_dict(), error.outcome
+    ({'code': 'unknown_tool', 'message': "no tool named 'fs_raed'"}, 'invalid')
 """
 
 from __future__ import annotations

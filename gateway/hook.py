@@ -156,7 +156,7 @@ def hook_call(transport: Transport, raw: str | bytes | None = None, token: str |
 
 def result_of(event: JSONObject) -> JSONObject:
     """What a PostToolUse event says the tool returned: its size and digest, never its content."""
-    from gateway.ledger.chain import digest
+    from gateway.digests import digest
 
     response = event.get("tool_response")
     size = len(json.dumps(response, default=str).encode())

@@ -63,7 +63,7 @@ from gateway.hooks_http import ClaudeCodeHook
 from gateway.identity.resource import ProtectedResource
 from gateway.identity.tokens import Tokens
 from gateway.judge.call import Call
-from gateway.origin import Origin
+from gateway.origin import Elicitation, Origin
 from gateway.runtime import Gateway
 from gateway.tools.forwarded import FIELDS, Forwarded
 from gateway.tools.spec import CallResult, ToolSpec
@@ -465,6 +465,7 @@ def origin_for(
     modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
     capabilities = session.client_capabilities
     declared = capabilities is not None and capabilities.elicitation is not None
+    elicitation: Elicitation
     if not declared:
         elicitation = "none"
     elif modern:
@@ -476,7 +477,7 @@ def origin_for(
         await session.report_progress(value, total, message)
 
     async def elicit(message: str, schema: JSONObject) -> mt.ElicitResult:
-        return await session.elicit_form(message, schema, related_request_id=ctx.request_id)  # type: ignore[arg-type]
+        return await session.elicit_form(message, schema, related_request_id=ctx.request_id)
 
     client = session.client_params.client_info.name if session.client_params else None
     request: Request | None = ctx.request

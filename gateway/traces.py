@@ -25,6 +25,7 @@ whether it matches. Every copy is masked (``gateway.decision_log.redact``) befor
 
 from __future__ import annotations
 
+import builtins
 import json
 import shlex
 import threading
@@ -35,8 +36,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gateway.decision_log import DecisionLogIndex, mask_text, redact
+from gateway.digests import digest
 from gateway.errors import GatewayError
-from gateway.ledger.chain import digest
 from gateway.ledger.store import Store, open_store
 from gateway.types import FILTER_OUTCOMES, JSONObject
 
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from gateway.config import GatewayConfig
-    from gateway.runtime import Gateway
 
 CALL_KINDS = ("call", "hook", "check", "verify", "ceremony_check", "scope")  # ledger rows of calls (CallKind)
 REFUSED = ("denied", "invalid")  # refused before anything ran: by identity/scope/policy, or as malformed
@@ -358,7 +358,7 @@ class Traces:
         self._proofs.attach(_calls(entries), index.tasks)
         return Trace(index.summary(trace_id), entries)
 
-    def calls(self, filters: Filters | None = None) -> list[CallView]:
+    def calls(self, filters: Filters | None = None) -> builtins.list[CallView]:
         """Matching calls across all traces: refused first, then asked, then the rest; newest first in each."""
         self._rows.refresh(self.db)
         rows = self._rows.snapshot()
@@ -399,7 +399,7 @@ class Traces:
         self._proofs.attach([shown], rows.tasks)
         return shown
 
-    def refused_credentials(self, limit: int = 50) -> list[JSONObject]:
+    def refused_credentials(self, limit: int = 50) -> builtins.list[JSONObject]:
         """Requests refused before any principal existed (kind "auth"): newest first."""
         self._rows.refresh(self.db)
         return self._rows.snapshot().auth[-limit:][::-1]
@@ -681,7 +681,7 @@ def _call_view(call_id: str, rows: list[JSONObject]) -> CallView:
         end_time=last["time"],
         principal=last.get("principal") or first.get("principal"),
         tool=last.get("tool"),
-        outcome=last.get("outcome") if finals else "started",
+        outcome=str(last.get("outcome")) if finals else "started",
         decision=decision,
         rules=rules,
         reasons=reasons,
@@ -1194,14 +1194,6 @@ def render_trace(trace: Trace, console: Console | None = None) -> None:
         else:
             tree.add(step_label(entry))
     console.print(tree)
-
-
-def show_trace(gateway: Gateway, ref: str, console: Console | None = None) -> Trace:
-    """Print the trace ``ref`` names (a trace id, a unique prefix of one, or a task id) of a running or
-    stopped gateway, and return it; UnknownTrace if there is none."""
-    trace = Traces.for_config(gateway.config, gateway.db).get(ref)
-    render_trace(trace, console)
-    return trace
 
 
 def listed_names(names: list[str], width: int) -> str:

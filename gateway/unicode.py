@@ -45,8 +45,8 @@ def lone_surrogate(value: Any, where: str = "") -> tuple[str, str] | None:
     """Where in a JSON value the first lone surrogate is (``a.b[0]``; a key's own path when it is in a key),
     and its escape; None when every string in it is valid Unicode."""
     if isinstance(value, str):
-        found = None if value.isascii() else SURROGATE.search(value)
-        return (where, _escape(found)) if found else None
+        match = None if value.isascii() else SURROGATE.search(value)
+        return (where, _escape(match)) if match else None
     if isinstance(value, dict):
         for key, item in value.items():
             path = f"{where}.{escaped(str(key))}" if where else escaped(str(key))

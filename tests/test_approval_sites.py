@@ -29,7 +29,7 @@ from test_hook import event
 from test_hook_http import Served, serve
 
 from gateway.config import GatewayConfig
-from gateway.ledger.chain import digest
+from gateway.digests import digest
 from gateway.process import gateway_cli
 from gateway.runtime import Gateway
 from gateway.types import Principal

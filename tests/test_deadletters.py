@@ -13,7 +13,7 @@ import httpx2
 import pytest
 from conftest import http_gateway, inproc_client, ledger_rows, text_of, token
 
-from gateway.ledger.chain import digest
+from gateway.digests import digest
 from gateway.process import gateway_cli as cli
 from gateway.runtime import Gateway
 

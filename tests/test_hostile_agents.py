@@ -287,7 +287,8 @@ async def test_a_developer_cannot_get_its_git_config_run_outside(live: Live, att
 def test_a_rewritten_ledger_is_found(live: Live) -> None:
     """Someone with write access to the store (never an agent: the state dir is out of their reach) deletes
     a denial and recomputes the chain: `gateway ledger verify` still finds it."""
-    from gateway.ledger.chain import GENESIS, canonical_json, chain_hash
+    from gateway.digests import canonical_json
+    from gateway.ledger.chain import GENESIS, chain_hash
 
     Gateway(live.config, isolated=False).ledger.append({"tool": "shell_run", "outcome": "denied"})
     db = sqlite3.connect(live.config.store_path)

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from gateway.config import GatewayConfig
-from gateway.ledger.chain import GENESIS, Ledger, Seal, canonical_json, chain_hash
+from gateway.digests import canonical_json
+from gateway.ledger.chain import GENESIS, Ledger, Seal, chain_hash
 from gateway.ledger.store import Store, open_store
 
 pytestmark = pytest.mark.both_stores

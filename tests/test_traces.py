@@ -20,7 +20,7 @@ from gateway.ledger.store import Database
 from gateway.process import gateway_cli as cli
 from gateway.repo import Repo
 from gateway.runtime import Gateway
-from gateway.traces import Filters, Traces, listed_names, render_trace, show_trace
+from gateway.traces import Filters, Traces, listed_names, render_trace
 
 HOSTILE = "docs/<script>alert(1)</script>.md"
 TIER3 = {"command": "cat /etc/hostname"}
@@ -208,9 +208,6 @@ def test_render_trace_for_the_demo(workspace: tuple[Any, dict[str, Any]]) -> Non
     text = buffer.getvalue()
     assert text.startswith("trace ") and "task T1" in text.splitlines()[0]
     assert f"merge commit {facts['merge']}" in text
-    shown = io.StringIO()
-    trace = show_trace(Gateway(config), "T1", Console(file=shown, width=240))
-    assert trace.summary.task_id == "T1" and shown.getvalue() == text
 
 
 def test_empty_workspace_lists_nothing(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,10 +64,11 @@ class IndexCache:
         marker = self.path.with_suffix(".head")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         marker.unlink(missing_ok=True)
-        for target, copy in (
+        copies: tuple[tuple[Path, Callable[[Path], object]], ...] = (
             (self.path, lambda to: shutil.copyfile(index, to)),
             (marker, lambda to: to.write_text(head)),
-        ):
+        )
+        for target, copy in copies:
             aside = target.with_name(f".{target.name}.{os.getpid()}.tmp")
             copy(aside)
             os.replace(aside, target)

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gateway.cli.output import block, clean, emit, table, wants_json
+from gateway.cli.output import Column, block, clean, emit, table, wants_json
 
 if TYPE_CHECKING:
     from gateway.config import GatewayConfig
@@ -318,8 +318,8 @@ def cmd_policy_test(args: argparse.Namespace) -> int:
     from gateway.policy.testing import run_policy_tests
 
     config = load_config(args)
-    directory = Path(args.dir) if args.dir else config.policy.path
-    results = run_policy_tests(directory, {"roles": RoleSet.load(config.roles).as_data()})
+    directory = Path(args.dir) if args.dir else config.policy_dir
+    results = run_policy_tests(directory, {"roles": RoleSet.load(config.roles_dir).as_data()})
     for result in results:
         line = f"{result.status.upper():5} {result.package}.{result.name}"
         print(line + (f"  {result.message}" if result.message else ""))
@@ -350,7 +350,7 @@ def cmd_approvals(args: argparse.Namespace) -> int:
         if wants_json(args):
             emit(approvals)
             return 0
-        columns = [
+        columns: list[Column] = [
             ("id", "ID"),
             ("state", "STATE"),
             ("created", "ASKED (UTC)", day_time),
@@ -412,7 +412,7 @@ def cmd_upstreams(args: argparse.Namespace) -> int:
         if wants_json(args):
             emit(found)
             return 0
-        columns = [
+        columns: list[Column] = [
             ("upstream", "UPSTREAM"),
             ("kind", "KIND"),
             ("exposed", "NAME"),
@@ -589,7 +589,7 @@ def escalate(gateway: Gateway, args: argparse.Namespace, by: str) -> dict[str, A
 
 
 def print_tasks(tasks: list[dict[str, Any]]) -> None:
-    columns = [
+    columns: list[Column] = [
         ("task_id", "TASK"),
         ("state", "STATE"),
         ("ready", "READY", lambda ready: "yes" if ready else "no"),
@@ -675,7 +675,7 @@ def cmd_deadletters(args: argparse.Namespace) -> int:
         if wants_json(args):
             emit({"deadletters": letters})
             return 0
-        columns = [
+        columns: list[Column] = [
             ("id", "ID"),
             ("time", "KEPT (UTC)", day_time),
             ("kind", "KIND"),

@@ -17,8 +17,9 @@ import hashlib
 import json
 from typing import Any, Literal
 
+from gateway.digests import canonical_json
 from gateway.errors import Denied, InvalidRequest
-from gateway.ledger.chain import Ledger, canonical_json, utc_now
+from gateway.ledger.chain import Ledger, utc_now
 from gateway.ledger.store import Row, Store, Transaction
 from gateway.tasks.states import INTENT_MOVES, check_move
 from gateway.types import JSONObject, Principal

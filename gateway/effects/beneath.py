@@ -23,7 +23,7 @@ import os
 import secrets
 import shutil
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,7 +114,7 @@ class Beneath:
                         raise
                     raise ToolFailed(f"{self._show(real)!r} is a non-empty directory; pass recursive=true") from None
 
-    def scan(self, real: Path, recursive: bool, keep: Callable[[Entry], bool]) -> Iterator[Entry]:
+    def scan(self, real: Path, recursive: bool, keep: Callable[[Entry], bool]) -> Generator[Entry]:
         """The entries of the directory at ``real``, each directory's sorted (directories first), top-down.
 
         Entries ``keep`` refuses are neither yielded nor entered; symlinks are yielded but never entered.

@@ -22,7 +22,7 @@ class Revocations:
                 "INSERT INTO revocations (jti, time, reason) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                 (jti, utc_now(), reason),
             )
-            return cursor.rowcount == 1
+            return bool(cursor.rowcount == 1)
 
     def is_revoked(self, jti: str) -> bool:
         return bool(self.db.query("SELECT 1 FROM revocations WHERE jti = ?", (jti,)))

@@ -33,8 +33,9 @@ import structlog
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from gateway.digests import short_digest
 from gateway.errors import ConfigError, UnknownRole
-from gateway.policy.reload import Reloading, digest, fingerprint
+from gateway.policy.reload import Reloading, fingerprint
 from gateway.types import Principal
 
 log = structlog.get_logger("gateway.roles")
@@ -68,7 +69,7 @@ class RoleSet:
 
     def __init__(self, roles: dict[str, Role]) -> None:
         self._roles = roles
-        self._revision = digest(self.document())
+        self._revision = short_digest(self.document())
 
     @property
     def roles(self) -> dict[str, Role]:
@@ -102,7 +103,9 @@ class RoleSet:
     def require(self, name: str) -> Role:
         """The role named, or an error that lists the known ones (a mistyped ``--role`` reads as such).
 
-        >>> roles.require("nosuch")   # UnknownRole: unknown role 'nosuch' (known: admin, developer, ...)
+        >>> RoleSet({"worker": Role(name="worker", description="applies a task")}).require("nosuch")
+        Traceback (most recent call last):
+        gateway.errors.UnknownRole: unknown role 'nosuch' (known: worker)
         """
         role = self.roles.get(name)
         if role is None:

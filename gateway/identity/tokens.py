@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import secrets
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gateway.errors import Unauthenticated
 from gateway.identity.keys import KeyRing
@@ -24,7 +24,7 @@ from gateway.identity.roles import RoleSet
 from gateway.types import Principal
 
 if TYPE_CHECKING:
-    from gateway.identity.external import ExternalIssuer
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 ALGORITHM = "EdDSA"
 REQUIRED_CLAIMS = ["iss", "aud", "sub", "role", "jti", "iat", "exp"]
@@ -32,6 +32,16 @@ LEEWAY_S = 30
 AGENT_NAME = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 # Verified tokens, by their exact text (see Tokens.verify); bounded, the oldest entry goes first.
 CACHE_SIZE = 1024
+
+
+class ExternalVerifier(Protocol):
+    """Tokens from the team's identity provider (gateway/identity/external.py ExternalIssuer)."""
+
+    issuer: str
+
+    def verify(self, token: str) -> Principal: ...
+    def stale(self, token: str) -> bool: ...
+    def refresh(self, token: str) -> None: ...
 
 
 class Tokens:
@@ -42,7 +52,7 @@ class Tokens:
         revocations: Revocations,
         issuer: str,
         audience: str,
-        external: ExternalIssuer | None = None,
+        external: ExternalVerifier | None = None,
     ) -> None:
         self.keys = keys
         self.roles = roles
@@ -125,14 +135,14 @@ class Tokens:
 
             await anyio.to_thread.run_sync(self.external.refresh, token)
 
-    def _verify_fully(self, token: str) -> tuple[Principal, str, Any]:
+    def _verify_fully(self, token: str) -> tuple[Principal, str, Ed25519PublicKey]:
 
         header = header_of(token)
         if header.get("alg") != ALGORITHM:
             raise Unauthenticated(f"token algorithm {str(header.get('alg'))[:20]!r} is not accepted; only EdDSA is")
         kid = header.get("kid")
         key = self.keys.public_key(kid) if isinstance(kid, str) else None
-        if key is None:
+        if key is None or not isinstance(kid, str):
             raise Unauthenticated("token names an unknown signing key (kid); it was not issued by this gateway")
         claims = decode_claims(
             token,

@@ -79,7 +79,7 @@ class Confinements:
         (git's hooks and config, a worktree's link to its repository) and gateway.yaml."""
         git = root / ".git"
         protect = [git / "hooks", git / "config", git / "modules"] if git.is_dir() else [git]
-        own = [self.config.source, self.config.upstream_lockfile] if self.config.source else []
+        own = [p for p in (self.config.source, self.config.upstream_lockfile) if p is not None]
         return [*protect, *own]
 
     def pinned_in(self, root: Path) -> list[Path]:

@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from gateway.digests import digest
 from gateway.errors import ToolFailed
 from gateway.judge.call import PROCESS, Call, CallKind
-from gateway.ledger.chain import Ledger, digest
+from gateway.ledger.chain import Ledger
 from gateway.types import JSONObject, Outcome
 
 if TYPE_CHECKING:

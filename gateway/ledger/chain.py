@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gateway.digests import canonical_json
 from gateway.ledger.store import Store, open_store
 from gateway.types import JSONObject
 from gateway.unicode import escaped_value
@@ -42,17 +43,6 @@ if TYPE_CHECKING:
 
 GENESIS = "0" * 64
 HEAD_BYTES = 512  # the head file's one record, padded with spaces
-
-
-def canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no whitespace: the same value always gives the same text."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-def digest(value: Any) -> str:
-    # surrogatepass: text that is not valid Unicode (a lone surrogate a request carried) has a digest too;
-    # valid text encodes exactly as without it
-    return "sha256:" + hashlib.sha256(canonical_json(value).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def utc_now() -> str:
@@ -243,9 +233,9 @@ class Ledger:
         prev, checked, head_seen = GENESIS, 0, head is None or head.seq == 0
         for row in self._in_order():
             checked += 1
-            why = self._bad_row(row, checked, prev, head, legacy)
-            if why is not None:
-                return VerifyReport(False, checked, row["seq"], why)
+            bad = self._bad_row(row, checked, prev, head, legacy)
+            if bad is not None:
+                return VerifyReport(False, checked, row["seq"], bad)
             head_seen = head_seen or (head is not None and row["seq"] == head.seq)
             prev = row["hash"]
         if not head_seen:

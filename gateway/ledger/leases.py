@@ -25,7 +25,7 @@ from typing import Any
 
 import anyio
 
-from gateway.ledger.store import Database
+from gateway.ledger.store import Store
 from gateway.origin import ProgressFn
 
 HOST = socket.gethostname()
@@ -69,7 +69,7 @@ def new_holder() -> str:
 
 
 class Leases:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Store) -> None:
         self.db = db
 
     def try_acquire(self, name: str, holder: str, ttl_s: float = TTL_S) -> bool:

@@ -258,7 +258,7 @@ class PostgresStore:
         """libpq's message, on one line, without the password should a message ever quote it."""
         text = " ".join(str(exc).split()) or type(exc).__name__
         password = conninfo_to_dict(self.url).get("password")
-        return mask_url(text.replace(password, "***") if password else text)
+        return mask_url(text.replace(str(password), "***") if password else text)
 
     def _rollback(self, conn: psycopg.Connection[Any]) -> None:
         try:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from gateway.ledger.chain import canonical_json
+from gateway.digests import canonical_json
 from gateway.policy.engine import PolicyEngine
 from gateway.types import Decision, JSONObject
 

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
+
+from gateway.digests import short_digest
 
 RELOAD_CHECK_S = 1.0
 
@@ -34,12 +35,6 @@ def fingerprint(paths: Iterable[Path]) -> Fingerprint:
 
 def revision_of(seen: Hashable) -> str:
     return hashlib.sha256(repr(seen).encode()).hexdigest()[:16]
-
-
-def digest(document: Any) -> str:
-    """A revision for a JSON document: the same content gives the same revision in every process."""
-    text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 class PolicyData(Protocol):
@@ -57,15 +52,19 @@ class PolicyData(Protocol):
 class DataDocument:
     """A data document that changes only when it is replaced (the decision workers get theirs from the gateway).
 
-    >>> data = DataDocument({"roles": {...}})
-    >>> data.replace({"roles": {...}}, revision)      # the revision the gateway gave it
+    >>> data = DataDocument({"roles": {}})
+    >>> data.revision() == DataDocument({"roles": {}}).revision()    # named by its content
+    True
+    >>> data.replace({"roles": {"worker": {}}}, "r2")   # with the revision the gateway gave it
+    >>> data.revision(), data.document()
+    ('r2', {'roles': {'worker': {}}})
     """
 
     def __init__(self, document: dict[str, Any], revision: str | None = None) -> None:
         self.replace(document, revision)
 
     def replace(self, document: dict[str, Any], revision: str | None = None) -> None:
-        self._document, self._revision = document, revision or digest(document)
+        self._document, self._revision = document, revision or short_digest(document)
 
     def revision(self, force: bool = False) -> str:
         return self._revision
@@ -81,10 +80,10 @@ class WithSettings:
     def __init__(self, data: PolicyData, settings: dict[str, Any]) -> None:
         self.data = data
         self.settings = settings
-        self._settings_revision = digest(settings)
+        self._settings_revision = short_digest(settings)
 
     def revision(self, force: bool = False) -> str:
-        return digest([self.data.revision(force), self._settings_revision])
+        return short_digest([self.data.revision(force), self._settings_revision])
 
     def document(self) -> dict[str, Any]:
         return {**self.data.document(), "settings": self.settings}

@@ -14,6 +14,7 @@ appends its ledger event, so the state and its record never disagree.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import json
 import secrets
@@ -26,12 +27,13 @@ import anyio
 import structlog
 
 from gateway.config import GatewayConfig
+from gateway.digests import digest
 from gateway.effects.paths import Workspace
 from gateway.effects.shell import describe_command
 from gateway.errors import Denied, InvalidRequest
 from gateway.filelock import exclusive
 from gateway.judge.scope import ScopeQuestion, ScopeUnchecked
-from gateway.ledger.chain import Ledger, digest, utc_now
+from gateway.ledger.chain import Ledger, utc_now
 from gateway.ledger.leases import Leases, LeaseTimeout
 from gateway.ledger.store import Row, Store, Transaction
 from gateway.origin import ProgressFn
@@ -184,7 +186,7 @@ class TaskBoard:
         except GitError:
             return None
 
-    def all(self) -> list[JSONObject]:
+    def all(self) -> builtins.list[JSONObject]:
         return [_task(row) for row in self.db.query("SELECT * FROM tasks ORDER BY created, id")]
 
     def note(self, task_id: str, action: str, outcome: Outcome = "ok", **detail: Any) -> None:
@@ -224,7 +226,7 @@ class TaskBoard:
     def _worktree_lock(self, task_id: str) -> Path:
         return self.config.state / "locks" / f"worktree-{task_id}.lock"
 
-    def repair_all(self) -> list[str]:
+    def repair_all(self) -> builtins.list[str]:
         """On start: stale git locks in task worktrees go (a crash's, never a live git's), and every claimed
         task gets a usable worktree back. What was done is recorded; a worker's files are never touched."""
         cleaned = []
@@ -372,11 +374,11 @@ class TaskBoard:
             blocked = self._block_dependents(tx, task_id, f"its dependency {task_id} was abandoned: {why}")
         return {"task_id": task_id, "state": "abandoned", "dependents_blocked": blocked}
 
-    def dependents(self, task_id: str) -> list[str]:
+    def dependents(self, task_id: str) -> builtins.list[str]:
         """The tasks whose manifest names ``task_id`` in depends_on: they wait for it."""
         return [task["id"] for task in self.all() if task_id in task["manifest"]["depends_on"]]
 
-    def _block_dependents(self, tx: Transaction, task_id: str, why: str) -> list[str]:
+    def _block_dependents(self, tx: Transaction, task_id: str, why: str) -> builtins.list[str]:
         blocked: list[str] = []
         queue = [task_id]
         while queue:
@@ -839,7 +841,7 @@ class TaskBoard:
         self._event(tx, task["id"], "claim_expired", outcome="error", owner=task["owner"], attempt=task["attempt"])
         return self._after_failure(tx, task, why)
 
-    def sweep(self, now: datetime | None = None) -> list[str]:
+    def sweep(self, now: datetime | None = None) -> builtins.list[str]:
         """Record every claim that has expired, when it expires (not at the next claim): the attempt fails,
         the task goes back to open or blocks. Answers the ids of the tasks it moved."""
         moment = (now or _now()).isoformat(timespec="seconds")
@@ -1015,7 +1017,7 @@ def _dependents(tx: Transaction, task_id: str) -> list[JSONObject]:
 
 
 def _usable(worktree: str | None) -> bool:
-    return bool(worktree) and (Path(worktree) / ".git").exists()
+    return worktree is not None and bool(worktree) and (Path(worktree) / ".git").exists()
 
 
 def _expired(task: JSONObject) -> bool:

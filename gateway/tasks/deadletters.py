@@ -27,13 +27,14 @@ import json
 import secrets
 from typing import Any, Literal, Protocol
 
+from gateway.digests import digest
 from gateway.errors import GatewayError
 from gateway.identity.revocations import Revocations
 from gateway.identity.roles import RoleSet
 from gateway.judge.authenticate import AsRecorded
 from gateway.judge.call import Call, Stage
 from gateway.judge.pipeline import Pipeline
-from gateway.ledger.chain import Ledger, digest, utc_now
+from gateway.ledger.chain import Ledger, utc_now
 from gateway.ledger.leases import Leases, new_holder
 from gateway.ledger.store import Store
 from gateway.origin import Origin

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import functools
+from collections.abc import Sequence
 from typing import Any
 
 from gateway.linear_regex import Pattern, glob
@@ -196,7 +197,7 @@ def _find(trees: _Trees, commit: str, path: str, symbol: str) -> list[Definition
     return [] if module is None else _lookup(module, symbol)
 
 
-def _named(body: list[ast.stmt], name: str) -> list[Definition]:
+def _named(body: Sequence[ast.stmt], name: str) -> list[Definition]:
     return [node for node in body if isinstance(node, DEFINITIONS) and node.name == name]
 
 

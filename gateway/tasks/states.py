@@ -90,7 +90,8 @@ class IllegalTransition(InvalidRequest):
 
 def check_move(moves: dict[StrEnum, frozenset[StrEnum]], what: str, old: str, new: str) -> None:
     """Raise unless ``old -> new`` is in ``moves`` (both given as enum values or their strings)."""
-    allowed = {str(state) for state in moves.get(_member(moves, old), frozenset())}
+    member = _member(moves, old)
+    allowed = {str(state) for state in moves.get(member, frozenset())} if member is not None else set()
     if new not in allowed:
         raise IllegalTransition(f"{what} is {old}: it cannot become {new}")
 

@@ -26,10 +26,10 @@ import anyio
 
 from gateway.config import GatewayConfig
 from gateway.decision_log import mask_text
+from gateway.digests import digest
 from gateway.effects.paths import Workspace
 from gateway.errors import ToolFailed
 from gateway.judge.call import Call, CallKind, Judge
-from gateway.ledger.chain import digest
 from gateway.origin import Origin, ProgressFn
 from gateway.repo import Repo
 from gateway.sandbox import Sandbox

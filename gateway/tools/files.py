@@ -125,7 +125,8 @@ def file_tools(limits: LimitsConfig) -> list[ToolSpec]:
     async def fs_search(args: SearchArgs, inv: ToolInvocation) -> mt.CallToolResult:
         base = inv.workspace.resolve(args.path)
         lines = _compiled("pattern", lambda: LineSearch.of(args.pattern, args.ignore_case, args.fixed_string))
-        names = _compiled("glob", lambda: glob(args.glob)) if args.glob else None
+        given = args.glob
+        names = _compiled("glob", lambda: glob(given)) if given else None
         cap = min(args.max_results or limits.search_results, limits.search_results)
         tree = Beneath(inv.workspace.root)
         # RE2 is linear in the text, not instant: a pattern its cache cannot hold runs at the speed of its

@@ -38,6 +38,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp import Client
 from mcp.client.stdio import _stop_server_process
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.dispatcher import CallOptions
 from mcp.shared.message import SessionMessage
 from mcp_types import jsonrpc_message_adapter
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -78,7 +79,7 @@ class Answer:
     size: int  # bytes of the JSON-RPC message it came in
 
 
-Stamp = Callable[[dict[str, Any], dict[str, Any]], None]
+Stamp = Callable[[dict[str, Any], CallOptions], None]
 
 
 class Channel:
@@ -105,7 +106,7 @@ class Channel:
         data: JSONObject = {"jsonrpc": "2.0", "method": method, "params": params}
         if request_id is not None:
             data["id"] = request_id
-        options: dict[str, Any] = {}
+        options: CallOptions = {}
         if self._stamp is not None:
             self._stamp(data, options)
         return data, options.get("headers", {})

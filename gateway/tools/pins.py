@@ -26,6 +26,7 @@ pinned, all of its definitions are.
 
 from __future__ import annotations
 
+import builtins
 import difflib
 import hashlib
 import json
@@ -235,7 +236,7 @@ class Pins:
         rows = self.db.query(f"SELECT * FROM upstream_pins {where} ORDER BY upstream, kind, name", params)
         return [_decoded(r) for r in rows]
 
-    def changes(self, upstream: str | None = None) -> list[JSONObject]:
+    def changes(self, upstream: str | None = None) -> builtins.list[JSONObject]:
         """Pending changes, newest first, each with the pinned definition it would replace (or None) and the
         unified diff between the two (``diff``)."""
         where, params = ("WHERE c.upstream = ?", (upstream,)) if upstream else ("", ())
@@ -252,7 +253,7 @@ class Pins:
 
     # --- what a connection found -----------------------------------------------------------------
 
-    def reconcile(self, upstream: str, definitions: list[Definition]) -> dict[tuple[str, str], PinStatus]:
+    def reconcile(self, upstream: str, definitions: builtins.list[Definition]) -> dict[tuple[str, str], PinStatus]:
         """Pin a first listing (no pins, no lockfile entry); otherwise record each definition that is not
         pinned as a pending change (once per digest, with a ledger row), drop pending changes it no longer
         lists, and answer every status."""
@@ -342,7 +343,7 @@ class Pins:
         digest: str | None = None,
         every: bool = False,
         comment: str = "",
-    ) -> list[JSONObject]:
+    ) -> builtins.list[JSONObject]:
         """Pin pending changes: the one named (an exposed name, or the upstream's own name with ``upstream``),
         or ``every`` one (of ``upstream``, or of all). ``digest`` binds the approval to the definition the
         person saw: a change seen since under another digest is not approved. Each is a ledger row."""
@@ -437,7 +438,7 @@ class Pins:
                     raise ConfigError(f"{where}: its digest is not that of its definition (edited by hand?)")
         return raw["upstreams"]
 
-    def import_lock(self) -> list[str]:
+    def import_lock(self) -> builtins.list[str]:
         """Make the store's pins of each upstream the lockfile lists exactly the lockfile's, where the entry
         differs from the one imported last; answers the upstreams imported."""
         lock = self.read_lock()

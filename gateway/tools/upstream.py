@@ -178,15 +178,16 @@ class Upstream:
 
     async def _listen(self, client: Client) -> None:
         capabilities = client.server_capabilities  # asked of every list it has: it acks what it honours
-        wanted = {
-            "tools_list_changed": capabilities.tools is not None,
-            "resources_list_changed": capabilities.resources is not None,
-            "prompts_list_changed": capabilities.prompts is not None,
-        }
-        if not any(wanted.values()):
+        tools, resources, prompts = (
+            c is not None for c in (capabilities.tools, capabilities.resources, capabilities.prompts)
+        )
+        if not (tools or resources or prompts):
             return
         try:
-            async with client.listen(**wanted) as events:
+            listening = client.listen(
+                tools_list_changed=tools, resources_list_changed=resources, prompts_list_changed=prompts
+            )
+            async with listening as events:
                 async for _ in events:
                     self._note_changed()
         except Exception as exc:  # a stream it does not offer, or one that ended: it is listed at reconnect

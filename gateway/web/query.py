@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
+from typing import overload
 from urllib.parse import urlencode
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -148,6 +149,10 @@ def _when(value: str | None, name: str, zone: tzinfo, end_of_day: bool) -> datet
     return when
 
 
+@overload
+def _number(value: str | None, name: str, default: int, low: int, high: int) -> int: ...
+@overload
+def _number(value: str | None, name: str, default: None, low: int, high: int) -> int | None: ...
 def _number(value: str | None, name: str, default: int | None, low: int, high: int) -> int | None:
     if value is None:
         return default

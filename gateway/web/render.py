@@ -371,7 +371,9 @@ def call_row(call: CallView, query: CallQuery) -> str:
 
 def outcome_tabs(page: CallPage, query: CallQuery) -> str:
     current = query.raw.get("outcome")
-    tabs = [("any", None, sum(n for o, n in page.outcomes.items() if o in CALL_OUTCOMES))]
+    tabs: list[tuple[str, str | None, int]] = [
+        ("any", None, sum(n for o, n in page.outcomes.items() if o in CALL_OUTCOMES))
+    ]
     tabs += [(o, o, page.outcomes.get(o, 0)) for o in FILTER_OUTCOMES if page.outcomes.get(o) or o == current]
     links = []
     for label, value, count in tabs:
@@ -512,7 +514,7 @@ def _approval_rows(approval: JSONObject, now: str) -> list[tuple[str, str]]:
         ),
         ("Runs", _where(approval)),
         ("Rule", " ".join(f"<code class='rule'>{esc(r)}</code>" for r in decision.get("rules") or []) or "-"),
-        ("Reasons", _items(decision.get("reasons")) if decision.get("reasons") else "-"),
+        ("Reasons", _items(decision.get("reasons") or []) if decision.get("reasons") else "-"),
         (
             "Arguments",
             f"<pre>{esc(redact(arguments)[0], 4000)}</pre><small class='muted'>secrets masked</small>"

@@ -97,7 +97,9 @@ def destinations(
             d.write(dest, call)
             return
         directory = dest
-    for source in sources if directory is not None else []:
+    if directory is None:
+        return
+    for source in sources:
         d.write(inside(directory, source), call)
 
 

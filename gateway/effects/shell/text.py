@@ -27,9 +27,9 @@ def grep_like(short_opts: str, long: str, recursive_default: bool = False) -> Ha
             operands.pop(0)
         for word in opts.values("-f", "--file", "--ignore-file", "--exclude-from"):
             d.read(word, call)
-        for name, word in opts.flags:
-            if name in ("--pre", "--pager", "--hostname-bin") and word is not None:
-                d.execute(call, word.value, f"{call.name} {name} runs a program: {short(word.raw)}")
+        for name, value in opts.flags:
+            if name in ("--pre", "--pager", "--hostname-bin") and value is not None:
+                d.execute(call, value.value, f"{call.name} {name} runs a program: {short(value.raw)}")
         recursive = recursive_default or opts.has("-r", "-R", "--recursive", "--dereference-recursive")
         call.facts.recursive = recursive
         hidden = not recursive_default or opts.has(

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
@@ -1257,7 +1258,7 @@ class Describer:
 
     def package(self, manager: str, packages: list[str], local: bool, call: Call) -> None:
         """A package install or removal; anything under sudo is global whatever the manager."""
-        scope = "local" if local and not call.ctx.sudo else "global"
+        scope: Literal["local", "global"] = "local" if local and not call.ctx.sudo else "global"
         self.packages.append(PackageEffect(manager=manager, names=packages, scope=scope))
 
 
