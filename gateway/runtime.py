@@ -39,10 +39,11 @@ from gateway.origin import Origin
 from gateway.policy.cache import DecisionCache
 from gateway.policy.checked import CheckedSources
 from gateway.policy.embedded import EmbeddedEngine
-from gateway.policy.engine import PolicyEngine, fired_rules
+from gateway.policy.engine import PolicyEngine, engine_running, fired_rules
 from gateway.policy.isolated import IsolatedEngine
 from gateway.policy.reload import PolicyData, WithSettings, policy_data
 from gateway.sandbox import Sandbox
+from gateway.supervise import Supervised
 from gateway.tasks.board import TaskBoard
 from gateway.tasks.deadletters import DeadLetters
 from gateway.tasks.verification import Verification
@@ -223,20 +224,20 @@ class Gateway:
     def visible_tools(self, principal: Principal) -> list[ToolSpec]:
         return [spec for spec in self.catalog.all() if self.roles.grants(principal, spec.name)]
 
-    async def notify_escalations(self) -> None:
-        """Push escalations to gateway.yaml's webhooks (notify), every notify.interval_s."""
-        while True:
-            await anyio.sleep(self.config.notify.interval_s)
-            try:
-                await self.notifier.deliver()
-            except Exception:  # a notifier fault must never stop the gateway; the cursor keeps the place
-                log.exception("escalation notifier failed")
+    @functools.cached_property
+    def background(self) -> list[Supervised]:
+        """The loops a running gateway keeps going, each surviving its own failures (gateway/supervise.py):
+        expired claims recorded when they expire (every tasks.sweep_s), not at the next claim; escalations
+        pushed to gateway.yaml's webhooks (notify, every notify.interval_s; the cursor keeps the place)."""
+        loops = [Supervised("claim sweep", self._sweep, self.config.tasks.sweep_s, self.ledger)]
+        if self.notifier.enabled:
+            loops.append(
+                Supervised("escalation notifier", self.notifier.deliver, self.config.notify.interval_s, self.ledger)
+            )
+        return loops
 
-    async def sweep_claims(self) -> None:
-        """Record expired claims when they expire (every tasks.sweep_s), not at the next claim."""
-        while True:
-            await anyio.sleep(self.config.tasks.sweep_s)
-            await anyio.to_thread.run_sync(self.board.sweep)
+    async def _sweep(self) -> None:
+        await anyio.to_thread.run_sync(self.board.sweep)
 
     def load_pins(self) -> None:
         """The operator's lockfile into the store (a bad one stops the start, naming the entry). With upstreams
@@ -252,25 +253,24 @@ class Gateway:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Gateway]:
-        await anyio.to_thread.run_sync(self.engine.start)  # its decision workers up before any call
-        await anyio.to_thread.run_sync(self.load_pins)
-        async with anyio.create_task_group() as tg:
-            await self.pool.start(tg)
-            # Several processes may serve one store (serve --workers, replicas): one recovers at a time,
-            # and each finds only what a dead process left (a live one's calls, merge and intents keep
-            # their leases and are left alone).
-            async with self.leases.hold(RECOVERY):
-                await anyio.to_thread.run_sync(self.recover)
-                for settled in await self.committer.reconcile():
-                    log.warning("reconciled an intent a crash left executing", **settled)
-            tg.start_soon(self.sweep_claims)
-            if self.notifier.enabled:
-                self.notifier.start()
-                tg.start_soon(self.notify_escalations)
-            try:
-                yield self
-            finally:
-                tg.cancel_scope.cancel()
-                self.telemetry.flush()
-                with anyio.CancelScope(shield=True):
-                    await self.engine.aclose()
+        # the engine's decision workers are up before any call, and stopped however the start or the run ends
+        async with engine_running(self.engine):
+            await anyio.to_thread.run_sync(self.load_pins)
+            async with anyio.create_task_group() as tg:
+                await self.pool.start(tg)
+                # Several processes may serve one store (serve --workers, replicas): one recovers at a time,
+                # and each finds only what a dead process left (a live one's calls, merge and intents keep
+                # their leases and are left alone).
+                async with self.leases.hold(RECOVERY):
+                    await anyio.to_thread.run_sync(self.recover)
+                    for settled in await self.committer.reconcile():
+                        log.warning("reconciled an intent a crash left executing", **settled)
+                if self.notifier.enabled:
+                    self.notifier.start()
+                for loop in self.background:
+                    tg.start_soon(loop.run, name=loop.name)
+                try:
+                    yield self
+                finally:
+                    tg.cancel_scope.cancel()
+                    self.telemetry.flush()
