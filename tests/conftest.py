@@ -93,6 +93,7 @@ STORES = ("sqlite", "postgresql")
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "both_stores: run the test on SQLite and on PostgreSQL (the store fixture)")
     config.addinivalue_line("markers", "one_store: in a both_stores module, a test whose subject is not the store")
+    config.addinivalue_line("markers", "slow: a long test (many crash trials); the fast subset is -m 'not slow'")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -168,9 +169,10 @@ def http_gateway(config_path: Path, timeout: float = 30.0, workers: int = 1) -> 
 
 
 @contextmanager
-def killable_gateway(config_path: Path) -> Iterator[tuple[str, Callable[[], None]]]:
+def killable_gateway(config_path: Path, alone: bool = False) -> Iterator[tuple[str, Callable[[], None]]]:
     """``gateway serve --http`` in its own process group; yields its URL and ``kill()``: SIGKILL to the gateway
-    and every git or sandboxed command it is running, as a power loss would."""
+    and every git or sandboxed command it is running, as a power loss would; with ``alone``, to the gateway
+    process only (the OOM killer's way: a git it started runs on, orphaned)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     argv = [sys.executable, "-m", "gateway", "--config", str(config_path), "serve", "--http", f"127.0.0.1:{port}"]
@@ -179,13 +181,18 @@ def killable_gateway(config_path: Path) -> Iterator[tuple[str, Callable[[], None
 
     def kill() -> None:
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+            if alone:
+                os.kill(proc.pid, signal.SIGKILL)
+            else:
+                os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
 
     try:
         yield url, kill
     finally:
-        kill()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
 
 
 async def kill_when(
