@@ -18,6 +18,9 @@ where the gateway's state is not there to be read:
 
     walled = Repo(worktree, wall=sandbox.git_wall(worktree, writes=[objects_dir]))
     walled.run("add", "-A")
+
+A git started while the gateway holds one of its locks (gateway/locks.py) inherits it: a gateway killed alone
+leaves the lock held until that git has finished, so nobody takes the git's lock files for a dead process's.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from pathlib import Path
 import anyio
 
 from gateway.errors import ToolFailed
+from gateway.locks import held_locks
 
 SAFE_CONFIG = (
     "-c",
@@ -98,7 +102,10 @@ class Repo:
         common = common_dir(self.root)
         if common is not None:
             environ["GIT_COMMON_DIR"] = str(common)  # overrides any commondir file inside the gitdir
-        argv = ["git", *SAFE_CONFIG, "-C", str(self.root), *args]
+        held = held_locks()
+        # a git holding the gateway's locks runs no maintenance in the background: that would hold them on
+        detached = ["-c", "gc.autoDetach=false", "-c", "maintenance.autoDetach=false"] if held else []
+        argv = ["git", *SAFE_CONFIG, *detached, "-C", str(self.root), *args]
         proc = subprocess.run(
             self.wall(argv) if self.wall is not None else argv,
             capture_output=True,
@@ -106,6 +113,7 @@ class Repo:
             env=environ,
             input=input,
             timeout=120,
+            pass_fds=held,
         )
         if check and proc.returncode != 0:
             raise GitError(f"git {args[0]} failed: {proc.stderr.strip() or proc.stdout.strip()}")

@@ -175,9 +175,10 @@ def killable_gateway(config_path: Path, alone: bool = False) -> Iterator[tuple[s
     process only (the OOM killer's way: a git it started runs on, orphaned)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
+    log = GatewayConfig.load(config_path).state / f"gateway-{port}.log"
     argv = [sys.executable, "-m", "gateway", "--config", str(config_path), "serve", "--http", f"127.0.0.1:{port}"]
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
-    proc = start_server(argv, f"{url}/healthz", "the gateway", env=env, new_session=True)
+    proc = start_server(argv, f"{url}/healthz", "the gateway", log=log, env=env, new_session=True)
 
     def kill() -> None:
         if proc.poll() is None:

@@ -30,8 +30,9 @@ from conftest import (
 from mcp import Client
 
 from gateway.commit.checkout import Checkout
-from gateway.ledger.leases import HOST, Leases
+from gateway.ledger.leases import Leases
 from gateway.ledger.store import open_store
+from gateway.locks import HOST
 from gateway.notify import notice
 from gateway.repo import Repo
 from gateway.runtime import Gateway

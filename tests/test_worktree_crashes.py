@@ -113,8 +113,13 @@ class Trial:
 
     async def ok(self, url: str, role: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         result = await self.call(url, role, tool, arguments)
-        assert not result.is_error, f"{self}: {tool}: {text_of(result)}"
+        assert not result.is_error, f"{self}: {tool}: {text_of(result)}\n{self.tracebacks()}"
         return result.structured_content
+
+    def tracebacks(self) -> str:
+        """What the gateways' logs say went wrong (for a failure's message)."""
+        logs = [log.read_text(errors="replace") for log in sorted(self.config.state.glob("gateway-*.log"))]
+        return "\n".join(text[text.index("Traceback") :][:3000] for text in logs if "Traceback" in text)
 
     def row(self) -> dict[str, Any]:
         return dict(self.store.query("SELECT * FROM tasks WHERE id = ?", (self.task,))[0])
@@ -341,7 +346,7 @@ async def test_killed_at_a_random_instant(config: Any, variant: str, alone: bool
     tokens: dict[str, str] = {}
     with deployment(config, alone, topology) as running:
         for n in range(TRIALS):
-            await STEPS[variant](running, Trial(config, store, rng, f"{variant[0].upper()}{n}", tokens))
+            await STEPS[variant](running, Trial(config, store, rng, f"{variant[:3]}{n}", tokens))
     scratch = sorted(config.worktrees.glob("_scratch-*"))
     if topology == "restart" or not scratch:
         return
