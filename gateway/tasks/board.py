@@ -26,7 +26,7 @@ import structlog
 from gateway.config import GatewayConfig
 from gateway.effects.paths import Workspace
 from gateway.effects.shell import describe_command
-from gateway.errors import Denied, InvalidRequest
+from gateway.errors import Denied, GatewayError, InvalidRequest
 from gateway.ledger.chain import Ledger, digest, utc_now
 from gateway.ledger.store import Row, Store, Transaction
 from gateway.policy.engine import PolicyEngine
@@ -233,24 +233,32 @@ class TaskBoard:
         files are never touched. What was done is recorded."""
         cleaned = []
         for task in self.all():
-            path = self.config.worktrees / task["id"]
-            if task["state"] in LIVE and not _ready(task):
-                if self.repair(task):
-                    cleaned.append(f"made the worktree of {task['id']} (attempt {task['attempt']}) complete again")
-                continue
-            if not (path.exists() or task["worktree"]):
-                continue
-            with worktree_lock(self._locks, task["id"]):
-                task = self.get(task["id"])
-                if task["worktree"] is not None:
-                    refs = [f"refs/heads/{task['branch']}", f"{ATTEMPTS_REF}{task['id']}/{task['attempt'] - 1}"]
-                    removed = clear_abandoned_locks(self.repo, path, refs)
-                    cleaned += [f"removed {name}, left by a process now gone, in {task['id']}" for name in removed]
-                elif task["state"] not in LIVE and discard_worktree(self.repo, path, self._locks):
-                    cleaned.append(f"discarded the worktree of {task['id']} a crash left half-made")
+            try:
+                cleaned += self._recover_worktree(task)
+            except (GatewayError, OSError) as exc:  # one task's trouble never stops a start; its next call retries
+                cleaned.append(f"could not recover the worktree of {task['id']}: {str(exc)[:300]}")
         if cleaned:
             self.ledger.append({"kind": "recovery", "outcome": "ok", "detail": {"what": "tasks", "cleaned": cleaned}})
         return cleaned
+
+    def _recover_worktree(self, task: JSONObject) -> list[str]:
+        path = self.config.worktrees / task["id"]
+        if task["state"] in LIVE and not _ready(task):
+            made = self.repair(task)
+            return [f"made the worktree of {task['id']} (attempt {task['attempt']}) complete again"] if made else []
+        if not (path.exists() or task["worktree"]):
+            return []
+        with worktree_lock(self._locks, task["id"]):
+            task = self.get(task["id"])
+            if task["worktree"] is None:
+                if task["state"] in LIVE or not discard_worktree(self.repo, path, self._locks):
+                    return []
+                return [f"discarded the worktree of {task['id']} a crash left half-made"]
+            if task["state"] in ("committed", "abandoned"):
+                return []  # no git of the gateway's runs there any more
+            refs = [f"refs/heads/{task['branch']}", f"{ATTEMPTS_REF}{task['id']}/{task['attempt'] - 1}"]
+            removed = clear_abandoned_locks(self.repo, path, refs)
+            return [f"removed {name}, left by a process now gone, in {task['id']}" for name in removed]
 
     # --- planner ----------------------------------------------------------------------------------
 
@@ -608,10 +616,10 @@ class TaskBoard:
         are removed first, and recorded."""
         if not _ready(task):
             self.repair(task)
-            task = self.get(task["id"])
         with worktree_lock(self._locks, task["id"]):
-            if not _usable(task["worktree"]):
-                raise TaskRefused(f"task {task['id']!r} has no worktree to commit; claim it again")
+            task = self.get(task["id"])  # as it is now: no other process makes it again while the lock is held
+            if not _ready(task):
+                raise TaskRefused(f"task {task['id']!r} has no complete worktree to commit; claim it again")
             path = Path(task["worktree"])
             removed = clear_abandoned_locks(self.repo, path, [f"refs/heads/{task['branch']}"])
             if removed:

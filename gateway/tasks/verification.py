@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
+import structlog
 
 from gateway.config import GatewayConfig
 from gateway.decision_log import mask_text
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     import mcp_types as mt
 
 SCRATCH_PREFIX = "_scratch-"
+log = structlog.get_logger("gateway.verification")
 
 
 async def _never(inv: ToolInvocation) -> mt.CallToolResult:
@@ -86,8 +88,11 @@ async def scratch_checkout(repo: Repo, commit: str, parent: Path, locks: Path) -
             yield path
         finally:
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(lambda: discard_worktree(repo, path, locks))
-                lock.unlink(missing_ok=True)
+                try:
+                    await anyio.to_thread.run_sync(lambda: discard_worktree(repo, path, locks))
+                    lock.unlink(missing_ok=True)
+                except (OSError, ToolFailed) as exc:  # left for the next start to clear; the run's result stands
+                    log.warning("a verification checkout could not be removed", path=str(path), error=str(exc))
 
 
 def clear_scratch(repo: Repo, parent: Path, locks: Path) -> list[str]:
@@ -99,9 +104,12 @@ def clear_scratch(repo: Repo, parent: Path, locks: Path) -> list[str]:
         with try_file_lock(lock, f"clearing the verification checkout {path.name}") as mine:
             if not mine:
                 continue  # a live verification's
-            if discard_worktree(repo, path, locks):
-                removed.append(f"removed the verification checkout {path.name} a crash left")
-            lock.unlink(missing_ok=True)
+            try:
+                if discard_worktree(repo, path, locks):
+                    removed.append(f"removed the verification checkout {path.name} a crash left")
+                lock.unlink(missing_ok=True)
+            except (OSError, ToolFailed) as exc:
+                removed.append(f"could not remove the verification checkout {path.name}: {str(exc)[:200]}")
     return removed
 
 

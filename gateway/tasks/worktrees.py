@@ -90,9 +90,31 @@ def discard(repo: Repo, path: Path) -> bool:
     if path.is_symlink() or path.is_file():
         path.unlink()
     elif path.exists():
-        shutil.rmtree(path)
+        remove_tree(path)
     repo.run("worktree", "prune")
     return there or bool(records)
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a directory a worker or a verification command wrote, including directories it made read-only:
+    those are made writable again first (opened without following links: a link an agent left is never
+    followed out of the tree)."""
+    try:
+        shutil.rmtree(path)
+        return
+    except PermissionError:
+        pass
+    for root, directories, _ in os.walk(path):
+        for name in [".", *directories]:
+            try:
+                fd = os.open(os.path.join(root, name), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            except OSError:
+                continue  # a link, or gone
+            try:
+                os.fchmod(fd, 0o700)
+            finally:
+                os.close(fd)
+    shutil.rmtree(path)
 
 
 def discard_worktree(repo: Repo, path: Path, locks: Path) -> bool:
