@@ -7,7 +7,8 @@ worker did not delete; a verification cut short leaves no scratch checkout behin
 
 Each trial kills at one instant drawn at random from the operation's own landmarks (a row committed, the k-th
 of thousands of files written, git's index lock made, the call recorded): a wait on a condition, never on time.
-``GATEWAY_KILL_TRIALS`` sets the trials per case (default 1), ``GATEWAY_KILL_SEED`` replays a run."""
+``GATEWAY_KILL_TRIALS`` sets the rounds (each step killed once a round; default 1), ``GATEWAY_KILL_SEED`` replays
+a run."""
 
 from __future__ import annotations
 
@@ -35,16 +36,11 @@ FILES = 4000
 TRIALS = int(os.environ.get("GATEWAY_KILL_TRIALS", "1"))
 SEED = int(os.environ.get("GATEWAY_KILL_SEED", str(random.SystemRandom().randrange(1_000_000))))
 VARIANTS = ("claim", "attempt", "report", "verify", "repair")
-FAST = ("claim", False, "restart")  # the one case in the fast subset; the rest are marked slow
-
-
-def cases() -> Iterator[Any]:
-    for variant in VARIANTS:
-        for alone in (False, True):
-            for topology in ("restart", "replicas"):
-                marks = [] if (variant, alone, topology) == FAST else [pytest.mark.slow]
-                name = f"{variant}-{'alone' if alone else 'group'}-{topology}"
-                yield pytest.param(variant, alone, topology, marks=marks, id=name)
+DEPLOYMENTS = [
+    pytest.param(alone, topology, id=f"{'alone' if alone else 'group'}-{topology}")
+    for alone in (False, True)
+    for topology in ("restart", "replicas")
+]
 
 
 @pytest.fixture(scope="module")
@@ -339,16 +335,27 @@ async def repair(deployment: Deployment, trial: Trial) -> None:
 STEPS = {"claim": claim, "attempt": attempt, "report": report, "verify": verify, "repair": repair}
 
 
-@pytest.mark.parametrize(("variant", "alone", "topology"), list(cases()))
-async def test_killed_at_a_random_instant(config: Any, variant: str, alone: bool, topology: str) -> None:
-    rng = random.Random(f"{SEED}-{variant}-{alone}-{topology}-{config.store}")
+@pytest.mark.slow
+@pytest.mark.timeout(120 * len(VARIANTS) * TRIALS)  # a guard against a hang; a round takes about a minute
+@pytest.mark.parametrize(("alone", "topology"), DEPLOYMENTS)
+async def test_every_step_killed_at_random_instants(config: Any, alone: bool, topology: str) -> None:
+    """Each step in turn (a claim, a new attempt, a report, a verification, a repair), ``TRIALS`` rounds, on one
+    deployment; then a start clears the verification checkouts a killed replica left."""
+    rng = random.Random(f"{SEED}-{alone}-{topology}-{config.store}")
     store = open_store(config)
     tokens: dict[str, str] = {}
     with deployment(config, alone, topology) as running:
         for n in range(TRIALS):
-            await STEPS[variant](running, Trial(config, store, rng, f"{variant[:3]}{n}", tokens))
-    scratch = sorted(config.worktrees.glob("_scratch-*"))
-    if topology == "restart" or not scratch:
-        return
-    with http_gateway(config.source):  # a start clears what the killed replica left
-        assert sorted(config.worktrees.glob("_scratch-*")) == [], "scratch checkouts a crash left stay"
+            for variant in VARIANTS:
+                await STEPS[variant](running, Trial(config, store, rng, f"{variant[:3]}{n}", tokens))
+    if topology == "replicas" and sorted(config.worktrees.glob("_scratch-*")):
+        with http_gateway(config.source):
+            assert sorted(config.worktrees.glob("_scratch-*")) == [], "scratch checkouts a crash left stay"
+
+
+@pytest.mark.one_store
+async def test_a_claim_killed_at_a_random_instant(config: Any) -> None:
+    """The fast subset's one trial: a claim killed with its gits, then a restart."""
+    store = open_store(config)
+    with deployment(config, alone=False, topology="restart") as running:
+        await claim(running, Trial(config, store, random.Random(SEED), "cla0", {}))
