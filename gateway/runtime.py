@@ -1,8 +1,8 @@
-"""The gateway runtime: every service the pipeline runs on, assembled from one config.
+"""The gateway runtime: every service the stage stacks (gateway/judge/stacks.py) run on, assembled from one config.
 
 gateway = Gateway(GatewayConfig.load("gateway.yaml"))
 async with gateway.running():          # upstream servers connected, concurrently
-    result = await gateway.pipeline(call)
+    result = await gateway.stacks.call(call)
 """
 
 from __future__ import annotations
