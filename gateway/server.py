@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import socket
 import sys
 import warnings
 from collections.abc import AsyncIterator, Iterable
@@ -28,6 +29,7 @@ from typing import Any
 import anyio
 import mcp_types as mt
 import structlog
+import uvicorn
 from mcp.server import Server, ServerRequestContext
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -641,6 +643,20 @@ def http_app(
         ],
         lifespan=lifespan,
     )
+
+
+class AnnouncedServer(uvicorn.Server):
+    """uvicorn's server that says "gateway: serving URL" once it accepts connections, after its start-up
+    (the gateway's lifespan) ran, never before."""
+
+    def __init__(self, config: uvicorn.Config, url: str) -> None:
+        super().__init__(config)
+        self.url = url
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            print(f"gateway: serving {self.url}", file=sys.stderr, flush=True)
 
 
 def worker_app() -> Starlette:

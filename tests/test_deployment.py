@@ -13,7 +13,8 @@ import yaml
 from conftest import http_gateway, reconfigure, token
 
 from gateway.cli.parser import build_parser
-from gateway.config import GatewayConfig, parse_listen
+from gateway.config import GatewayConfig
+from gateway.listen import parse_listen
 
 ROOT = Path(__file__).resolve().parents[1]
 INITIALIZE = {

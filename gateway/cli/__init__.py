@@ -8,11 +8,13 @@ runs, so ``gateway check`` and ``gateway hook claude-code`` start in a fraction 
     gateway token issue --role worker --agent w1 --task T1 --ttl 8h
     gateway check --role worker --tool fs_read --args '{"path": "README.md"}'
 
-Exit codes: 0 done (``check``: allowed), 1 done and the answer is "no" (a broken ledger, a failing policy
-test, a ceremony that left a task out, a replay that did not go through, a store at another schema version
-than this gateway's), 2 an error (bad usage or input, an unknown role, tool or id, a missing or unreadable
-file or config, a store that is unreachable or at a schema version it cannot use: one line on stderr),
-3 ``check``: asks a person (tier 3), 4 ``check``: denied, 130 interrupted, 141 stdout closed early (``| head``).
+Exit codes (docs/cli.md has them per command; each code means one thing in every command): 0 done
+(``check``: allowed), 1 done and the answer is "no" (a broken ledger, a failing policy test, a ceremony that
+left a task out, a replay that did not go through, a store at another schema version than this gateway's),
+2 an error (bad usage or input, an unknown role, tool or id, a missing or unreadable file or config, a store
+that is unreachable or at a schema version it cannot use, an address ``serve`` cannot listen on: one line on
+stderr), 3 ``check``: asks a person (tier 3), 4 ``check``: denied, 70 a bug in the gateway (the traceback is
+printed: report it), 130 interrupted, 141 stdout closed early (``| head``).
 """
 
 from __future__ import annotations
@@ -22,12 +24,13 @@ import sys
 
 from gateway.cli.parser import build_parser
 
-__all__ = ["EXIT_ASK", "EXIT_DENY", "EXIT_ERROR", "EXIT_FAILED", "build_parser", "main"]
+__all__ = ["EXIT_ASK", "EXIT_BUG", "EXIT_DENY", "EXIT_ERROR", "EXIT_FAILED", "build_parser", "main"]
 
 EXIT_FAILED = 1
-EXIT_ERROR = 2
+EXIT_ERROR = 2  # also argparse's code for a usage error
 EXIT_ASK = 3
 EXIT_DENY = 4
+EXIT_BUG = 70  # sysexits.h EX_SOFTWARE: not Python's 1, which means "the answer is no" here
 EXIT_INTERRUPTED = 130
 EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command killed by a closed pipe
 STRUCTLOG_EXTRAS = ("rich", "greenlet")  # what structlog imports when installed and the gateway never uses
@@ -77,3 +80,11 @@ def run(argv: list[str] | None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # main's to answer
+        raise
+    except Exception:  # a bug: the traceback is what a report needs, and the exit code says it is one
+        import traceback
+
+        traceback.print_exc()
+        print("gateway: internal error (a bug in the gateway): please report the traceback above", file=sys.stderr)
+        return EXIT_BUG

@@ -9,6 +9,7 @@ its own work. Errors are ``GatewayError``s, which ``gateway.cli.main`` prints as
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -16,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gateway.cli.output import block, clean, emit, table, wants_json
+from gateway.cli.output import block, clean, emit, gateway_command, table, wants_json
 
 if TYPE_CHECKING:
     from gateway.config import GatewayConfig
@@ -65,8 +66,9 @@ def cmd_init(args: argparse.Namespace) -> int:
         f"state dir  {config.state} (keys, store, roles, policies: outside the workspace, owner-only)", file=sys.stderr
     )
     print(f"worktrees  {config.worktrees}", file=sys.stderr)
+    command = gateway_command()
     print(
-        "next: gateway token issue --role worker --agent w1, then gateway serve --http 127.0.0.1:8787",
+        f"next: {command} token issue --role worker --agent w1, then {command} serve --http 127.0.0.1:8787",
         file=sys.stderr,
     )
     return 0
@@ -88,7 +90,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from gateway.telemetry import configure_logging
 
     configure_logging(args.log_level)
-    from gateway.config import parse_listen
+    from gateway.listen import parse_listen
 
     config = load_config(args)
     if args.stdio:
@@ -120,34 +122,46 @@ def serve_stdio(config: GatewayConfig) -> int:
 
 
 def serve_http(config: GatewayConfig, host: str, port: int, workers: int = 1, log_level: str = "info") -> int:
-    """One process, or ``workers`` processes on one socket (uvicorn's supervisor binds it once, starts a
-    process per worker, replaces one that dies and stops them all on SIGTERM or SIGINT). Each worker process
-    builds its own Gateway (gateway.server.worker_app); they share the store, the state dir and the workspace.
-    uvloop and httptools serve when installed (the ``fast`` extra)."""
+    """One process, or ``workers`` processes on one socket (the supervisor starts a process per worker,
+    replaces one that dies and stops them all on SIGTERM or SIGINT). Each worker process builds its own
+    Gateway (gateway.server.worker_app); they share the store, the state dir and the workspace. uvloop and
+    httptools serve when installed (the ``fast`` extra). The socket is bound here, first: an address in use
+    is one error line (exit 2), never a "serving" line and then an exit."""
     import uvicorn
 
+    from gateway.listen import listen_socket
     from gateway.runtime import Gateway
-    from gateway.server import WORKER_ENV, http_app
+    from gateway.server import WORKER_ENV, AnnouncedServer, http_app
 
     gateway = Gateway(config)  # a config, roles or policy that does not load stops here, before any worker
+    sock = listen_socket(host, port)
     url = f"http://{host}:{port}/mcp"
     options: dict[str, Any] = {"host": host, "port": port, "log_level": "warning", "access_log": False}
     if workers <= 1:
-        print(f"gateway: serving {url}", file=sys.stderr)
-        uvicorn.run(http_app(gateway, host=host), **options)
-        return 0
+        server = AnnouncedServer(uvicorn.Config(http_app(gateway, host=host), **options), url)
+        with contextlib.suppress(SystemExit):  # uvicorn's exit when the start-up failed: said below, our code
+            server.run(sockets=[sock])
+        return 0 if server.started else did_not_start()
     gateway.db.close()  # the workers open their own; this one only proved that everything loads
     assert config.source is not None
     os.environ[WORKER_ENV] = json.dumps({"config": str(config.source), "host": host, "log_level": log_level})
     print(f"gateway: serving {url} with {workers} worker processes (supervisor pid {os.getpid()})", file=sys.stderr)
+    from uvicorn.config import STARTUP_FAILURE
     from uvicorn.supervisors import Multiprocess
 
     settings = uvicorn.Config("gateway.server:worker_app", factory=True, workers=workers, **options)
-    bound = settings.bind_socket()  # once, here; every worker accepts on it
     # the supervisor says when a worker died and was replaced, and when it stops them; workers stay quiet
     logging.getLogger("uvicorn.error").setLevel(logging.INFO)
-    Multiprocess(settings, sockets=[bound]).run()
-    return 0
+    supervisor = Multiprocess(settings, sockets=[sock])
+    supervisor.run()
+    failed = any(worker.process.exitcode == STARTUP_FAILURE for worker in supervisor.processes)
+    return did_not_start() if failed else 0
+
+
+def did_not_start() -> int:
+    from gateway.errors import ConfigError
+
+    raise ConfigError("the gateway did not start: its start-up failed (the lines above say why)")
 
 
 def cmd_token_issue(args: argparse.Namespace) -> int:
@@ -176,10 +190,29 @@ def cmd_token_issue(args: argparse.Namespace) -> int:
 
 def cmd_token_revoke(args: argparse.Namespace) -> int:
     gateway = open_gateway(args)
+    if args.external:
+        if gateway.config.identity.external_issuer is None:
+            raise invalid("--external: gateway.yaml names no identity.external_issuer, so no such token is accepted")
+    elif not issued_here(gateway, args.jti):
+        raise invalid(
+            f"{clean(args.jti)[:80]!r} is not the jti of a token this gateway issued, so nothing was revoked "
+            "('gateway token issue --json' prints a token's jti; a token of the external issuer: add --external)"
+        )
     fresh = gateway.revocations.revoke(args.jti, reason=args.reason)
     gateway.ledger.append({"kind": "token", "outcome": "ok", "detail": {"action": "revoke", "jti": args.jti}})
     print(f"revoked {args.jti}" if fresh else f"{args.jti} was already revoked", file=sys.stderr)
     return 0
+
+
+def issued_here(gateway: Gateway, jti: str) -> bool:
+    """Whether the ledger records this gateway issuing a token with this jti (its jtis are hex, so any other
+    text is none of them). Reads only the ledger's token rows that name the jti."""
+    if not jti.isalnum():
+        return False
+    rows = gateway.ledger.events(
+        "json_extract(body, '$.kind') = ? AND body LIKE ?", ("token", f'%"{jti}"%'), limit=1_000_000
+    )
+    return any(row.detail.get("action") == "issue" and row.detail.get("jti") == jti for row in rows)
 
 
 def cmd_keys(args: argparse.Namespace) -> int:

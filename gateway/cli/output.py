@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 Column = tuple[str, str] | tuple[str, str, Callable[[Any], Any]]
@@ -52,3 +55,15 @@ def block(fields: Mapping[str, Any]) -> None:
     width = max((len(k) for k in fields), default=0)
     for key, value in fields.items():
         print(f"{key:{width}}  {clean(value)}")
+
+
+def gateway_command() -> str:
+    """How to run this gateway from a shell: ``gateway`` when that is the one on PATH, else its full path
+    (``make demo`` runs .venv/bin/gateway, which is not on PATH unless the venv is active)."""
+    installed = Path(sys.executable).parent / "gateway"
+    on_path = shutil.which("gateway")
+    if on_path and installed.exists() and Path(on_path).resolve() == installed.resolve():
+        return "gateway"
+    if installed.exists():
+        return shlex.quote(str(installed))
+    return f"{shlex.quote(sys.executable)} -m gateway"

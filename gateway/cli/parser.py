@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from gateway.cli import commands
+from gateway.listen import parse_listen
 
 CONFIG_FILE = "gateway.yaml"  # as gateway.config has it; not imported, so `gateway --help` loads no pydantic
 # gateway.types.FILTER_OUTCOMES, not imported so that `gateway --help` loads no pydantic (tests/test_cli.py)
@@ -30,6 +31,15 @@ def positive_int(text: str) -> int:
     if not text.strip().isdigit() or not 1 <= int(text) <= 64:
         raise argparse.ArgumentTypeError(f"{text!r} must be a whole number from 1 to 64")
     return int(text)
+
+
+def listen_address(text: str) -> str:
+    """``--http``: HOST:PORT or a bare PORT (on 127.0.0.1); anything else is a usage error, not a traceback."""
+    try:
+        parse_listen(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 class Commands:
@@ -60,9 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="gateway",
         description="A policy-enforcing MCP tool gateway. Output is for people on a terminal and JSON otherwise "
         "(or with --json); errors are one line on stderr.",
-        epilog="exit codes: 0 done (check: allow), 1 done and the answer is no (ledger broken, a policy test "
-        "failed, ...), 2 error (usage, bad input, unknown role/tool/id, unreadable file), 3 check: ask, "
-        "4 check: deny, 141 stdout closed early.\nexample:\n  gateway --config ~/repo/gateway.yaml check "
+        epilog="exit codes (each means one thing in every command; docs/cli.md lists them per command): 0 done "
+        "(check: allow), 1 done and the answer is no (ledger broken, a policy test failed, ...), 2 error (usage, "
+        "bad input, unknown role/tool/id, unreadable file, an address serve cannot listen on), 3 check: ask, "
+        "4 check: deny, 70 a bug in the gateway (traceback printed), 130 interrupted, 141 stdout closed early."
+        "\nexample:\n  gateway --config ~/repo/gateway.yaml check "
         '--role worker --tool fs_read --args \'{"path": "README.md"}\'',
         formatter_class=Formatter,
     )
@@ -101,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
         "serve MCP over stdio or streamable HTTP (HTTP also serves /ui and /healthz)",
         [
             "gateway serve --http 127.0.0.1:8787",
+            "gateway serve --http 8787                  # the same: a bare port is 127.0.0.1",
             "gateway serve --http 0.0.0.0:8787 --workers 2",
             "GATEWAY_TOKEN=$(gateway token issue --role worker --agent w1) gateway serve --stdio",
         ],
@@ -108,7 +121,11 @@ def build_parser() -> argparse.ArgumentParser:
     mode = serve.add_mutually_exclusive_group()
     mode.add_argument("--stdio", action="store_true", help="serve one client on stdin/stdout (token: GATEWAY_TOKEN)")
     mode.add_argument(
-        "--http", metavar="HOST:PORT", help="serve streamable HTTP at http://HOST:PORT/mcp (default: listen in config)"
+        "--http",
+        metavar="HOST:PORT",
+        type=listen_address,
+        help="serve streamable HTTP at http://HOST:PORT/mcp; a bare PORT listens on 127.0.0.1 (default: listen "
+        "in config)",
     )
     serve.add_argument(
         "--workers",
@@ -141,9 +158,18 @@ def build_parser() -> argparse.ArgumentParser:
     issue.add_argument("--ttl", type=parse_ttl, default="8h", help="lifetime: 90s, 30m, 8h or 2d")
     json_option(issue, "the token and its claims")
     issue.set_defaults(handler=commands.cmd_token_issue)
-    revoke = token.add("revoke", "revoke a credential by its jti", ["gateway token revoke 3f2a... --reason lost"])
+    revoke = token.add(
+        "revoke",
+        "revoke a credential by its jti; a jti this gateway never issued is an error (exit 2), nothing revoked",
+        ["gateway token revoke 3f2a... --reason lost", "gateway token revoke 9b1c... --external --reason offboarded"],
+    )
     revoke.add_argument("jti", help="the token's jti claim (token issue --json prints it)")
     revoke.add_argument("--reason", help="why, recorded with the revocation")
+    revoke.add_argument(
+        "--external",
+        action="store_true",
+        help="the jti of a token from identity.external_issuer (not issued here, so not in the ledger)",
+    )
     revoke.set_defaults(handler=commands.cmd_token_revoke)
 
     keys = top.add(
