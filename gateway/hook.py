@@ -135,9 +135,9 @@ def answer(decision: str, reason: str) -> JSONObject:
     }
 
 
-def principal_for(gateway: Gateway, role: str, agent: str) -> Principal:
-    """The token in GATEWAY_TOKEN when there is one (verified: a bad one is refused), else the --role given."""
-    token = os.environ.get("GATEWAY_TOKEN")
+def principal_for(gateway: Gateway, token: str | None, role: str, agent: str) -> Principal:
+    """The command hook's principal: its GATEWAY_TOKEN when it has one (verified: a bad one is refused),
+    else the --role and --agent it was given."""
     if token:
         return gateway.tokens.verify(token)
     return Principal(agent=agent, role=role)
@@ -262,7 +262,8 @@ def decide(config: GatewayConfig, raw: str, role: str, agent: str) -> JSONObject
     from gateway.runtime import Gateway
 
     gateway = Gateway(config, isolated=False)  # one decision: in this process
-    call = anyio.run(judge, gateway, hook_call("inprocess"), raw, lambda: principal_for(gateway, role, agent))
+    token = os.environ.get("GATEWAY_TOKEN")
+    call = anyio.run(judge, gateway, hook_call("inprocess"), raw, lambda: principal_for(gateway, token, role, agent))
     return answer_for(call)
 
 
@@ -275,5 +276,11 @@ def decide_or_deny(load: Callable[[], GatewayConfig], raw: str, role: str, agent
     try:
         return decide(load(), raw, role=role, agent=agent)
     except Exception as exc:
-        message = exc.message if isinstance(exc, GatewayError) else f"{type(exc).__name__}: {str(exc)[:200]}"
-        return answer("deny", f"the gateway could not decide, so the call is refused: {message}")
+        return could_not_decide(exc)
+
+
+def could_not_decide(exc: Exception) -> JSONObject:
+    """The deny for a hook call the gateway failed to judge (here, or when a running gateway answers the
+    command hook): Claude Code must read a deny, whatever broke."""
+    message = exc.message if isinstance(exc, GatewayError) else f"{type(exc).__name__}: {str(exc)[:200]}"
+    return answer("deny", f"the gateway could not decide, so the call is refused: {message}")

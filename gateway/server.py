@@ -64,6 +64,7 @@ from gateway.errors import (
 from gateway.hooks_http import ClaudeCodeHook
 from gateway.identity.resource import ProtectedResource
 from gateway.identity.tokens import Tokens
+from gateway.local_http import local_routes
 from gateway.pipeline import Call
 from gateway.runtime import Gateway
 from gateway.tools.forwarded import FIELDS, Forwarded
@@ -636,6 +637,7 @@ def http_app(
                 "/hooks/claude-code", RequireCredential(ClaudeCodeHook(gateway), gateway, resource), methods=["POST"]
             ),
             *ui_routes(gateway),  # the review pages (gateway/web): approvers only
+            *local_routes(gateway),  # `gateway check` and the command hook, asked by a command on this machine
         ],
         middleware=[
             Middleware(AuthenticationMiddleware, backend=CredentialBackend(verifier)),

@@ -34,6 +34,7 @@ EXIT_BUG = 70  # sysexits.h EX_SOFTWARE: not Python's 1, which means "the answer
 EXIT_INTERRUPTED = 130
 EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command killed by a closed pipe
 STRUCTLOG_EXTRAS = ("rich", "greenlet")  # what structlog imports when installed and the gateway never uses
+SETS_ITS_OWN_LOGGING = frozenset({"serve", "check", "hook"})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,25 +65,34 @@ def import_structlog_plain() -> None:
             del sys.modules[name]
 
 
+def configure_plain_logging() -> None:
+    """Warnings and errors as JSON lines on stderr: stdout carries the command's answer."""
+    import_structlog_plain()
+    from gateway.telemetry import configure_logging
+
+    configure_logging("warning")
+
+
 def run(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command != "serve":  # serve sets its own level; stdout carries JSON (or MCP), logs go to stderr
-        import_structlog_plain()
-        from gateway.telemetry import configure_logging
-
-        configure_logging("warning")
-    from gateway.errors import GatewayError
-
+    # serve sets its own level; check and the hook only when they decide themselves (not when a running
+    # gateway answers: gateway/fast.py)
+    if args.command not in SETS_ITS_OWN_LOGGING:
+        configure_plain_logging()
     try:
         return int(args.handler(args))
-    except GatewayError as exc:
-        print(f"gateway: {exc.message}", file=sys.stderr)
-        return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # main's to answer
         raise
-    except Exception:  # a bug: the traceback is what a report needs, and the exit code says it is one
+    except Exception as exc:
+        # a GatewayError was raised from gateway.errors, so that module is loaded; a command answered by a
+        # running gateway never loads it (nor pydantic, which it imports)
+        errors = sys.modules.get("gateway.errors")
+        if errors is not None and isinstance(exc, errors.GatewayError):
+            print(f"gateway: {exc.message}", file=sys.stderr)
+            return EXIT_ERROR
+        # a bug: the traceback is what a report needs, and the exit code says it is one
         import traceback
 
         traceback.print_exc()

@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import logging
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -139,13 +139,16 @@ def serve_http(config: GatewayConfig, host: str, port: int, workers: int = 1, lo
     options: dict[str, Any] = {"host": host, "port": port, "log_level": "warning", "access_log": False}
     if workers <= 1:
         server = AnnouncedServer(uvicorn.Config(http_app(gateway, host=host), **options), url)
-        with contextlib.suppress(SystemExit):  # uvicorn's exit when the start-up failed: said below, our code
+        # uvicorn exits when the start-up failed: said below, with the gateway's code
+        with serving_file(config, host, port), contextlib.suppress(SystemExit):
             server.run(sockets=[sock])
         return 0 if server.started else did_not_start()
     gateway.db.close()  # the workers open their own; this one only proved that everything loads
     assert config.source is not None
     os.environ[WORKER_ENV] = json.dumps({"config": str(config.source), "host": host, "log_level": log_level})
     print(f"gateway: serving {url} with {workers} worker processes (supervisor pid {os.getpid()})", file=sys.stderr)
+    import logging
+
     from uvicorn.config import STARTUP_FAILURE
     from uvicorn.supervisors import Multiprocess
 
@@ -153,9 +156,31 @@ def serve_http(config: GatewayConfig, host: str, port: int, workers: int = 1, lo
     # the supervisor says when a worker died and was replaced, and when it stops them; workers stay quiet
     logging.getLogger("uvicorn.error").setLevel(logging.INFO)
     supervisor = Multiprocess(settings, sockets=[sock])
-    supervisor.run()
+    with serving_file(config, host, port):
+        supervisor.run()
     failed = any(worker.process.exitcode == STARTUP_FAILURE for worker in supervisor.processes)
     return did_not_start() if failed else 0
+
+
+@contextlib.contextmanager
+def serving_file(config: GatewayConfig, host: str, port: int) -> Iterator[None]:
+    """``<state>/serving.json`` while this process serves: where ``gateway check`` and the command hook find
+    it (gateway/fast.py). Removed at the end unless another gateway process wrote its own since."""
+    from gateway.fast import SERVING_FILE, serving_record
+
+    assert config.source is not None
+    path = config.state / SERVING_FILE
+    record = serving_record(host, port, config.source.resolve())
+    written = path.with_name(f".{SERVING_FILE}.{os.getpid()}")
+    written.write_text(json.dumps(record))
+    written.chmod(0o600)
+    written.replace(path)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads(path.read_text()).get("pid") == record["pid"]:
+                path.unlink()
 
 
 def did_not_start() -> int:
@@ -285,48 +310,74 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    answered = ask_running_gateway(args)
+    if answered is not None:
+        return answered
     import anyio
 
-    from gateway.cli import EXIT_ASK, EXIT_DENY
+    from gateway.cli import configure_plain_logging
+    from gateway.dry_run import dry_run
     from gateway.types import Principal
 
-    try:
-        arguments = json.loads(args.args)
-    except json.JSONDecodeError as exc:
-        raise invalid(f"--args is not valid JSON: {exc}") from None
-    if not isinstance(arguments, dict):
-        raise invalid("--args must be a JSON object")
+    configure_plain_logging()
+    arguments = check_arguments(args.args)
     gateway = open_gateway(args)
-    gateway.roles.require(args.role)
     principal = Principal(agent=args.agent, role=args.role, task=args.task)
 
     async def run() -> dict[str, Any]:
         if gateway.catalog.get(args.tool) is None and gateway.catalog.upstream_of(args.tool) is not None:
             async with gateway.running():  # an upstream tool: its schema comes from the upstream
-                return await gateway.check(principal, args.tool, arguments, explain=args.explain)
-        return await gateway.check(principal, args.tool, arguments, explain=args.explain)
+                return await dry_run(gateway, principal, args.tool, arguments, explain=args.explain)
+        return await dry_run(gateway, principal, args.tool, arguments, explain=args.explain)
 
-    report = anyio.run(run)
-    if report["rules"] == ["gateway.unknown_tool"] and gateway.catalog.get(args.tool) is None:
-        raise unknown_tool(args.tool, [spec.name for spec in gateway.catalog.all()])  # recorded, and said plainly
-    emit(report) if wants_json(args) else print_decision(report, principal, args.tool)
+    return show_check(args, anyio.run(run))
+
+
+def check_arguments(text: str) -> dict[str, Any]:
+    try:
+        arguments = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise invalid(f"--args is not valid JSON: {exc}") from None
+    if not isinstance(arguments, dict):
+        raise invalid("--args must be a JSON object")
+    return arguments
+
+
+def ask_running_gateway(args: argparse.Namespace) -> int | None:
+    """``gateway check`` answered by a gateway serving this config on this machine (gateway/fast.py: no
+    pydantic, no policy engine loaded here), or None when none answers: the command decides itself."""
+    from gateway.fast import LocalGateway
+
+    try:
+        arguments = json.loads(args.args)
+    except ValueError:
+        return None  # said by the in-process path, in its words
+    local = LocalGateway.find(args.config) if isinstance(arguments, dict) else None
+    fields = {"role": args.role, "agent": args.agent, "task": args.task, "tool": args.tool, "explain": args.explain}
+    answered = local.ask("/local/check", {**fields, "arguments": arguments}) if local else None
+    if answered is None:
+        return None
+    status, body = answered
+    if status != 200:
+        from gateway.cli import EXIT_ERROR
+
+        print(f"gateway: {body.get('error') if isinstance(body, dict) else body}", file=sys.stderr)
+        return EXIT_ERROR
+    return show_check(args, body)
+
+
+def show_check(args: argparse.Namespace, report: dict[str, Any]) -> int:
+    """Print the decision (JSON, or for a person on a terminal, text) and exit with its code."""
+    from gateway.cli import EXIT_ASK, EXIT_DENY
+
+    emit(report) if wants_json(args) else print_decision(report, args.agent, args.role, args.tool)
     return {"allow": 0, "ask": EXIT_ASK}.get(report["action"], EXIT_DENY)
 
 
-def unknown_tool(name: str, known: list[str]) -> Exception:
-    import difflib
-
-    from gateway.errors import UnknownTool
-
-    close = difflib.get_close_matches(name, known, n=3)
-    hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(sorted(known)[:12])}, ..."
-    return UnknownTool(f"unknown tool {name[:64]!r} ({hint})")
-
-
-def print_decision(report: dict[str, Any], principal: Any, tool: str) -> None:
+def print_decision(report: dict[str, Any], agent: str, role: str, tool: str) -> None:
     """The decision for a person: what, why, on which facts; with --explain the input and every rule fired."""
     action = {"allow": "ALLOW", "ask": "ASK (a person approves)", "deny": "DENY"}.get(report["action"], "DENY")
-    print(f"{action}  tier {report['tier']}  {clean(tool)} as {clean(principal.agent)} ({clean(principal.role)})")
+    print(f"{action}  tier {report['tier']}  {clean(tool)} as {clean(agent)} ({clean(role)})")
     print(f"rules    {clean(', '.join(report['rules']))}")
     for i, reason in enumerate(report["reasons"]):
         print(f"{'reasons' if i == 0 else '':8} {clean(reason)}")
@@ -765,8 +816,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_hook(args: argparse.Namespace) -> int:
+    """Claude Code reads the answer as JSON on stdout and shows the reason; exit 0 even for "deny". A gateway
+    serving this config on this machine answers when there is one (gateway/fast.py), else this process."""
+    from gateway.fast import LocalGateway
+
+    raw = sys.stdin.read()
+    local = LocalGateway.find(args.config)
+    event = {"event": raw, "token": os.environ.get("GATEWAY_TOKEN"), "role": args.role, "agent": args.agent}
+    answered = local.ask("/local/hooks/claude-code", event) if local else None
+    if answered is not None and answered[0] == 200:
+        emit(answered[1])
+        return 0
+    from gateway.cli import configure_plain_logging
     from gateway.hook import decide_or_deny
 
-    # Claude Code reads the answer as JSON on stdout and shows the reason; exit 0 even for "deny".
-    emit(decide_or_deny(lambda: load_config(args), sys.stdin.read(), role=args.role, agent=args.agent))
+    configure_plain_logging()
+    emit(decide_or_deny(lambda: load_config(args), raw, role=args.role, agent=args.agent))
     return 0
