@@ -33,6 +33,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from gateway.bootstrap import init_workspace
+from gateway.cli.commands import issue_token
 from gateway.cli.output import gateway_command
 from gateway.config import GatewayConfig
 from gateway.errors import GatewayError, InvalidRequest
@@ -238,8 +239,8 @@ def run_demo(directory: Path | None = None) -> int:
     config = init_workspace(root)
     from gateway.runtime import Gateway
 
-    tokens = Gateway(config).tokens
-    bearers = {role: tokens.issue(role=role, agent=f"{role}-1")[0] for role in ROLES}
+    gateway = Gateway(config)
+    bearers = {role: issue_token(gateway, role, f"{role}-1", None, 8 * 3600)[0] for role in ROLES}
     print(f"scratch repository  {root}")
     print(f"gateway config      {config.source}\n")
     with serving(config) as url:

@@ -192,15 +192,7 @@ def did_not_start() -> int:
 def cmd_token_issue(args: argparse.Namespace) -> int:
     gateway = open_gateway(args)
     gateway.roles.require(args.role)
-    token, claims = gateway.tokens.issue(role=args.role, agent=args.agent, task=args.task, ttl_s=args.ttl)
-    gateway.ledger.append(
-        {
-            "kind": "token",
-            "outcome": "ok",
-            "principal": {"agent": args.agent, "role": args.role, "task": args.task},
-            "detail": {"action": "issue", "jti": claims["jti"], "exp": claims["exp"]},
-        }
-    )
+    token, claims = issue_token(gateway, args.role, args.agent, args.task, args.ttl)
     if args.json:
         emit({"token": token, "claims": claims})
         return 0
@@ -211,6 +203,20 @@ def cmd_token_issue(args: argparse.Namespace) -> int:
         expires = datetime.fromtimestamp(claims["exp"], UTC).isoformat(timespec="seconds")
         print(f"{args.agent} as {args.role}, jti {claims['jti']}, expires {expires}", file=sys.stderr)
     return 0
+
+
+def issue_token(gateway: Gateway, role: str, agent: str, task: str | None, ttl_s: int) -> tuple[str, dict[str, Any]]:
+    """A signed credential, and the ledger row saying this gateway issued it (which `token revoke` reads)."""
+    token, claims = gateway.tokens.issue(role=role, agent=agent, task=task, ttl_s=ttl_s)
+    gateway.ledger.append(
+        {
+            "kind": "token",
+            "outcome": "ok",
+            "principal": {"agent": agent, "role": role, "task": task},
+            "detail": {"action": "issue", "jti": claims["jti"], "exp": claims["exp"]},
+        }
+    )
+    return token, claims
 
 
 def cmd_token_revoke(args: argparse.Namespace) -> int:
