@@ -264,6 +264,22 @@ class TelemetryConfig(Strict):
     decision_log: bool = True  # write <state_dir>/decisions.jsonl, one masked entry per policy decision
 
 
+class MetricsConfig(Strict):
+    """Prometheus metrics (gateway/metrics.py): off unless enabled; prometheus_client is imported only then."""
+
+    enabled: bool = False
+    path: Annotated[str, Field(pattern=r"^/[A-Za-z0-9/_.-]*$")] = "/metrics"
+    token: str | None = None  # when set, a scrape must send 'Authorization: Bearer TOKEN' (${VAR} taken)
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        taken = ("/mcp", "/healthz", "/readyz", "/ui", "/hooks", "/local", "/auth", "/.well-known")
+        if any(value == t or value.startswith(f"{t}/") for t in taken) or value == "/":
+            raise ValueError(f"{value!r} is a path the gateway serves already")
+        return value
+
+
 class GatewayConfig(Strict):
     version: Literal[1] = 1
     workspace: Path = Path(".")
@@ -290,6 +306,7 @@ class GatewayConfig(Strict):
     integration: IntegrationConfig = Field(default_factory=IntegrationConfig)
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     egress: EgressConfig = Field(default_factory=EgressConfig)
     source: Path | None = Field(default=None, exclude=True)
@@ -388,6 +405,9 @@ class GatewayConfig(Strict):
                 ),
                 "sandbox": self.sandbox.model_copy(
                     update={"hide": [str(absolute(base, Path(p))) for p in self.sandbox.hide]}
+                ),
+                "metrics": self.metrics.model_copy(
+                    update={"token": expand_env(self.metrics.token) if self.metrics.token else None}
                 ),
                 "source": source,
             }

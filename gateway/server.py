@@ -65,7 +65,9 @@ from gateway.hooks_http import ClaudeCodeHook
 from gateway.identity.resource import ProtectedResource
 from gateway.identity.tokens import Tokens
 from gateway.local_http import local_routes
+from gateway.metrics import metrics_routes
 from gateway.pipeline import Call
+from gateway.readiness import Readiness
 from gateway.runtime import Gateway
 from gateway.tools.forwarded import FIELDS, Forwarded
 from gateway.tools.upstream import EMPTY_COMPLETION
@@ -623,6 +625,13 @@ def http_app(
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "upstreams": gateway.pool.status()})
 
+    readiness = Readiness(gateway)
+
+    async def ready(request: Request) -> JSONResponse:
+        """Whether this gateway can do its job now: the policy, the store, the sandbox (gateway/readiness.py)."""
+        is_ready, body = await readiness.report()
+        return JSONResponse(body, status_code=200 if is_ready else 503)
+
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with gateway.running(), manager.run():
@@ -631,13 +640,15 @@ def http_app(
     return Starlette(
         routes=[
             Route("/mcp", endpoint=RequireCredential(screened, gateway, resource)),
-            Route("/healthz", endpoint=health),
+            Route("/healthz", endpoint=health),  # liveness: the process answers
+            Route("/readyz", endpoint=ready),  # readiness: its dependencies work
             *resource.routes(),  # RFC 9728 metadata (both forms) and /auth: no credential needed
             Route(
                 "/hooks/claude-code", RequireCredential(ClaudeCodeHook(gateway), gateway, resource), methods=["POST"]
             ),
             *ui_routes(gateway),  # the review pages (gateway/web): approvers only
             *local_routes(gateway),  # `gateway check` and the command hook, asked by a command on this machine
+            *metrics_routes(gateway),  # Prometheus, when gateway.yaml enables it
         ],
         middleware=[
             Middleware(AuthenticationMiddleware, backend=CredentialBackend(verifier)),

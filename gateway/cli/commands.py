@@ -821,6 +821,25 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return demo(args.dir)
 
 
+def cmd_sandbox_check(args: argparse.Namespace) -> int:
+    """Each step of starting the sandbox, the first failure named with its fix (exit 1), as the container's
+    entrypoint runs it before it serves."""
+    from gateway.config import SandboxConfig
+    from gateway.sandbox_probe import diagnose
+
+    config = load_config(args).sandbox if Path(args.config).exists() else SandboxConfig()
+    steps = diagnose(config)
+    if wants_json(args):
+        emit([{"step": s.name, "ok": s.ok, "detail": s.detail} for s in steps])
+    else:
+        for step in steps:
+            print(step.line())
+    if all(step.ok for step in steps):
+        return 0
+    print("gateway: the sandbox cannot start here, so no command would run (docs/container.md)", file=sys.stderr)
+    return 1
+
+
 def cmd_hook(args: argparse.Namespace) -> int:
     """Claude Code reads the answer as JSON on stdout and shows the reason; exit 0 even for "deny". A gateway
     serving this config on this machine answers when there is one (gateway/fast.py), else this process."""

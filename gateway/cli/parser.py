@@ -386,6 +386,20 @@ def build_parser() -> argparse.ArgumentParser:
     json_option(rollback, "what was restored")
     rollback.set_defaults(handler=commands.cmd_rollback)
 
+    sandbox = Commands(
+        top.add("sandbox", "the sandbox bubblewrap makes around every command", ["gateway sandbox check"]),
+        "sandbox_command",
+    )
+    sandbox_check = sandbox.add(
+        "check",
+        "try each thing the sandbox needs (bubblewrap, a user namespace, /proc, a network namespace, the "
+        "gateway's sandbox) and name the first that fails, its cause and the fix; exit 1 when the sandbox "
+        "cannot start (without gateway.yaml: the default sandbox settings)",
+        ["gateway sandbox check", "gateway sandbox check --json"],
+    )
+    json_option(sandbox_check, "the steps")
+    sandbox_check.set_defaults(handler=commands.cmd_sandbox_check)
+
     hook = top.add(
         "hook",
         "answer an agent's own tool hook with the gateway's policy (JSON in on stdin, JSON out; exit 0)",
