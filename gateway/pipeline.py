@@ -515,7 +515,7 @@ class ActOnTier:
                 call.outcome = "asked"
                 return
             answer = await self._push(call)
-        if answer is not None and answer.action != "cancel":
+        if answer is not None and answer.action != "cancel" and not unanswered(answer):
             approve = answer.action == "accept" and (answer.content or {}).get("approve") is True
             by = f"elicitation:{origin.client_name or 'client'}"
             approval_id = self.approvals.record_answer(
@@ -525,7 +525,7 @@ class ActOnTier:
             if not approve:
                 raise Denied(f"the user declined this call (approval {approval_id})", approval_id=approval_id)
             return
-        # no elicitation, a headless client, or a cancelled one: wait for a person out of band
+        # no elicitation, a headless client, a cancelled or unanswered one: wait for a person out of band
         pending = hold_for_approval(self.approvals, call, key, site)
         call.result = pending_result(call, pending)
 
@@ -561,6 +561,12 @@ class ActOnTier:
                 answer = await call.origin.elicit(approval_message(call), APPROVAL_SCHEMA)
             tg.cancel_scope.cancel()
         return answer
+
+
+def unanswered(answer: mt.ElicitResult) -> bool:
+    """An "accept" that does not say yes or no to the form (Hermes Agent accepts with empty content): not a
+    denial, which the person did not say, nor an approval, which they did not give in the form's terms."""
+    return answer.action == "accept" and not isinstance((answer.content or {}).get("approve"), bool)
 
 
 def approval_key(call: Call, site: CallSite) -> str:

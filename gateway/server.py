@@ -116,7 +116,7 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
 
     async def call_tool(ctx: ServerRequestContext[Any], params: mt.CallToolRequestParams) -> Any:
         origin = origin_for(ctx, params, credential(ctx), connection)
-        call = Call(tool=params.name, arguments=dict(params.arguments or {}), origin=origin)
+        call = client_call(tool=params.name, arguments=dict(params.arguments or {}), origin=origin)
         return passed_on(await gateway.pipeline(call))
 
     def input_schema(name: str) -> dict[str, Any] | None:
@@ -158,12 +158,14 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
 
     async def read_resource(ctx: ServerRequestContext[Any], params: mt.ReadResourceRequestParams) -> Any:
         origin = origin_for(ctx, params, credential(ctx), connection)
-        call = Call(tool=params.uri, arguments={"uri": params.uri}, origin=origin, method="resources/read")
+        call = client_call(tool=params.uri, arguments={"uri": params.uri}, origin=origin, method="resources/read")
         return passed_on(answered(await gateway.pipeline.run(call), mt.ReadResourceResult))
 
     async def get_prompt(ctx: ServerRequestContext[Any], params: mt.GetPromptRequestParams) -> Any:
         origin = origin_for(ctx, params, credential(ctx), connection)
-        call = Call(tool=params.name, arguments=dict(params.arguments or {}), origin=origin, method="prompts/get")
+        call = client_call(
+            tool=params.name, arguments=dict(params.arguments or {}), origin=origin, method="prompts/get"
+        )
         return passed_on(answered(await gateway.pipeline.run(call), mt.GetPromptResult))
 
     async def complete(ctx: ServerRequestContext[Any], params: mt.CompleteRequestParams) -> mt.CompleteResult:
@@ -456,6 +458,16 @@ def answered(call: Call, expected: type[CallResult]) -> Any:
     else:
         code = mt.INTERNAL_ERROR
     raise MCPError(code, f"{error.code}: {error.message}", data={"error": error.as_dict(), "call_id": call.call_id})
+
+
+def client_call(origin: Origin, **fields: Any) -> Call:
+    """A call from an MCP client; its ledger row names the client as it names itself (clientInfo.name, which
+    ``approvals.pending_clients`` matches: Hermes, like every client of the MCP Python SDK that does not set
+    one, says "mcp")."""
+    call = Call(origin=origin, **fields)
+    if origin.client_name:
+        call.detail["client"] = origin.client_name[:200]
+    return call
 
 
 def origin_for(
