@@ -106,14 +106,17 @@ def test_headless_hermes_waits_for_a_person_and_runs_the_call_once_approved(
     assert rows[0].principal["agent"] == "hermes-1"
 
 
+HERMES_DEFAULT = {"elicitation": {"enabled": True}}  # Hermes' own default, which the example turns off
+
+
 @pytest.mark.parametrize(
     ("approvals", "server", "outcome"),
     [
-        ({"interactive_roles": ["developer"]}, {}, "denied"),  # the trap: headless Hermes declines
-        ({"interactive_roles": ["developer"], "pending_clients": ["mcp"]}, {}, "asked"),  # what Hermes sends
-        ({"interactive_roles": ["developer"]}, {"elicitation": {"enabled": False}}, "asked"),  # Hermes' side
+        ({"interactive_roles": ["developer"]}, HERMES_DEFAULT, "denied"),  # the trap: headless Hermes declines
+        ({"interactive_roles": ["developer"], "pending_clients": ["mcp"]}, HERMES_DEFAULT, "asked"),  # by name
+        ({"interactive_roles": ["developer"]}, {}, "asked"),  # examples/hermes/config.yaml: elicitation off
     ],
-    ids=["interactive-role", "pending-clients-mcp", "hermes-elicitation-off"],
+    ids=["interactive-role", "pending-clients-mcp", "the-example-config"],
 )
 def test_a_role_marked_interactive_needs_hermes_kept_off_elicitation(
     config: GatewayConfig,
@@ -125,7 +128,7 @@ def test_a_role_marked_interactive_needs_hermes_kept_off_elicitation(
 ) -> None:
     """A role gateway.yaml lists in interactive_roles is asked by elicitation; headless Hermes declines it,
     a denial. Either advice keeps the call waiting for a person: `pending_clients: ["mcp"]` (what Hermes
-    sends) or, in Hermes' own config, `elicitation: {enabled: false}` for the gateway."""
+    sends) or the example's `elicitation: {enabled: false}` in Hermes' own config."""
     config = reconfigure(config, approvals=approvals)
     bearer = token(config, "developer", agent="hermes-1")
     script = [[tool_use(TOOL, HELD)], [text("finished")]]
