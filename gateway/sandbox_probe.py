@@ -24,7 +24,7 @@ from pathlib import Path
 
 from gateway.config import SandboxConfig
 
-__all__ = ["Step", "diagnose", "first_failure"]
+__all__ = ["Step", "diagnose", "diagnose_config", "first_failure"]
 
 PROC = Path("/proc")
 TIMEOUT_S = 20.0
@@ -50,6 +50,16 @@ def diagnose(config: SandboxConfig) -> list[Step]:
         if not step.ok:
             break
     return steps
+
+
+def diagnose_config(path: str | Path) -> list[Step]:
+    """``diagnose`` for the sandbox settings of the gateway.yaml at ``path``, or the defaults when there is
+    none yet (a container's first start, before ``gateway init``)."""
+    if not Path(path).exists():
+        return diagnose(SandboxConfig())
+    from gateway.config import GatewayConfig
+
+    return diagnose(GatewayConfig.load(path).sandbox)
 
 
 def first_failure(config: SandboxConfig) -> Step | None:

@@ -824,11 +824,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_sandbox_check(args: argparse.Namespace) -> int:
     """Each step of starting the sandbox, the first failure named with its fix (exit 1), as the container's
     entrypoint runs it before it serves."""
-    from gateway.config import SandboxConfig
-    from gateway.sandbox_probe import diagnose
+    from gateway.sandbox_probe import diagnose_config
 
-    config = load_config(args).sandbox if Path(args.config).exists() else SandboxConfig()
-    steps = diagnose(config)
+    steps = diagnose_config(args.config)
     if wants_json(args):
         emit([{"step": s.name, "ok": s.ok, "detail": s.detail} for s in steps])
     else:
