@@ -12,21 +12,32 @@ with that secret over its path, time, nonce and body, and every answer a MAC ove
 body: a process that took the port over after the gateway stopped (an agent's own server, say) can neither
 ask nor answer, and the command decides in-process. A request is good for ``WINDOW_S`` seconds.
 
+    answer(["check", "--role", "worker", "--tool", "fs_read"])   # the exit code, or None: decide yourself
     local = LocalGateway.find("gateway.yaml")           # None: no gateway serves this config here
     answered = local.ask("/local/check", {...}) if local else None   # (status, JSON) or None: decide yourself
+
+``answer`` runs before the rest of the command line is loaded (gateway.cli.main): a small parser with the
+options of ``check`` and ``hook`` (gateway/cli/options.py), and a plain socket for HTTP (http.client would
+load ssl and email). Anything it does not answer (another command, bad usage, no gateway) is the full
+command line's, which decides in-process.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import hmac
+import io
 import json
 import os
+import socket
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
+from urllib.parse import urlsplit
 
+from gateway.cli.options import CONFIG_FILE, check_options, hook_options
 from gateway.locations import state_dir
 
 __all__ = [
@@ -36,6 +47,7 @@ __all__ = [
     "SERVING_FILE",
     "WINDOW_S",
     "LocalGateway",
+    "answer",
     "answer_mac",
     "request_mac",
     "serving_record",
@@ -97,32 +109,123 @@ class LocalGateway:
     def ask(self, path: str, payload: dict[str, Any]) -> tuple[int, Any] | None:
         """POST ``payload`` to ``path``: the status and JSON of an answer this gateway proved it wrote, or
         None (nothing listens, it timed out, or the answer is not the gateway's)."""
-        import http.client
-        from urllib.parse import urlsplit
-
         body = json.dumps(payload).encode()
         stamp, nonce = str(int(time.time())), os.urandom(16).hex()
         mac = request_mac(self.secret, path, stamp, nonce, body)
-        where = urlsplit(self.url)
-        connection = http.client.HTTPConnection(where.hostname or "", where.port, timeout=CONNECT_TIMEOUT_S)
         try:
-            connection.connect()
-            assert connection.sock is not None
-            connection.sock.settimeout(ANSWER_TIMEOUT_S)
-            headers = {"content-type": "application/json", REQUEST_HEADER: f"v1 {stamp} {nonce} {mac}"}
-            connection.request("POST", path, body=body, headers=headers)
-            response = connection.getresponse()
-            answer = response.read()
-            proof = response.getheader(ANSWER_HEADER) or ""
-        except (OSError, http.client.HTTPException):
+            status, headers, answer = post(self.url, path, body, {REQUEST_HEADER: f"v1 {stamp} {nonce} {mac}"})
+        except (OSError, ValueError):
             return None
-        finally:
-            connection.close()
-        if not hmac.compare_digest(proof, answer_mac(self.secret, nonce, response.status, answer)):
-            if response.status != 403:  # 403: the gateway refused the request's proof (a new secret, a clock)
+        if not hmac.compare_digest(headers.get(ANSWER_HEADER, ""), answer_mac(self.secret, nonce, status, answer)):
+            if status != 403:  # 403: the gateway refused the request's proof (a new secret, a clock)
                 print(f"gateway: {self.url} answered without this gateway's proof; deciding here", file=sys.stderr)
             return None
         try:
-            return response.status, json.loads(answer)
+            return status, json.loads(answer)
         except ValueError:
             return None
+
+
+def post(url: str, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+    """One HTTP/1.1 POST on a new connection, read to its end: the status, headers (lower-case names) and
+    body. ValueError when the answer is not HTTP this reads (chunked, or no status line)."""
+    where = urlsplit(url)
+    host, port = where.hostname or "", where.port or 80
+    lines = [f"POST {path} HTTP/1.1", f"Host: {where.netloc}", "Content-Type: application/json"]
+    lines += [f"Content-Length: {len(body)}", "Connection: close", *(f"{k}: {v}" for k, v in headers.items())]
+    with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S) as sock:
+        sock.settimeout(ANSWER_TIMEOUT_S)
+        sock.sendall("\r\n".join(lines).encode() + b"\r\n\r\n" + body)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    head, _, rest = b"".join(chunks).partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    parts = status_line.split(" ", 2)
+    if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
+        raise ValueError(f"not an HTTP answer: {status_line[:80]!r}")
+    answer_headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in header_lines)}
+    if answer_headers.get("transfer-encoding", "identity") != "identity":
+        raise ValueError("a chunked answer")
+    length = answer_headers.get("content-length")
+    return int(parts[1]), answer_headers, rest[: int(length)] if length and length.isdigit() else rest
+
+
+# --- the command line's fast path ----------------------------------------------------------------------
+
+
+class Unparsed(Exception):
+    """Not a command this parser reads: the full command line's (it also says what is wrong)."""
+
+
+class QuietParser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise Unparsed(message)
+
+
+def parse(argv: list[str]) -> argparse.Namespace | None:
+    parser = QuietParser(prog="gateway", add_help=False)
+    parser.add_argument("--config", default=CONFIG_FILE)
+    commands = parser.add_subparsers(dest="command", parser_class=QuietParser)
+    check_options(commands.add_parser("check", add_help=False))
+    hook_options(commands.add_parser("hook", add_help=False))
+    try:
+        return parser.parse_args(argv)
+    except Unparsed:
+        return None
+
+
+def answer(argv: list[str]) -> int | None:
+    """``gateway check`` or ``gateway hook claude-code`` answered by the gateway serving their config on this
+    machine: the exit code; None when this is another command, or no gateway answered (a hook's input, read
+    from stdin, is put back for the command to decide itself)."""
+    args = parse(argv) if argv[:1] != ["--help"] and argv else None
+    if args is None or args.command is None:
+        return None
+    local = LocalGateway.find(args.config)
+    if local is None:
+        return None
+    return answer_check(local, args) if args.command == "check" else answer_hook(local, args)
+
+
+def asked(local: LocalGateway, path: str, payload: dict[str, Any]) -> tuple[int, Any] | None:
+    """``local.ask``, and None on any fault of this client's: the command then decides itself (a hook that
+    crashed would let Claude Code run the call)."""
+    try:
+        return local.ask(path, payload)
+    except Exception as exc:
+        print(f"gateway: asking the running gateway failed ({type(exc).__name__}); deciding here", file=sys.stderr)
+        return None
+
+
+def answer_check(local: LocalGateway, args: argparse.Namespace) -> int | None:
+    try:
+        arguments = json.loads(args.args)
+    except ValueError:
+        return None  # the command says what is wrong, in its words
+    if not isinstance(arguments, dict):
+        return None
+    fields = {"role": args.role, "agent": args.agent, "task": args.task, "tool": args.tool, "explain": args.explain}
+    answered = asked(local, "/local/check", {**fields, "arguments": arguments})
+    if answered is None:
+        return None
+    status, body = answered
+    if status != 200:
+        from gateway.cli import EXIT_ERROR
+
+        print(f"gateway: {body.get('error') if isinstance(body, dict) else body}", file=sys.stderr)
+        return EXIT_ERROR
+    from gateway.cli.output import show_check
+
+    return show_check(args, body)
+
+
+def answer_hook(local: LocalGateway, args: argparse.Namespace) -> int | None:
+    raw = sys.stdin.read()
+    event = {"event": raw, "token": os.environ.get("GATEWAY_TOKEN"), "role": args.role, "agent": args.agent}
+    answered = asked(local, "/local/hooks/claude-code", event)
+    if answered is None or answered[0] != 200:
+        sys.stdin = io.StringIO(raw)  # the command decides itself, on the same input
+        return None
+    print(json.dumps(answered[1], indent=2))
+    return 0

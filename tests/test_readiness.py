@@ -129,11 +129,19 @@ def test_sandbox_off_is_ready_and_says_so(config: GatewayConfig) -> None:
 # --- why bubblewrap cannot start, named (real bubblewrap around the probe) ---------------------------------
 
 
+MASKED_PROC = ["--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "--proc", "/proc", "--tmpfs", "/proc/fs"]
+
+
+def inside(bwrap_args: list[str], config: GatewayConfig, *argv: str) -> subprocess.CompletedProcess[str]:
+    """``argv`` run inside a bubblewrap sandbox made to lack what a container may lack."""
+    wrap = ["bwrap", *bwrap_args, "--dev", "/dev", "--tmpfs", "/tmp", "--bind", str(config.state), str(config.state)]
+    return subprocess.run([*wrap, *argv], capture_output=True, text=True, timeout=120)
+
+
 def sandbox_check_inside(bwrap_args: list[str], config: GatewayConfig) -> subprocess.CompletedProcess[str]:
-    """`gateway sandbox check` run inside a bubblewrap sandbox made to lack what a container may lack."""
-    argv = ["bwrap", *bwrap_args, "--dev", "/dev", "--tmpfs", "/tmp", "--bind", str(config.state), str(config.state)]
-    argv += [sys.executable, "-m", "gateway", "--config", str(config.source), "sandbox", "check", "--json"]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    """`gateway sandbox check` where the sandbox lacks something."""
+    check = ["-m", "gateway", "--config", str(config.source), "sandbox", "check", "--json"]
+    return inside(bwrap_args, config, sys.executable, *check)
 
 
 def failed_step(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
@@ -155,8 +163,7 @@ def test_no_user_namespaces_is_named(config: GatewayConfig) -> None:
 def test_a_masked_proc_is_named_with_the_options_that_unmask_it(config: GatewayConfig) -> None:
     """What Docker and podman do to a container's /proc: paths mounted over. The kernel then refuses the
     sandbox a /proc of its own (seccomp=unconfined does not change that)."""
-    masked = ["--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "--proc", "/proc", "--tmpfs", "/proc/fs"]
-    step = failed_step(sandbox_check_inside(masked, config))
+    step = failed_step(sandbox_check_inside(MASKED_PROC, config))
     assert step["step"] == "/proc" and "Can't mount proc" in step["detail"] and "/proc/fs" in step["detail"]
     assert "podman run --security-opt unmask=/proc/*" in step["detail"]
     assert "docker run --security-opt systempaths=unconfined" in step["detail"]
@@ -173,6 +180,30 @@ def test_everything_there_passes_every_step(config: GatewayConfig) -> None:
     steps = json.loads(done.stdout)
     assert [s["step"] for s in steps] == ["bubblewrap", "user namespace", "/proc", "network", "the sandbox"]
     assert all(s["ok"] for s in steps)
+
+
+def test_the_image_entrypoint_names_what_is_missing_before_serving(config: GatewayConfig) -> None:
+    """The Dockerfile's ENTRYPOINT: a command that serves is not started where the sandbox cannot start."""
+    serve = f"gateway --config {config.source} serve --http 0.0.0.0:8787 && echo SERVED"
+    refused = inside(MASKED_PROC, config, sys.executable, "-m", "gateway.entrypoint", "sh", "-c", serve)
+    assert refused.returncode == 1 and "SERVED" not in refused.stdout, refused.stderr
+    said = refused.stderr.splitlines()
+    assert said[0].startswith("gateway sandbox: ok    bubblewrap")
+    assert said[-2].startswith("gateway sandbox: FAIL  /proc") and "unmask=/proc/*" in said[-2]
+    assert said[-1].startswith("gateway entrypoint: not serving: the sandbox cannot start in this container")
+    other = inside(MASKED_PROC, config, sys.executable, "-m", "gateway.entrypoint", "echo", "gateway", "token")
+    assert (other.returncode, other.stdout) == (0, "gateway token\n"), "other commands run as given"
+
+
+def test_the_image_entrypoint_serves_where_the_sandbox_starts(config: GatewayConfig) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "gateway.entrypoint", "sh", "-c", f"echo gateway --config {config.source} serve"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and done.stdout == f"gateway --config {config.source} serve\n", done.stderr
+    assert "FAIL" not in done.stderr and "the sandbox" in done.stderr
 
 
 # --- metrics ------------------------------------------------------------------------------------------

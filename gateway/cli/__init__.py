@@ -22,8 +22,6 @@ from __future__ import annotations
 import os
 import sys
 
-from gateway.cli.parser import build_parser
-
 __all__ = ["EXIT_ASK", "EXIT_BUG", "EXIT_DENY", "EXIT_ERROR", "EXIT_FAILED", "build_parser", "main"]
 
 EXIT_FAILED = 1
@@ -38,8 +36,12 @@ SETS_ITS_OWN_LOGGING = frozenset({"serve", "check", "hook"})
 
 
 def main(argv: list[str] | None = None) -> int:
+    arguments = sys.argv[1:] if argv is None else list(argv)
     try:
-        return run(argv)
+        from gateway.fast import answer
+
+        answered = answer(arguments)  # check and the hook, asked of a running gateway (nothing else loaded)
+        return answered if answered is not None else run(arguments)
     except BrokenPipeError:
         # the reader went away (`gateway trace show X | head`): stop quietly; point stdout at /dev/null so
         # the interpreter's own flush at exit does not fail again
@@ -73,7 +75,18 @@ def configure_plain_logging() -> None:
     configure_logging("warning")
 
 
+def __getattr__(name: str) -> object:
+    """``build_parser``, loaded when asked for: the fast path of check and the hook never needs it."""
+    if name == "build_parser":
+        from gateway.cli.parser import build_parser
+
+        return build_parser
+    raise AttributeError(name)
+
+
 def run(argv: list[str] | None) -> int:
+    from gateway.cli.parser import build_parser
+
     args = build_parser().parse_args(argv)
     # serve sets its own level; check and the hook only when they decide themselves (not when a running
     # gateway answers: gateway/fast.py)

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gateway.cli.output import block, clean, emit, gateway_command, table, wants_json
+from gateway.cli.output import block, clean, emit, gateway_command, show_check, table, wants_json
 
 if TYPE_CHECKING:
     from gateway.config import GatewayConfig
@@ -316,9 +316,8 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    answered = ask_running_gateway(args)
-    if answered is not None:
-        return answered
+    """Decided in this process (a running gateway serving this config answered already, if there is one:
+    gateway/fast.py)."""
     import anyio
 
     from gateway.cli import configure_plain_logging
@@ -347,59 +346,6 @@ def check_arguments(text: str) -> dict[str, Any]:
     if not isinstance(arguments, dict):
         raise invalid("--args must be a JSON object")
     return arguments
-
-
-def ask_running_gateway(args: argparse.Namespace) -> int | None:
-    """``gateway check`` answered by a gateway serving this config on this machine (gateway/fast.py: no
-    pydantic, no policy engine loaded here), or None when none answers: the command decides itself."""
-    from gateway.fast import LocalGateway
-
-    try:
-        arguments = json.loads(args.args)
-    except ValueError:
-        return None  # said by the in-process path, in its words
-    local = LocalGateway.find(args.config) if isinstance(arguments, dict) else None
-    fields = {"role": args.role, "agent": args.agent, "task": args.task, "tool": args.tool, "explain": args.explain}
-    answered = local.ask("/local/check", {**fields, "arguments": arguments}) if local else None
-    if answered is None:
-        return None
-    status, body = answered
-    if status != 200:
-        from gateway.cli import EXIT_ERROR
-
-        print(f"gateway: {body.get('error') if isinstance(body, dict) else body}", file=sys.stderr)
-        return EXIT_ERROR
-    return show_check(args, body)
-
-
-def show_check(args: argparse.Namespace, report: dict[str, Any]) -> int:
-    """Print the decision (JSON, or for a person on a terminal, text) and exit with its code."""
-    from gateway.cli import EXIT_ASK, EXIT_DENY
-
-    emit(report) if wants_json(args) else print_decision(report, args.agent, args.role, args.tool)
-    return {"allow": 0, "ask": EXIT_ASK}.get(report["action"], EXIT_DENY)
-
-
-def print_decision(report: dict[str, Any], agent: str, role: str, tool: str) -> None:
-    """The decision for a person: what, why, on which facts; with --explain the input and every rule fired."""
-    action = {"allow": "ALLOW", "ask": "ASK (a person approves)", "deny": "DENY"}.get(report["action"], "DENY")
-    print(f"{action}  tier {report['tier']}  {clean(tool)} as {clean(agent)} ({clean(role)})")
-    print(f"rules    {clean(', '.join(report['rules']))}")
-    for i, reason in enumerate(report["reasons"]):
-        print(f"{'reasons' if i == 0 else '':8} {clean(reason)}")
-    effects = {k: v for k, v in (report.get("effects") or {}).items() if v and k != "commands"}
-    for command in (report.get("effects") or {}).get("commands") or []:
-        print(f"command  {clean(' '.join(command['argv']))}")
-    for key, value in effects.items():
-        print(f"{key:8} {clean(value)}")
-    if "fired" in report:
-        print("rules fired:")
-        if report["fired"] is None:
-            print("  (this policy bundle has no data.gateway.fired: copy policies/decision.rego from this version)")
-        for fired in report["fired"] or []:
-            print(f"  {fired['effect']:7} {clean(fired['rule']):28} {clean(fired['reason'])}")
-        print("input document:")
-        print(json.dumps(report["input"], indent=2, default=str))
 
 
 def cmd_policy_test(args: argparse.Namespace) -> int:
@@ -839,20 +785,11 @@ def cmd_sandbox_check(args: argparse.Namespace) -> int:
 
 
 def cmd_hook(args: argparse.Namespace) -> int:
-    """Claude Code reads the answer as JSON on stdout and shows the reason; exit 0 even for "deny". A gateway
-    serving this config on this machine answers when there is one (gateway/fast.py), else this process."""
-    from gateway.fast import LocalGateway
-
-    raw = sys.stdin.read()
-    local = LocalGateway.find(args.config)
-    event = {"event": raw, "token": os.environ.get("GATEWAY_TOKEN"), "role": args.role, "agent": args.agent}
-    answered = local.ask("/local/hooks/claude-code", event) if local else None
-    if answered is not None and answered[0] == 200:
-        emit(answered[1])
-        return 0
+    """Claude Code reads the answer as JSON on stdout and shows the reason; exit 0 even for "deny". Decided in
+    this process (a running gateway serving this config answered already, if there is one: gateway/fast.py)."""
     from gateway.cli import configure_plain_logging
     from gateway.hook import decide_or_deny
 
     configure_plain_logging()
-    emit(decide_or_deny(lambda: load_config(args), raw, role=args.role, agent=args.agent))
+    emit(decide_or_deny(lambda: load_config(args), sys.stdin.read(), role=args.role, agent=args.agent))
     return 0

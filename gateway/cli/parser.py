@@ -13,9 +13,9 @@ import re
 from typing import Any
 
 from gateway.cli import commands
+from gateway.cli.options import CONFIG_FILE, check_options, hook_options, json_option
 from gateway.listen import parse_listen
 
-CONFIG_FILE = "gateway.yaml"  # as gateway.config has it; not imported, so `gateway --help` loads no pydantic
 # gateway.types.FILTER_OUTCOMES, not imported so that `gateway --help` loads no pydantic (tests/test_cli.py)
 OUTCOMES = ("allowed", "denied", "asked", "approved", "error", "invalid", "ok", "started", "interrupted")
 
@@ -57,12 +57,6 @@ class Commands:
 
 class Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
     """Examples keep their lines; defaults are shown after each option's help."""
-
-
-def json_option(parser: argparse.ArgumentParser, what: str) -> None:
-    parser.add_argument(
-        "--json", action="store_true", help=f"print {what} as JSON (the default when stdout is not a terminal)"
-    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -223,15 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
             'gateway check --role worker --tool fs_write --args \'{"path": "a", "content": ""}\' --json',
         ],
     )
-    check.add_argument("--role", required=True, help="the role to decide as")
-    check.add_argument("--agent", default="cli", help="the agent name the policy sees")
-    check.add_argument("--task", help="the task the agent works on (a worker's claim)")
-    check.add_argument("--tool", required=True, help="the tool name, e.g. fs_read, shell_run or git__git_status")
-    check.add_argument("--args", default="{}", help="the call's arguments as a JSON object")
-    check.add_argument(
-        "--explain", action="store_true", help="also print the input document the policy judged and every rule it fired"
-    )
-    json_option(check, "the decision (and with --explain, 'input' and 'fired')")
+    check_options(check)
     check.set_defaults(handler=commands.cmd_check)
 
     policy = Commands(top.add("policy", "test and evaluate the Rego policy", ["gateway policy test"]), "policy_command")
@@ -408,9 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
             "gateway hook claude-code --role developer"
         ],
     )
-    hook.add_argument("client", choices=["claude-code"], help="whose hook protocol to speak")
-    hook.add_argument("--role", default="worker", help="role to decide as when GATEWAY_TOKEN is not set")
-    hook.add_argument("--agent", default="claude-code", help="agent name to record when GATEWAY_TOKEN is not set")
+    hook_options(hook)
     hook.set_defaults(handler=commands.cmd_hook)
 
     demo = top.add(
