@@ -42,14 +42,17 @@ Handler = Callable[[Gateway, JSONObject], Awaitable[tuple[int, Any]]]
 
 
 async def check(gateway: Gateway, payload: JSONObject) -> tuple[int, Any]:
-    principal = Principal(agent=payload.get("agent") or "cli", role=str(payload.get("role")), task=payload.get("task"))
     arguments = payload.get("arguments")
     if not isinstance(arguments, dict):
         return 400, {"error": "--args must be a JSON object"}
     try:
+        agent, role, task = payload.get("agent") or "cli", str(payload.get("role")), payload.get("task")
+        principal = Principal(agent=agent, role=role, task=task)
         report = await dry_run(gateway, principal, str(payload.get("tool")), arguments, bool(payload.get("explain")))
     except GatewayError as exc:
         return 400, {"error": exc.message}
+    except ValueError as exc:  # a principal that does not validate: said as the command would say it
+        return 400, {"error": " ".join(str(exc).split())[:300]}
     return 200, report
 
 
