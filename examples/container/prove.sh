@@ -9,7 +9,9 @@
 # No container registry is reachable here, so the Dockerfile's base image (python:3.11-slim-bookworm) is
 # replaced by Debian bookworm made with debootstrap from Debian's mirror, and `pip install .` installs the
 # gateway from wheels built on this host (its pip reaches PyPI; the build's would need this host's CA),
-# the gateway's own wheel among them (so the build needs no setuptools of its own).
+# the gateway's own wheel among them (so the build needs no setuptools of its own). Debian's pip installs under
+# /usr/local while its Python's prefix is /usr, so GATEWAY_DEFAULTS names where the default roles and
+# policies went (python:3.11-slim's prefix is /usr/local: the Dockerfile needs no such line).
 # Everything else is the Dockerfile as it is: its apt-get line, user, ENV, VOLUME, ENTRYPOINT and CMD.
 set -euo pipefail
 
@@ -40,7 +42,7 @@ cp -r "$repo/pyproject.toml" "$repo/README.md" "$repo/gateway" "$repo/policies" 
 find "$context" -name __pycache__ -prune -exec rm -rf {} +
 "$python" -m pip wheel -q --wheel-dir "$context/wheels" "$context" 2> >(grep -v WARNING >&2)
 sed -e "s|^FROM .*|FROM $base|" \
-    -e "s|^RUN pip install --no-cache-dir \.\$|COPY wheels /opt/wheels\nRUN pip install --no-cache-dir --break-system-packages --no-index --find-links /opt/wheels mcp-policy-gateway|" \
+    -e "s|^RUN pip install --no-cache-dir \.\$|COPY wheels /opt/wheels\nRUN pip install --no-cache-dir --break-system-packages --no-index --find-links /opt/wheels mcp-policy-gateway\nENV GATEWAY_DEFAULTS=/usr/local/share/mcp-policy-gateway|" \
     "$repo/Dockerfile" >"$context/Containerfile"
 grep -q "find-links /opt/wheels" "$context/Containerfile" || { echo "the Dockerfile's pip line moved" >&2; exit 1; }
 chmod -R a+rX "$work"
