@@ -117,7 +117,7 @@ class LocalGateway:
         except (OSError, ValueError):
             return None
         if not hmac.compare_digest(headers.get(ANSWER_HEADER, ""), answer_mac(self.secret, nonce, status, answer)):
-            if status != 403:  # 403: the gateway refused the request's proof (a new secret, a clock)
+            if 200 <= status < 300:  # an answer, but not this gateway's (403, 404: a refusal, an older gateway)
                 print(f"gateway: {self.url} answered without this gateway's proof; deciding here", file=sys.stderr)
             return None
         try:
