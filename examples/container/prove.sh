@@ -5,6 +5,7 @@
 # and takes minutes.
 #
 #   sudo examples/container/prove.sh            # prints one line per run: the options, what happened
+#   sudo PROOF_REUSE_IMAGE=1 examples/container/prove.sh   # the runs again, on the image already built
 #
 # No container registry is reachable here, so the Dockerfile's base image (python:3.11-slim-bookworm) is
 # replaced by Debian bookworm made with debootstrap from Debian's mirror, and `pip install .` installs the
@@ -56,8 +57,10 @@ runtime=crun
 [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ] || runtime=runc
 as_user() { su - "$user" -c "cd /tmp && $*"; }
 as_user "podman --runtime $runtime image exists $base || podman import $work/base.tar $base" >/dev/null
-as_user "podman --runtime $runtime build -q -f $context/Containerfile -t $image $context" >"$work/build.log" 2>&1 \
-  || { tail -20 "$work/build.log" >&2; exit 1; }
+if [ -z "${PROOF_REUSE_IMAGE:-}" ] || ! as_user "podman image exists $image"; then
+  as_user "podman --runtime $runtime build -q -f $context/Containerfile -t $image $context" >"$work/build.log" 2>&1 \
+    || { tail -20 "$work/build.log" >&2; exit 1; }
+fi
 
 cp "$(dirname "$0")/sandboxed_call.py" "$work/sandboxed_call.py" && chmod a+r "$work/sandboxed_call.py"
 

@@ -9,9 +9,9 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-# in the sandbox: a PID namespace of its own (it is PID 1's child), /etc/shadow not readable, the workspace
-# writable
-COMMAND = "echo confined > proof.txt && echo pid=$$ && (cat /etc/shadow >/dev/null 2>&1 && echo shadow=read || echo shadow=no)"
+# tier 1 for the developer role: writes in the workspace. In the sandbox it has a PID namespace of its own
+# (its shell is a low pid, not the container's) and no network interface but loopback.
+COMMAND = "echo confined > proof.txt && echo pid=$$ && ls /sys/class/net"
 
 
 async def main() -> None:
@@ -23,7 +23,10 @@ async def main() -> None:
         result = await client.call_tool("shell_run", {"command": COMMAND})
     content = result.structured_content or {}
     seen = " ".join(str(content.get("stdout", "")).split())
-    print(json.dumps({"exit_code": content.get("exit_code"), "saw": seen, "error": result.is_error}))
+    said = {"exit_code": content.get("exit_code"), "saw": seen, "error": result.is_error}
+    if content.get("status"):  # not run: approval pending, or denied
+        said["status"] = content["status"]
+    print(json.dumps(said))
 
 
 anyio.run(main)
