@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import os
 import secrets
-import socket
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +31,7 @@ from gateway.approvals import APPROVAL_SCHEMA, Approvals, CallSite, RequestState
 from gateway.checkpoints import Checkpoints
 from gateway.config import ApprovalsConfig, LimitsConfig
 from gateway.effects.describe import describe
+from gateway.effects.git_hooks import hooks_path
 from gateway.effects.paths import Workspace
 from gateway.errors import (
     ArgumentsTooLarge,
@@ -49,6 +48,7 @@ from gateway.errors import (
 )
 from gateway.identity.roles import RoleSet
 from gateway.ledger.chain import Ledger, digest
+from gateway.locks import this_process
 from gateway.policy.engine import PolicyEngine
 from gateway.policy.input import INPUT_KINDS, input_document, tool_facts
 from gateway.tools.catalog import Catalog
@@ -73,9 +73,6 @@ if TYPE_CHECKING:
     from gateway.tools.pins import PinStatus
 
 log = structlog.get_logger("gateway.pipeline")
-
-
-PROCESS = f"{socket.gethostname()}|{os.getpid()}"
 
 
 def new_id(nbytes: int = 16) -> str:
@@ -309,14 +306,13 @@ class Validate:
         key = id(spec.input_schema)
         cached = self._validators.get(spec.name)
         if cached is None or cached[0] != key:
-            import jsonschema  # only tools without an argument model (upstream ones) need it
+            # only tools without an argument model (upstream ones) need it, and jsonschema with it
+            from gateway.tools.upstream_schema import SchemaRefused, upstream_validator
 
-            cls = jsonschema.validators.validator_for(spec.input_schema)
             try:
-                cls.check_schema(spec.input_schema)
-            except jsonschema.SchemaError:
-                raise InvalidArguments(f"tool {spec.name!r} has an invalid input schema; refusing to call it") from None
-            cached = (key, cls(spec.input_schema))
+                cached = (key, upstream_validator(spec.input_schema))
+            except SchemaRefused as exc:
+                raise InvalidArguments(f"tool {spec.name!r}: its input schema is refused ({exc}); not called") from None
             self._validators[spec.name] = cached
         return cached[1]
 
@@ -453,6 +449,7 @@ def policy_input(call: Call) -> JSONObject:
         task=call.task,
         intent=call.intent,
         sandbox=call.confinement.describe() if call.confinement is not None else None,
+        git_hooks=hooks_path(call.workspace.root),
     )
 
 
@@ -794,7 +791,7 @@ def ledger_fields(call: Call, outcome: Outcome) -> JSONObject:
     if call.method != "tools/call":
         detail["method"] = call.method
     if outcome == "started":
-        detail["process"] = PROCESS  # whose call it is, if the process dies before the call ends
+        detail["process"] = this_process()  # whose call it is, if the process dies before the call ends
     else:
         detail["duration_ms"] = round((time.perf_counter() - call.started) * 1000, 3)
     return {

@@ -80,7 +80,10 @@ class CommandEffect(Frozen):
     redirects: list[Redirect] = Field(default_factory=list)
     via: str = "direct"  # direct | pipe | subst | procsubst | wrapper:<name> | background | heredoc
     program: str = ""  # the program it runs, normalised (/usr/bin/python3.11 -> python); "" when not literal
-    subcommand: str | None = None  # after global options: `git -C x log` -> log, `npm i` -> i
+    # after global options, as the program resolves it (its aliases and abbreviations): `git -C x log` -> log,
+    # `npm i` -> install, `npm pub` -> publish, `git co` -> checkout (alias.co), `cargo b` -> build
+    subcommand: str | None = None
+    subcommand_as_written: str | None = None  # the word given: `npm pub` -> pub
     operation: str | None = None  # the word after the subcommand that says what it does: `git stash drop` -> drop
     cwd: str | None = None  # where it runs after every cd / git -C / env -C before it; None when not known
     inline_code: list[str] = Field(default_factory=list)  # program text given to an interpreter or editor

@@ -1,4 +1,5 @@
-# Paths: where a call reaches. Outside the workspace, into git's internals or CI config: tier 3.
+# Paths: where a call reaches. Outside the workspace, or into a protected path (controls.rego: the agent's
+# own controls, instructions, editors, CI, git hooks, the gateway's config): tier 3.
 # For roles that work on tasks (requires_claim), every write needs a live claim on the task and must
 # stay inside the task's allowed_paths.
 package gateway.paths
@@ -25,53 +26,179 @@ findings contains {"tier": 3, "rule": "paths.outside_workspace", "reason": msg} 
 	msg := sprintf("reaches outside the workspace: %s", [concat(", ", out)])
 }
 
-# Files that run code on someone else's machine or on the next git operation.
-ci_patterns := [
-	".github/workflows/**", ".github/actions/**", ".gitlab-ci.yml", ".gitlab/**", ".circleci/**",
-	".travis.yml", "Jenkinsfile", "azure-pipelines.yml", ".buildkite/**", ".drone.yml",
-	".pre-commit-config.yaml", ".husky/**", ".githooks/**",
-]
+# --- protected paths: the agent's own controls, instructions, editors, CI, git hooks (controls.rego) ---
 
-# Compared in lower case: on a case-insensitive file system (macOS, Windows) `.GIT/hooks/pre-commit`
-# is git's own hooks directory. `.git` as the last part: a .git file in a subdirectory points git at
-# another repository (`gitdir: /elsewhere`).
-git_internal(p) if regex.match(`(^|/)\.git(/|$)`, lower(p))
+# Each kind of protected path: the rule that names it and why a person decides. A kind a team's entry
+# names that is not here is judged as the agent's controls.
+control_kinds := {
+	"agent": {"rule": "paths.agent_controls", "why": "configures the agent's own controls (what an agent may run without asking, its hooks, its MCP servers)"},
+	"instructions": {"rule": "paths.agent_instructions", "why": "changes instructions every agent session here loads unasked (the gateway's agents and people's own)"},
+	"editor": {"rule": "paths.editor_config", "why": "configures an editor or environment that runs code when the workspace is opened or entered"},
+	"ci": {"rule": "paths.ci_config", "why": "changes CI configuration, which runs code on other machines with their secrets"},
+	"hooks": {"rule": "paths.git_hooks", "why": "changes git hooks, which run code on the next commit, push or checkout"},
+	"git": {"rule": "paths.git_internals", "why": "changes git's internals (hooks, config)"},
+	"gateway": {"rule": "paths.gateway_config", "why": "changes the gateway's own configuration, which decides what every later call may do"},
+}
 
-# One glob of alternatives ("{a,b,...}"; no pattern holds a comma or a brace): one match per path.
-ci_glob := lower(concat("", ["{", concat(",", ci_patterns), "}"]))
+kind_of(entry) := entry.kind if control_kinds[entry.kind]
 
-ci_config(p) if glob.match(ci_glob, ["/"], lower(p))
+kind_of(entry) := "agent" if not control_kinds[entry.kind]
 
-# What every git-internal or CI path's text holds, in lower case: one match over all of a call's paths
-# (joined) tells apart the calls that touch none, before each path is matched on its own (a call may
-# write thousands of files). paths_test.rego checks every CI pattern has its piece here.
-internal_hint := `\.git|\.circleci|\.travis|jenkinsfile|azure-pipelines|\.buildkite|\.drone|\.pre-commit|\.husky`
+# The shipped and the team's entries, and the repository's core.hooksPath when it points into the workspace.
+protected := data.gateway.controls.protected | configured_hooks
+
+default configured_hooks := set()
+
+configured_hooks := {{"path": concat("", ["/", hooks]), "kind": "hooks", "what": "the hooks core.hooksPath names"}} if {
+	hooks := object.get(input, ["context", "git_hooks"], null)
+	is_string(hooks)
+	hooks != ""
+}
+
+anchored(entry) if startswith(entry.path, "/")
+
+# An entry names a file or directory and everything below it: `{p,p/**}` matched where the entry can
+# start (the root for an anchored entry, every name for the others).
+own_glob(entry) := concat("", ["{", concat(",", [lower(p), concat("/", [lower(p), "**"])]), "}"]) if p := trim_prefix(entry.path, "/")
+
+# Every entry as one glob of alternatives at any depth: one match per path tells apart the paths that touch
+# none (almost all of them, and a call may name thousands) before each entry is matched on its own. Built
+# by joining (no entry holds a comma or a brace), not entry by entry: it is worked out for every decision.
+anywhere := lower(concat(",", [entry.path | some entry in protected; not startswith(entry.path, "/")]))
+
+at_root := lower(concat(",", [substring(entry.path, 1, -1) | some entry in protected; startswith(entry.path, "/")]))
+
+protected_glob := concat("", [
+	"{", anywhere, ",", replace(anywhere, ",", "/**,"), "/**,**/", replace(anywhere, ",", ",**/"), ",**/",
+	replace(anywhere, ",", "/**,**/"), "/**,", at_root, ",", replace(at_root, ",", "/**,"), "/**}",
+])
+
+# The first name of every entry, as one regular expression over whole names: a path that reaches an entry, or
+# lies on the way to one, holds one of them. Asked once of all the call's paths joined, then of each path,
+# before anything costlier (a call may name thousands of paths, almost always none of them protected).
+first_names := regex.replace(concat(",", [anywhere, at_root]), `/[^,]*`, "")
+
+control_hint := concat("", [
+	`(^|[/\n])(`, replace(replace(replace(first_names, ".", `\.`), "*", `[^/\n]*`), ",", "|"), `)([/\n]|$)`,
+])
+
+# Below an exempt directory (a checkout of its own) a path is judged from that directory on.
+exempt_glob := concat("", ["{", concat(",", [concat("/", [lower(x), "**"]) | some x in data.gateway.controls.exempt]), "}"])
+
+# A path and its tails after each "/": where an entry may start.
+tails(p) := [concat("/", array.slice(parts, i, count(parts))) | parts := split(p, "/"); some i in numbers.range(0, count(parts) - 1)]
+
+entry_at(entry, tail) if {
+	glob.match(own_glob(entry), ["/"], tail)
+	not glob.match(exempt_glob, ["/"], tail)
+}
+
+protects(entry, p) if {
+	anchored(entry)
+	entry_at(entry, p)
+}
+
+protects(entry, p) if {
+	not anchored(entry)
+	some tail in tails(p)
+	entry_at(entry, tail)
+}
+
+# A directory on the way to an entry (`.github` for `.github/workflows`, at any depth): copying into it,
+# moving it or deleting it reaches the entry. Screened against the joined lists: most paths are on no way.
+somewhere_on_the_way(p) if {
+	some tail in tails(p)
+	contains(concat("", [",", anywhere, ","]), concat("", [",", tail, "/"]))
+}
+
+somewhere_on_the_way(p) if contains(concat("", [",", at_root, ","]), concat("", [",", p, "/"]))
+
+on_the_way(entry, p) if {
+	not anchored(entry)
+	some tail in tails(p)
+	startswith(lower(entry.path), concat("", [tail, "/"]))
+}
+
+on_the_way(entry, p) if {
+	anchored(entry)
+	startswith(lower(entry.path), concat("", ["/", p, "/"]))
+}
 
 candidates := changed | unknown_access
 
-might_be_internal if regex.match(internal_hint, lower(concat("\n", candidates)))
+# What a call changes, inside the workspace (outside it is tier 3 already), in lower case: the paths it
+# writes, creates or deletes, and the paths given to programs the analysis does not follow.
+changed_inside := {[p, lower(p)] | some p in candidates; not outside(p)}
 
-findings contains {"tier": 3, "rule": "paths.git_internals", "reason": msg} if {
-	might_be_internal
-	hits := sort([p | some p in candidates; git_internal(p)])
-	count(hits) > 0
-	msg := sprintf("changes git's internals (hooks, config): %s", [concat(", ", hits)])
+removed := {lower(p) | some key in ["deletes", "recursive_deletes"]; some p in effects[key]}
+
+# A link's source made under another name (`ln -s .claude c`): writes through `c/` reach the entry.
+linked := {[p, lower(p)] |
+	some cmd in data.gateway.tiers.commands
+	tiers.program(cmd) in link_programs
+	some p in cmd.reads
+	not outside(p)
 }
 
-# The gateway's own configuration (`gateway init` writes gateway.yaml at the workspace root): a change to
-# it (roles, upstream commands, the sandbox's mode) changes what every later call may do. The sandbox keeps
-# it read-only; the policy says so before anything runs.
-findings contains {"tier": 3, "rule": "paths.gateway_config", "reason": msg} if {
-	hits := sort([p | some p in candidates; lower(p) == "gateway.yaml"])
-	count(hits) > 0
-	msg := sprintf("changes the gateway's own configuration: %s", [concat(", ", hits)])
+# Every protected path the call reaches, as [what the call names, the entry].
+reached := changed_inside | linked
+
+might_reach_controls if regex.match(control_hint, concat("\n", [lp | some [_, lp] in reached]))
+
+hinted := {[p, lp] | might_reach_controls; some [p, lp] in reached; regex.match(control_hint, lp)}
+
+control_hits contains [p, entry] if {
+	some [p, lp] in hinted
+	glob.match(protected_glob, ["/"], lp)
+	some entry in protected
+	protects(entry, lp)
 }
 
-findings contains {"tier": 3, "rule": "paths.ci_config", "reason": msg} if {
-	might_be_internal
-	hits := sort([p | some p in candidates; ci_config(p)])
-	count(hits) > 0
-	msg := sprintf("changes CI configuration or hooks: %s", [concat(", ", hits)])
+control_hits contains [p, entry] if {
+	some [p, lp] in hinted
+	lp != "."
+	somewhere_on_the_way(lp)
+	some entry in protected
+	on_the_way(entry, lp)
+}
+
+# A path the analysis reports as a pattern (`cp -r x/* .github/` writes `.github/*`) reaches an entry it
+# could match: the entry's own name, or a name inside it.
+patterns := {[p, lp] | some [p, lp] in reached; regex.match(`[*?\[]`, lp)}
+
+control_hits contains [p, entry] if {
+	some [p, lp] in patterns
+	some entry in protected
+	name := lower(replace(trim_prefix(entry.path, "/"), "*", "x"))
+	some tail in tails(lp)
+	some example in [name, concat("/", [name, "x"])]
+	glob.match(tail, ["/"], example)
+}
+
+# Deleting or moving away the whole workspace takes every control with it (the hooks that judge the agent).
+control_hits contains [".", {"path": ".", "kind": "agent", "what": "the workspace, with every control in it"}] if "." in removed
+
+# Program text given to an interpreter (`python -c "open('.claude/settings.local.json', 'w')"`) that names
+# a protected path: the analysis does not follow the text, the policy reads it for the names.
+literal_names := [lower(trim_prefix(entry.path, "/")) | some entry in protected; not contains(entry.path, "*")]
+
+names_in_code := concat("", [`(^|[^a-z0-9_-])(`, replace(concat("|", literal_names), ".", `\.`), `)($|[^a-z0-9_-])`])
+
+control_hits contains [sprintf("program text given to '%s'", [cmd.program]), entry] if {
+	some cmd in data.gateway.tiers.commands
+	count(cmd.inline_code) > 0
+	code := lower(concat("\n", cmd.inline_code))
+	regex.match(names_in_code, code)
+	some entry in protected
+	not contains(entry.path, "*")
+	regex.match(concat("", [`(^|[^a-z0-9_-])`, replace(lower(trim_prefix(entry.path, "/")), ".", `\.`), `($|[^a-z0-9_-])`]), code)
+}
+
+findings contains {"tier": 3, "rule": rule, "reason": msg} if {
+	some kind in {kind_of(entry) | some [_, entry] in control_hits}
+	rule := control_kinds[kind].rule
+	named := sort({sprintf("%s (%s)", [p, entry.what]) | some [p, entry] in control_hits; kind_of(entry) == kind})
+	msg := sprintf("%s: %s", [control_kinds[kind].why, concat(", ", named)])
 }
 
 # --- where shell commands run, and the paths they are given -----------------------------------------

@@ -139,20 +139,155 @@ test_links_to_outside_ask if {
 	shell({"commands": [testing.command(["ln", "-s", "src/app.py", "app.py"], {"reads": ["src/app.py"]})], "reads": ["src/app.py"], "creates": ["app.py"]}).tier == 1
 }
 
-# internal_hint must hold a piece of every CI pattern, or ci_config would never be asked about a path.
-test_internal_hint_covers_every_pattern if {
-	every pattern in data.gateway.paths.ci_patterns {
-		regex.match(data.gateway.paths.internal_hint, lower(replace(replace(pattern, "**", "x"), "*", "x")))
-	}
-	regex.match(data.gateway.paths.internal_hint, ".git")
-	not regex.match(data.gateway.paths.internal_hint, "src/app.py\ndocs/gitignore.md")
-}
-
-test_git_internal_matches_whole_parts if {
+test_git_internals_match_whole_parts if {
+	task := object.union(testing.live_task, {"allowed_paths": ["**"]})
 	every p in [".git", ".git/config", "src/.git", "a/.GIT/hooks/x", ".Git"] {
-		data.gateway.paths.git_internal(p)
+		"paths.git_internals" in worker({"creates": [p]}, task).rules
 	}
 	every p in [".gitignore", "src/.gitattributes", "x.git", ".github/x", "my.git/config"] {
-		not data.gateway.paths.git_internal(p)
+		worker({"creates": [p]}, task).tier == 1
 	}
+}
+
+# --- protected paths (controls.rego) -------------------------------------------------------------------
+
+everything := object.union(testing.live_task, {"allowed_paths": ["**"]})
+
+# A path inside each entry: `*` stands for any name.
+inside(entry) := concat("/", [replace(trim_prefix(entry.path, "/"), "*", "x"), "f"])
+
+# Every shipped entry, for every kind of change: tier 3, under its kind's rule, the path named in the reason.
+test_every_protected_path_asks_for_every_change if {
+	every entry in data.gateway.controls.protected {
+		rule := data.gateway.paths.control_kinds[entry.kind].rule
+		every key in ["writes", "creates", "deletes", "recursive_deletes"] {
+			d := worker({key: [inside(entry)]}, everything)
+			d.tier == 3
+			rule in d.rules
+			some reason in d.reasons
+			contains(reason, inside(entry))
+			contains(reason, entry.what)
+		}
+	}
+}
+
+# The file or directory itself, at any depth unless anchored at the root ("/gateway.yaml"), in any case.
+test_protected_paths_at_any_depth_in_any_case if {
+	every entry in data.gateway.controls.protected {
+		path := replace(trim_prefix(entry.path, "/"), "*", "x")
+		worker({"creates": [path]}, everything).tier == 3
+		worker({"creates": [upper(path)]}, everything).tier == 3
+	}
+	every p in ["pkg/.claude/settings.json", "a/b/.MCP.json", "docs/CLAUDE.md", "svc/.vscode/tasks.json", "x/.github/workflows/y.yml"] {
+		worker({"writes": [p]}, everything).tier == 3
+	}
+	worker({"creates": ["sub/gateway.yaml"]}, everything).tier == 1
+	worker({"creates": [".CLAUDE/Settings.Local.JSON"]}, everything).rules == ["paths.agent_controls"]
+}
+
+test_ordinary_paths_are_not_protected if {
+	every p in [
+		"src/app.py", ".gitignore", "src/claude.md.bak", "docs/claude.mdx", ".github/dependabot.yml",
+		".github/ISSUE_TEMPLATE/bug.md", "my.claude/x", "claude/settings.json", "vscode/x", "notes/agents.md.txt",
+	] {
+		worker({"creates": [p]}, everything).tier == 1
+	}
+}
+
+# A directory on the way to an entry reaches it: `cp -r x .github` can make .github/workflows.
+test_directories_on_the_way_ask if {
+	every p in [".github", "pkg/.github", ".github/workflows"] {
+		"paths.ci_config" in worker({"writes": [p]}, everything).rules
+	}
+	worker({"creates": [".github/x"]}, everything).tier == 1
+}
+
+# Removing the whole workspace removes the hooks that judge the agent; writing into it does not name them.
+test_removing_the_workspace_names_the_controls if {
+	"paths.agent_controls" in worker({"recursive_deletes": ["."]}, everything).rules
+	"paths.agent_controls" in worker({"deletes": ["."]}, everything).rules
+	not "paths.agent_controls" in worker({"writes": ["."]}, everything).rules
+}
+
+# A Claude Code worktree (.claude/worktrees/NAME) is a checkout of its own: its files are judged from its root.
+test_a_claude_worktree_is_judged_from_its_root if {
+	worker({"creates": [".claude/worktrees/w1/src/app.py"]}, everything).tier == 1
+	worker({"creates": [".claude/worktrees/w1/.claude/settings.local.json"]}, everything).tier == 3
+	worker({"creates": [".claude/worktrees/w1/.github/workflows/ci.yml"]}, everything).tier == 3
+	worker({"creates": [".claude/worktrees/w1"]}, everything).tier == 3
+	worker({"creates": [".claude/worktreesx/a"]}, everything).tier == 3
+}
+
+# Paths given to programs the analysis does not follow may be written.
+test_unknown_access_to_a_protected_path_asks if {
+	d := shell({"commands": [testing.command(["./gen", ".claude/settings.json"], {"paths": [".claude/settings.json"]})]})
+	"paths.agent_controls" in d.rules
+}
+
+# `ln -s .claude c` makes the controls writable under another name (a later `c/x` is not seen as .claude/x).
+test_linking_a_protected_path_asks if {
+	d := shell({
+		"commands": [testing.command(["ln", "-s", ".claude", "c"], {"reads": [".claude"], "writes": ["c"]})],
+		"reads": [".claude"], "creates": ["c"],
+	})
+	"paths.agent_controls" in d.rules
+	shell({
+		"commands": [testing.command(["ln", "-s", "src", "s"], {"reads": ["src"], "writes": ["s"]})],
+		"reads": ["src"], "creates": ["s"],
+	}).tier == 1
+}
+
+# Program text the analysis does not follow, read for the names it holds.
+test_program_text_naming_a_protected_path_asks if {
+	code := "open('.claude/settings.local.json', 'w').write('{}')"
+	d := shell({"commands": [testing.command(["python", "-c", code], {"program": "python", "inline_code": [code]})]})
+	"paths.agent_controls" in d.rules
+	ok := "open('.gitignore').read()"
+	not "paths.git_internals" in shell({"commands": [testing.command(["python", "-c", ok], {"program": "python", "inline_code": [ok]})]}).rules
+}
+
+# Teams extend the list in a module of their own; a kind the bundle does not know is the agent's controls.
+test_a_team_entry_is_protected if {
+	mine := data.gateway.controls.protected | {{"path": ".mytool", "kind": "ours", "what": "our agent's settings"}}
+	d := worker({"creates": ["a/.mytool/x"]}, everything) with data.gateway.controls.protected as mine
+	d.rules == ["paths.agent_controls"]
+	contains(d.reasons[0], "our agent's settings")
+}
+
+# The regular expression and the glob that screen every path must match whatever an entry matches.
+test_the_screening_glob_covers_every_entry if {
+	every entry in data.gateway.controls.protected {
+		glob.match(data.gateway.paths.protected_glob, ["/"], lower(replace(trim_prefix(entry.path, "/"), "*", "x")))
+		glob.match(data.gateway.paths.protected_glob, ["/"], lower(inside(entry)))
+		regex.match(data.gateway.paths.control_hint, lower(concat("/", ["pkg", inside(entry)])))
+		regex.match(data.gateway.paths.control_hint, lower(split(trim_prefix(entry.path, "/"), "/")[0]))
+	}
+	not glob.match(data.gateway.paths.protected_glob, ["/"], "src/app.py")
+	not regex.match(data.gateway.paths.control_hint, "src/app.py\ndocs/claude.mdx\n.gitignore")
+}
+
+# core.hooksPath pointing into the workspace makes that directory git's hooks (the input names it).
+test_the_configured_hooks_path_is_protected if {
+	doc := testing.with_task(testing.call("worker", "fs_write", {"creates": ["scripts/hooks/pre-commit"]}), everything)
+	hooked := object.union(doc, {"context": object.union(doc.context, {"git_hooks": "scripts/hooks"})})
+	d := decision with input as hooked with data.roles as testing.roles
+	"paths.git_hooks" in d.rules
+	some reason in d.reasons
+	contains(reason, "core.hooksPath")
+	plain := decision with input as doc with data.roles as testing.roles
+	plain.tier == 1
+	elsewhere := object.union(hooked, {"effects": object.union(hooked.effects, {"creates": ["src/scripts/hooks/x"]})})
+	other := decision with input as elsewhere with data.roles as testing.roles
+	other.tier == 1
+}
+
+# A team exempts a directory below which paths are judged afresh (subagents' project memory, say).
+test_a_team_exemption if {
+	memory := ".claude/agent-memory/reviewer/MEMORY.md"
+	worker({"creates": [memory]}, everything).tier == 3
+	exempt := data.gateway.controls.exempt | {".claude/agent-memory"}
+	d := worker({"creates": [memory]}, everything) with data.gateway.controls.exempt as exempt
+	d.tier == 1
+	e := worker({"creates": [".claude/settings.json"]}, everything) with data.gateway.controls.exempt as exempt
+	e.tier == 3
 }

@@ -37,7 +37,7 @@ with_task(doc, task) := object.union(doc, {"task": task})
 # A simple command as the shell analysis states it (input version 2): argv[0] is taken as the
 # normalised program name, it runs at the workspace root, and it states no other facts.
 base_command := {
-	"argv": [], "redirects": [], "via": "direct", "program": "", "subcommand": null, "operation": null,
+	"argv": [], "redirects": [], "via": "direct", "program": "", "subcommand": null, "subcommand_as_written": null, "operation": null,
 	"cwd": ".", "inline_code": [], "reads": [], "writes": [], "deletes": [], "paths": [], "executes": [],
 	"env": {}, "access": null, "recursive": false, "world_writable": false,
 }

@@ -23,7 +23,7 @@ commands := [command(c) | some c in effects.commands] if input.version == 1
 command(c) := object.union(object.union(version_1_facts, c), {"program": version_1_program(c)})
 
 version_1_facts := {
-	"program": "", "subcommand": null, "operation": null, "cwd": ".", "inline_code": [], "reads": [],
+	"program": "", "subcommand": null, "subcommand_as_written": null, "operation": null, "cwd": ".", "inline_code": [], "reads": [],
 	"writes": [], "deletes": [], "paths": [], "executes": [], "env": {}, "access": null, "recursive": false,
 	"world_writable": false,
 }
@@ -129,6 +129,29 @@ findings contains {"tier": 3, "rule": "tiers.global_config", "reason": msg} if {
 	changes_package_config(cmd)
 	msg := sprintf("changes %s's user or global configuration: %s", [cmd.program, concat(" ", cmd.argv)])
 }
+
+# Publishing: what a registry serves to everyone else changes (a package, a version's tags or owners, an
+# image). `subcommand` is the command the program runs, however it was spelled (`npm pub`, `gem pu`, `cargo b`
+# with `[alias] b = "publish"`, `git p` with alias.p = push): the shell analysis resolves each program's
+# aliases and abbreviations. The network finding says where to; this one says what.
+registry_writes := {"publish", "unpublish", "deprecate", "undeprecate", "dist-tag", "owner", "access", "stage", "trust"}
+
+publishing := {
+	"npm": registry_writes, "pnpm": registry_writes, "yarn": registry_writes, "bun": registry_writes,
+	"cargo": {"publish", "yank", "owner"}, "gem": {"push", "yank", "owner"}, "twine": {"upload", "register"},
+	"poetry": {"publish"}, "uv": {"publish"}, "pdm": {"publish"}, "hatch": {"publish"}, "flit": {"publish"},
+	"docker": {"push"}, "podman": {"push"},
+}
+
+findings contains {"tier": 3, "rule": "tiers.publish", "reason": msg} if {
+	some cmd in commands
+	cmd.subcommand in object.get(publishing, cmd.program, set())
+	msg := sprintf("publishes to a registry with '%s %s' (written '%s'): what others install changes", [cmd.program, cmd.subcommand, as_written(cmd)])
+}
+
+as_written(cmd) := cmd.subcommand_as_written if is_string(object.get(cmd, "subcommand_as_written", null))
+
+as_written(cmd) := cmd.subcommand if not is_string(object.get(cmd, "subcommand_as_written", null))
 
 # Programs whose misuse is hard to undo or reaches beyond the workspace.
 dangerous_programs := {

@@ -214,3 +214,20 @@ test_version_1_documents_are_still_read if {
 	rm := decision with input as v1({"commands": [old(["rm", "-rf", "src/x"])], "recursive_deletes": ["src/x"]}) with data.roles as testing.roles
 	rm.rules == ["tiers.mass_delete"]
 }
+
+# Publishing is judged on the command the program runs (the analysis resolves aliases and abbreviations):
+# `npm pub` is publish, and the reason shows how it was written.
+test_publishing_asks_under_every_spelling if {
+	every c in [
+		["npm", "pub", "publish"], ["pnpm", "publish", "publish"], ["yarn", "npm", "publish"], ["gem", "pu", "push"],
+		["cargo", "b", "publish"], ["twine", "upload", "upload"], ["docker", "image", "push"], ["uv", "publish", "publish"],
+	] {
+		d := decide_command([c[0], c[1]], {"subcommand": c[2], "subcommand_as_written": c[1]})
+		d.tier == 3
+		"tiers.publish" in d.rules
+		some reason in d.reasons
+		contains(reason, sprintf("written '%s'", [c[1]]))
+	}
+	"tiers.publish" in decide_command(["npm", "publish"], {"subcommand": "publish"}).rules # no written form stated
+	not "tiers.publish" in decide_command(["npm", "pack"], {"subcommand": "pack", "subcommand_as_written": "pa"}).rules
+}

@@ -15,6 +15,7 @@ failure prints the mismatches and a confusion summary (expected vs decided).
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -116,7 +117,13 @@ WORKSPACE_FILES = {
     ".github/workflows/ci.yml": "on: push\n",
     ".gitlab-ci.yml": "test:\n  script: x\n",
     "src/environment.py": "NAME = 'dev'\n",
+    ".claude/settings.json": '{"hooks": {}}\n',
+    ".mcp.json": '{"mcpServers": {}}\n',
+    "CLAUDE.md": "# Notes for agents\n",
+    ".vscode/settings.json": "{}\n",
+    ".cargo/config.toml": '[alias]\nship = "publish --no-verify"\nqa = "test"\n',
 }
+GIT_ALIASES = {"alias.pub": "push", "alias.short": "status --short", "alias.nuke": "!rm -rf /"}
 
 
 def make_workspace(root: Path) -> tuple[GatewayConfig, Path]:
@@ -136,6 +143,9 @@ def make_workspace(root: Path) -> tuple[GatewayConfig, Path]:
     os.symlink("src/app.py", repo / "link_in")
     os.symlink(outside / "secret.txt", repo / "link_out")
     os.symlink(outside, repo / "link_dir_out")
+    os.symlink(".claude", repo / "link_claude")
+    for key, value in GIT_ALIASES.items():
+        subprocess.run(["git", "-C", str(repo), "config", key, value], check=True)
     config = workspace_for_tests(repo)
     for name, role in CORPUS["roles"].items():
         add_role(config, name, **role)

@@ -45,6 +45,7 @@ def input_document(
     intent: JSONObject | None = None,
     sandbox: JSONObject | None = None,
     kind: str = "tool_call",
+    git_hooks: str | None = None,
 ) -> JSONObject:
     return {
         "version": INPUT_VERSION,
@@ -61,6 +62,8 @@ def input_document(
             "time": datetime.now(UTC).isoformat(timespec="seconds"),
             # what confines the call's commands (or its upstream server); None for calls that run none
             "sandbox": sandbox,
+            # core.hooksPath inside the workspace (gateway/effects/git_hooks.py): a protected path, like .git/hooks
+            "git_hooks": git_hooks,
         },
     }
 

@@ -12,9 +12,11 @@ diff, ``grep -O``, ``rebase -x``, config keys, GIT_* variables, aliases) as ``ex
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable
 from dataclasses import replace
 
+from gateway.effects.shell import git_aliases
 from gateway.effects.shell.files import destinations
 from gateway.effects.shell.options import Opts
 from gateway.effects.shell.walker import GIT_SAFE_ENV, Call, Describer, Handler
@@ -35,11 +37,14 @@ _PROGRAM_VARS |= names("GIT_PROXY_COMMAND GIT_EXEC_PATH PAGER EDITOR VISUAL")
 _GLOBAL_VALUES = names("-C -c --git-dir --work-tree --namespace --super-prefix --config-env --attr-source --list-cmds")
 
 GitHandler = Callable[[Describer, Call, list[Word]], None]
+MAX_ALIAS_EXPANSIONS = 16
 
 
-def _git(d: Describer, call: Call) -> None:
+def _git(d: Describer, call: Call, expanded: tuple[str, ...] = ()) -> None:
+    """``expanded``: the aliases already expanded into this command (git refuses a loop)."""
     args = call.args
     directories: list[Word] = []
+    inline_aliases: dict[str, str] = {}
     i = 0
     while i < len(args):
         word = args[i]
@@ -60,6 +65,11 @@ def _git(d: Describer, call: Call) -> None:
             d.execute(call, "pager", "git --paginate runs a pager")
         elif value.startswith("-c") and len(value) > 2:
             config_key(d, call, word.tail(2))
+        if value.startswith("-c"):
+            setting = value[2:] or (given.value if given is not None and not eq else "")
+            key, has_value, alias = setting.partition("=")
+            if key.lower().startswith("alias.") and has_value:
+                inline_aliases[key[len("alias.") :].lower()] = alias
         i += 1
     _environment(d, call)
     with _in_directories(d, call, directories):
@@ -72,9 +82,41 @@ def _git(d: Describer, call: Call) -> None:
         call.facts.subcommand = sub
         handler = SUBCOMMANDS.get(sub)
         if handler is None:
-            d.execute(call, f"git-{sub}", f"git {sub!r} is not a git command it knows: an alias or git-{sub} may run")
+            _alias(d, call, args[i:], inline_aliases, expanded)
             return
         handler(d, call, _unabbreviated(d, call, args[i + 1 :]))
+
+
+def _alias(d: Describer, call: Call, words: list[Word], inline: dict[str, str], expanded: tuple[str, ...]) -> None:
+    """A subcommand git does not have: the alias it names, expanded as git would (gateway/effects/shell/
+    git_aliases.py), then described like the command it stands for; else a `git-NAME` program may run."""
+    sub = words[0].value
+    written = expanded[0] if expanded else sub
+    unknown = f"git {sub!r} is not a git command it knows: an alias or git-{sub} may run"
+    if sub in git_aliases.git_commands() or sub in expanded or len(expanded) >= MAX_ALIAS_EXPANSIONS:
+        d.execute(call, f"git-{sub}", unknown)
+        return
+    try:
+        text = git_aliases.lookup(d, call, sub, inline)
+    except git_aliases.Untrusted as exc:
+        d.execute(call, f"alias.{sub}", f"git alias {short(sub)}: {exc}")
+        return
+    if text is None:
+        d.execute(call, f"git-{sub}", unknown)
+        return
+    if text.lstrip().startswith("!"):
+        d.execute(call, text, f"git alias {short(sub)} runs a shell command: {short(text)}")
+        return
+    try:
+        alias_words = [Word.of(w) for w in shlex.split(text)]
+    except ValueError:
+        alias_words = []
+    if not alias_words:
+        d.execute(call, f"alias.{sub}", f"git alias {short(sub)} does not split into words: {short(text)}")
+        return
+    inner = replace(call, words=[call.words[0], *alias_words, *words[1:]])
+    _git(d, inner, (*expanded, sub))
+    call.facts.subcommand_as_written = written
 
 
 def _global_value(d: Describer, call: Call, name: str, value: Word | None, directories: list[Word]) -> None:

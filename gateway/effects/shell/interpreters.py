@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gateway.effects.shell import packages
 from gateway.effects.shell.ed_script import EdError, parse_ed
@@ -105,6 +105,10 @@ def _python(d: Describer, call: Call) -> None:
     d.program_from_stdin(call)
 
 
+# Modules that are package tools with a handler of their own (publishing among what they do)
+_PYTHON_PUBLISHERS = frozenset({"twine", "poetry", "flit", "pdm", "hatch", "uv"})
+
+
 def _python_module(d: Describer, call: Call, module: Word | None, rest: list[Word]) -> None:
     if module is None or not module.literal:
         d.opaque(f"{call.name} -m runs a module that is not literal")
@@ -123,6 +127,9 @@ def _python_module(d: Describer, call: Call, module: Word | None, rest: list[Wor
     elif name in _PYTHON_APP_SERVERS:
         d.listen("?", call)
         d.unknown_paths(rest, call)
+    elif name in _PYTHON_PUBLISHERS:  # `python -m twine upload`: the program itself, with its own facts
+        packages.HANDLERS[name](d, replace(call, name=name, words=[module, *rest]))
+        call.facts.operation, call.facts.subcommand = call.facts.subcommand, name  # python -m twine upload
     else:
         d.unknown_paths(rest, call)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from gateway.effects.shell import cargo_aliases, gh_aliases, spellings
 from gateway.effects.shell.options import Opts, first_operand
 from gateway.effects.shell.walker import Call, Describer, Handler
 from gateway.effects.shell.words import Word, names
@@ -104,6 +105,8 @@ def _uv(d: Describer, call: Call) -> None:
         return
     if sub in ("add", "remove", "sync", "lock", "run") or (sub == "tool" and rest[:1] and rest[0].value != "list"):
         d.reach("pypi.org", "uv")
+    if sub == "publish":
+        _upload(d, call, d.options(call, "u", "--publish-url --index --username --password --token", args=rest))
     if sub in ("add", "remove"):
         names = d.options(call, "", "--group --optional --extra --package", args=rest).operands
         d.package("pip", [w.value for w in names], True, call)
@@ -128,30 +131,66 @@ def _pipx(d: Describer, call: Call) -> None:
         d.reach("pypi.org", "pipx")
 
 
-_NPM_INSTALL = names(
-    "install i in ins inst insta instal isnt isnta isntal isntall add ci install-clean update up upgrade"
-)
-_NPM_REMOVE = names("uninstall un unlink remove rm r")
-# subcommands that talk to the registry (to fetch, to look up, or to publish)
+# The commands by the name each program runs (gateway/effects/shell/spellings.py: `npm i` is install)
+_NPM_INSTALL = names("install add ci update install-test install-ci-test")
+_NPM_REMOVE = names("uninstall remove unlink")
+# commands that talk to the registry (to fetch, to look up, or to publish)
 _NPM_FETCH = _NPM_INSTALL | names(
-    "exec x dlx create init publish unpublish view info show v search s se find outdated audit ping whoami "
-    "doctor dist-tag owner access token login adduser add-user logout star deprecate"
+    "exec bunx dlx create init publish unpublish view info search outdated audit ping whoami doctor dist-tag owner "
+    "access token login adduser logout star unstar stars deprecate undeprecate stage trust team org profile "
+    "self-update docs bugs repo"
 )
 _REGISTRY = {"npm": "registry.npmjs.org", "pnpm": "registry.npmjs.org", "yarn": "registry.yarnpkg.com"}
 _CONFIG_CHANGES = names("set delete rm unset edit add remove")
-_NPM_LOGIN = names("set login adduser add-user logout token")
+_NPM_LOGIN = names("set login adduser logout token")
 _NPM_RC = {"npm": "~/.npmrc", "pnpm": "~/.npmrc", "yarn": "~/.yarnrc", "bun": "~/.bunfig.toml"}
+_RESOLVE = {"npm": spellings.npm, "pnpm": spellings.pnpm, "yarn": spellings.yarn, "bun": spellings.bun}
+
+
+def _npm_command(program: str, operands: list[str]) -> tuple[str, list[str]]:
+    """The command npm, pnpm, yarn or bun runs for ``operands`` and the words after it. A word the program
+    does not know: npm refuses it (stated as written); the others run the package.json script of that name."""
+    written, rest = operands[0], operands[1:]
+    name = _RESOLVE[program](written)
+    if program == "pnpm" and name == "recursive" and rest:  # `pnpm m publish`: the command in every package
+        return _npm_command(program, rest)
+    if program == "yarn" and name == "npm" and rest:  # yarn 2+: `yarn npm publish`
+        npm_name = spellings.YARN_NPM_COMMANDS.get(rest[0])
+        return (npm_name, rest[1:]) if npm_name else (name, rest)
+    if program == "yarn" and name == "workspace" and len(rest) > 1:  # `yarn workspace PKG publish`
+        return _npm_command(program, rest[1:])
+    if name is None:
+        return ("run", [written, *rest]) if program in spellings.RUNS_A_SCRIPT else (written, rest)
+    return name, rest
+
+
+def _after_option(call: Call, opts: Opts) -> bool:
+    """The first operand follows an option without `=` (it may be that option's value)."""
+    at = next((i for i, w in enumerate(call.args) if w is opts.operands[0]), None)
+    before = call.args[at - 1].value if at else ""
+    return before.startswith("-") and "=" not in before and before != "--"
 
 
 def _npm_like(d: Describer, call: Call) -> None:
-    """npm, yarn, pnpm, bun: add/install/remove (local unless global); exec/dlx/create fetch and run packages."""
+    """npm, yarn, pnpm, bun: add/install/remove (local unless global); exec/dlx/create fetch and run packages.
+    The command is the one the program runs for the word given (`npm pub` publishes)."""
     opts = d.options(call, "wC", "--registry --prefix --workspace --location --tag --filter --dir --cwd")
     operands = [w.value for w in opts.operands]
     global_ = opts.has("-g", "--global") or any(w.value == "global" for w in opts.values("--location"))
     if call.name == "yarn" and operands[:1] == ["global"]:
         global_, operands = True, operands[1:]
-    sub = operands[0] if operands else ("install" if call.name == "yarn" else "")
-    _name(call, [sub, *operands[1:]])
+    if operands and _RESOLVE[call.name](operands[0]) is None and len(operands) > 1 and _after_option(call, opts):
+        # `npm --access public pub`: npm's configs take a value (`--access public`), which this parse does not
+        # know for each of them; the word is a value, and the next one the command
+        operands = operands[1:]
+    if operands:
+        sub, rest = _npm_command(call.name, operands)
+        _name(call, [sub, *rest])
+        call.facts.subcommand_as_written = operands[0]
+    else:
+        sub, rest = ("install" if call.name == "yarn" else ""), []
+        _name(call, [sub] if sub else [])
+    operands = [sub, *rest]
     d.unknown_paths(call.args, call)
     project = any(w.value == "project" for w in opts.values("--location"))
     if ((sub == "config" and call.facts.operation in _CONFIG_CHANGES) or sub in _NPM_LOGIN) and not project:
@@ -208,9 +247,17 @@ _DNF = _system_packages(
 
 
 def _cargo(d: Describer, call: Call) -> None:
-    opts = d.options(call, "Zj", "--git --path --root --version --branch --tag --rev --jobs")
-    operands = [w.value for w in opts.operands]
-    _name(call, operands)
+    """cargo: the command it runs for the word (`cargo b` builds; an `[alias]` of .cargo/config.toml, of
+    $CARGO_HOME or of --config can name any command: `b = "publish"`)."""
+    opts = d.options(call, "ZjC", "--git --path --root --version --branch --tag --rev --jobs --config --color")
+    operands = [w.value for w in opts.operands if not w.value.startswith("+")]  # `cargo +nightly b`
+    if operands:
+        expanded = cargo_aliases.expand(d, call, operands, [w for w in opts.values("--config")])
+        if expanded is None:
+            return
+        _name(call, expanded)
+        call.facts.subcommand_as_written = operands[0]
+        operands = expanded
     d.unknown_paths(call.args, call)
     sub = operands[0] if operands else ""
     if sub in ("install", "uninstall", "add", "remove"):
@@ -222,11 +269,19 @@ def _cargo(d: Describer, call: Call) -> None:
 
 
 def _gem(d: Describer, call: Call) -> None:
-    opts = d.options(call, "ivs", "--install-dir --version --source --bindir")
+    """gem: the command RubyGems runs for the word (`gem pu` pushes: any unique prefix); push, yank and owner
+    change a gem on rubygems.org (or --host), signin writes the user's credentials."""
+    opts = d.options(call, "ivsk", "--install-dir --version --source --bindir --host --key --otp")
     operands = [w.value for w in opts.operands]
-    _name(call, operands)
+    if operands:
+        _name(call, [spellings.gem(operands[0]) or operands[0], *operands[1:]])
+        call.facts.subcommand_as_written = operands[0]
     d.unknown_paths(call.args, call)
-    sub = operands[0] if operands else ""
+    sub = call.facts.subcommand or ""
+    if sub in ("push", "yank", "owner", "signin", "signout"):
+        _upload(d, call, opts, host="rubygems.org", url_options=("--host",))
+    if sub in ("signin", "signout"):
+        _user_config(d, call, "~/.gem/credentials")
     if sub not in ("install", "update", "uninstall"):
         return
     dirs = opts.values("-i", "--install-dir")
@@ -235,6 +290,97 @@ def _gem(d: Describer, call: Call) -> None:
         d.reach("rubygems.org", "gem")
         for word in opts.values("-s", "--source"):
             d.url(word, call)
+
+
+# Where each publisher uploads unless told otherwise, and the options that name another index.
+_PYPI_UPLOAD = "upload.pypi.org"
+
+
+def _upload(
+    d: Describer,
+    call: Call,
+    opts: Opts,
+    host: str = _PYPI_UPLOAD,
+    url_options: tuple[str, ...] = ("--repository-url", "--publish-url", "-u", "--url"),
+    name_options: tuple[str, ...] = ("-r", "--repository", "--repo", "--index"),
+) -> None:
+    """A publish: to the URL an option gives, to a repository named in the user's config (``pypirc:NAME``:
+    where it points is not known here), or to the program's default index."""
+    urls = opts.values(*url_options)
+    named = [w for w in opts.values(*name_options) if w.literal and "://" not in w.value]
+    for word in urls + [w for w in opts.values(*name_options) if "://" in w.value]:
+        d.url(word, call)
+    for word in named:
+        d.reach("test.pypi.org" if word.value == "testpypi" else f"pypirc:{word.value}", call.name)
+    if not urls and not named:
+        d.reach(host, call.name)
+
+
+def _twine(d: Describer, call: Call) -> None:
+    """twine upload|register DIST...: to PyPI, --repository-url, or a repository of ~/.pypirc (-r)."""
+    opts = d.options(call, "rupc", "--repository --repository-url --username --password --comment --config-file")
+    operands = [w.value for w in opts.operands]
+    _name(call, operands)
+    for word in opts.values("--config-file"):
+        d.read(word, call)
+    for word in opts.operands[1:]:
+        d.read(word, call)
+    if call.facts.subcommand in ("upload", "register"):
+        _upload(d, call, opts)
+
+
+def _python_publisher(*value_options: str) -> Handler:
+    """poetry, pdm, hatch, flit: subcommands the analysis does not follow, but `publish` uploads to PyPI (or
+    the repository an option names)."""
+    general = subcommands(*value_options)
+
+    def handler(d: Describer, call: Call) -> None:
+        general(d, call)
+        if call.facts.subcommand == "publish":
+            at = first_operand(call.args, frozenset(value_options)) or 0
+            _upload(
+                d,
+                call,
+                d.options(
+                    call, "ru", "--repository --repository-url --repo --url --username", args=call.args[at + 1 :]
+                ),
+            )
+
+    return handler
+
+
+def _gh(d: Describer, call: Call) -> None:
+    """gh: an alias from its config is expanded first (`gh co 12` is `gh pr checkout 12`); every command but
+    help, version and completion talks to the GitHub API."""
+    general = subcommands("-R", "--repo", host="api.github.com")
+    at = first_operand(call.args, frozenset({"-R", "--repo"}))
+    if at is None:
+        general(d, call)
+        return
+    written = call.args[at].value
+    expanded = gh_aliases.expand(d, call, [w.value for w in call.args[at:]])
+    if expanded is None:
+        d.reach("api.github.com", call.name)
+        return
+    general(d, replace(call, words=[call.words[0], *call.args[:at], *(Word.of(w) for w in expanded)]))
+    call.facts.subcommand_as_written = written
+
+
+def _image_push(d: Describer, call: Call) -> None:
+    """docker/podman push IMAGE (`image push` is the same command): the registry the image names, else
+    Docker Hub."""
+    general = subcommands("-H", "--host", "--config", "--context", "-c", "--log-level", "-l", "--url", "--connection")
+    general(d, call)
+    facts = call.facts
+    if facts.subcommand == "image" and facts.operation in ("push", "pull"):
+        facts.subcommand, facts.operation = facts.operation, None
+    if facts.subcommand != "push":
+        return
+    images = [w for w in call.args if not w.value.startswith("-") and w.value not in ("image", "push")]
+    for word in images[:1]:
+        first = word.value.split("/", 1)[0]
+        registry = first if "/" in word.value and ("." in first or ":" in first or first == "localhost") else ""
+        d.reach(registry.split(":", 1)[0] or "docker.io", call.name)
 
 
 def _go(d: Describer, call: Call) -> None:
@@ -297,15 +443,17 @@ HANDLERS: dict[str, Handler] = {
     "gem": _gem,
     "go": _go,
     "virtualenv": _virtualenv,
-    "docker": subcommands("-H", "--host", "--config", "--context", "-c", "--log-level", "-l"),
-    "podman": subcommands("--url", "--connection", "--root", "--runroot", "--log-level"),
+    "docker": _image_push,
+    "podman": _image_push,
     "kubectl": subcommands("-n", "--namespace", "--context", "--kubeconfig", "--cluster", "--user", "-s", "--server"),
     "helm": subcommands("-n", "--namespace", "--kube-context", "--kubeconfig"),
     "terraform": subcommands(),
     "systemctl": subcommands("-H", "--host", "-M", "--machine", "-t", "--type", "-p", "--property"),
-    "poetry": subcommands("-C", "--directory"),
+    "poetry": _python_publisher("-C", "--directory"),
     "conda": subcommands(),
-    "pdm": subcommands("-p", "--project"),
-    "hatch": subcommands("-e", "--env"),
-    "gh": subcommands("-R", "--repo", host="api.github.com"),
+    "pdm": _python_publisher("-p", "--project"),
+    "hatch": _python_publisher("-e", "--env"),
+    "flit": _python_publisher(),
+    "twine": _twine,
+    "gh": _gh,
 }

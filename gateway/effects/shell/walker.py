@@ -148,6 +148,7 @@ class CommandFacts:
     cwd: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     subcommand: str | None = None
+    subcommand_as_written: str | None = None
     operation: str | None = None
     inline_code: list[str] = field(default_factory=list)
     reads: list[str] = field(default_factory=list)
@@ -163,6 +164,7 @@ class CommandFacts:
         return {
             "program": self.program,
             "subcommand": self.subcommand,
+            "subcommand_as_written": self.subcommand_as_written,
             "operation": self.operation,
             "cwd": self.cwd,
             "inline_code": self.inline_code,
@@ -941,6 +943,8 @@ class Describer:
         handler = self.handlers.get(name)
         if handler is not None:
             handler(self, call)
+            if facts.subcommand_as_written is None:  # a handler that knows no other spelling states the word itself
+                facts.subcommand_as_written = facts.subcommand
         elif name in _OPAQUE_RUNNERS:
             self.opaque(f"{name} runs commands this gateway does not unwrap")
         else:
