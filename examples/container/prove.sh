@@ -28,8 +28,17 @@ command -v podman >/dev/null && command -v debootstrap >/dev/null && command -v 
   && command -v runc >/dev/null || apt-get install -y -q podman debootstrap uidmap slirp4netns runc >/dev/null
 
 mkdir -p "$work"
+# an unprivileged user for rootless podman, with subordinate ids
+id "$user" >/dev/null 2>&1 || useradd -m -s /bin/bash "$user"
+grep -q "^$user:" /etc/subuid || echo "$user:300000:65536" >>/etc/subuid
+grep -q "^$user:" /etc/subgid || echo "$user:300000:65536" >>/etc/subgid
+# crun refuses a host with cgroup v1 controllers mounted (cgroups "hybrid mode"); runc runs there
+runtime=crun
+[ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ] || runtime=runc
+as_user() { su - "$user" -c "cd /tmp && $*"; }
+
 # 1. the base: Debian bookworm with Python 3.11 (the Dockerfile's base has Python and pip of its own)
-if [ ! -f "$work/base.tar" ]; then
+if [ ! -f "$work/base.tar" ] && ! as_user "podman image exists $base"; then
   debootstrap --variant=minbase --include=python3,python3-pip,python3-venv,python-is-python3,ca-certificates \
     bookworm "$work/rootfs" http://deb.debian.org/debian >"$work/debootstrap.log"
   tar -C "$work/rootfs" -cf "$work/base.tar" .
@@ -48,15 +57,8 @@ sed -e "s|^FROM .*|FROM $base|" \
 grep -q "find-links /opt/wheels" "$context/Containerfile" || { echo "the Dockerfile's pip line moved" >&2; exit 1; }
 chmod -R a+rX "$work"
 
-# 3. an unprivileged user for rootless podman, with subordinate ids
-id "$user" >/dev/null 2>&1 || useradd -m -s /bin/bash "$user"
-grep -q "^$user:" /etc/subuid || echo "$user:300000:65536" >>/etc/subuid
-grep -q "^$user:" /etc/subgid || echo "$user:300000:65536" >>/etc/subgid
-# crun refuses a host with cgroup v1 controllers mounted (cgroups "hybrid mode"); runc runs there
-runtime=crun
-[ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ] || runtime=runc
-as_user() { su - "$user" -c "cd /tmp && $*"; }
-as_user "podman --runtime $runtime image exists $base || podman import $work/base.tar $base" >/dev/null
+# 3. the base image and the gateway's image, built by that user
+as_user "podman image exists $base || podman import $work/base.tar $base" >/dev/null
 if [ -z "${PROOF_REUSE_IMAGE:-}" ] || ! as_user "podman image exists $image"; then
   as_user "podman --runtime $runtime build -q -f $context/Containerfile -t $image $context" >"$work/build.log" 2>&1 \
     || { tail -20 "$work/build.log" >&2; exit 1; }
