@@ -1,7 +1,9 @@
 # The gateway as a service: streamable HTTP on :8787, the workspace mounted at /workspace.
 #   docker build -t mcp-policy-gateway .
 #   docker run -d --name gateway -p 127.0.0.1:8787:8787 -v "$PWD:/workspace" -v gateway-state:/var/lib/gateway \
-#       --user "$(id -u):$(id -g)" --security-opt seccomp=unconfined mcp-policy-gateway
+#       --user "$(id -u):$(id -g)" --security-opt seccomp=unconfined --security-opt systempaths=unconfined \
+#       mcp-policy-gateway
+#   podman run ... --user "$(id -u):$(id -g)" --userns=keep-id --security-opt unmask=/proc/* mcp-policy-gateway
 #   docker exec --user "$(id -u):$(id -g)" gateway gateway token issue --role developer --agent claude-code   # a credential for an agent
 # On first start it runs `gateway init` in /workspace: gateway.yaml there, the state (keys, store, roles,
 # policies) in /var/lib/gateway, outside the workspace (keep it on a volume). Behind a proxy or a DNS name,
@@ -13,9 +15,13 @@
 # /var/lib/gateway (the state: XDG_STATE_HOME) and /var/lib/gateway/home (HOME: npm's cache, git) are
 # world-writable with the sticky bit, like /tmp: whichever uid starts first makes its own owner-only state dir
 # there. Use one uid per state volume (a volume first used as 10001 needs `chown -R` to move to another uid).
-# Commands run in bubblewrap, which needs user namespaces: Docker's default seccomp profile blocks them, so
-# run with a profile that allows unshare (e.g. --security-opt seccomp=unconfined), or set
-# `sandbox: {mode: off}` in gateway.yaml and accept unconfined commands (docs/sandbox.md).
+# Commands run in bubblewrap, which needs a user namespace and a /proc of its own (docs/container.md has the
+# measured matrix): Docker's default seccomp profile refuses the first (seccomp=unconfined), and both Docker and
+# podman mask paths in /proc, which makes the kernel refuse the second (docker: systempaths=unconfined; podman:
+# unmask=/proc/*, measured enough under rootless podman, whose default seccomp profile allows user namespaces).
+# The entrypoint (gateway/entrypoint.py) checks this before serving and, if the sandbox cannot start, names
+# what is missing and the option that fixes it, and exits 1. Or set `sandbox: {mode: off}` in gateway.yaml
+# and accept unconfined commands (docs/sandbox.md).
 
 # Pinned: Python patch release and Debian release. For reproducible builds pin the digest as well
 # (`docker buildx imagetools inspect python:3.11.11-slim-bookworm` prints it).
@@ -43,8 +49,11 @@ VOLUME /var/lib/gateway
 USER gateway
 WORKDIR /workspace
 EXPOSE 8787
-# /healthz needs no credential and says whether the upstreams are up; the image has no curl.
+# /readyz needs no credential: 503 naming the dependency (policy, store, sandbox) that does not work; the image
+# has no curl.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
-    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8787/healthz', timeout=4)"]
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8787/readyz', timeout=4)"]
+# Before a command that serves: the sandbox check (gateway/entrypoint.py); any other command runs as given.
+ENTRYPOINT ["python", "-m", "gateway.entrypoint"]
 # Listen on all interfaces inside the container; publish the port only where agents can reach it.
 CMD ["sh", "-c", "test -f gateway.yaml || gateway init . && exec gateway serve --http 0.0.0.0:8787"]

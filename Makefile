@@ -5,6 +5,7 @@
 PYTHON ?= python3
 VENV   ?= .venv
 NPM    := $(VENV)/npm
+HERMES := $(VENV)/hermes
 
 .PHONY: demo test lint serve clean postgresql
 
@@ -20,6 +21,13 @@ $(NPM)/.installed: tests/npm/package.json tests/npm/package-lock.json
 	mkdir -p $(NPM)
 	cp tests/npm/package.json tests/npm/package-lock.json $(NPM)/
 	cd $(NPM) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# Hermes Agent (PyPI), the real client tests/test_hermes.py drives, in a venv of its own: its top-level
+# package is also named "gateway", and would shadow this project's in one environment.
+$(HERMES)/.installed:
+	$(PYTHON) -m venv $(HERMES)
+	$(HERMES)/bin/pip install -q 'hermes-agent[mcp]==0.19.0'
 	touch $@
 
 demo: $(VENV)/.installed /usr/bin/bwrap
@@ -42,12 +50,13 @@ serve: $(VENV)/.installed
 postgresql:
 	if [ "$$(id -u)" = 0 ] && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then apt-get install -y -q postgresql >/dev/null || (apt-get update -q && apt-get install -y -q postgresql); fi
 
-test: $(VENV)/.installed $(NPM)/.installed /usr/bin/chromium /usr/bin/bwrap postgresql
+test: $(VENV)/.installed $(NPM)/.installed $(HERMES)/.installed /usr/bin/chromium /usr/bin/bwrap postgresql
 	$(VENV)/bin/ruff check gateway tests bench
 	$(VENV)/bin/ruff format --check gateway tests bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest -q -p no:xdist --doctest-modules gateway
-	GATEWAY_TEST_NPM=$(CURDIR)/$(NPM)/node_modules $(VENV)/bin/pytest -q -n 2 --dist loadfile
+	GATEWAY_TEST_NPM=$(CURDIR)/$(NPM)/node_modules GATEWAY_TEST_HERMES=$(CURDIR)/$(HERMES)/bin/hermes \
+		$(VENV)/bin/pytest -q -n 2 --dist loadfile
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check --fix gateway tests bench

@@ -20,10 +20,11 @@ from pathlib import Path
 import yaml
 
 from gateway.checkpoints import record_layout
-from gateway.config import CONFIG_FILE, GatewayConfig, default_state_root
+from gateway.config import CONFIG_FILE, GatewayConfig
 from gateway.errors import ConfigError
 from gateway.identity.keys import KeyRing
 from gateway.ledger.store import open_store
+from gateway.locations import default_state_root
 from gateway.repo import Repo
 from gateway.types import JSONObject
 

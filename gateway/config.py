@@ -17,7 +17,6 @@ secrets stay out of the file.
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import os
 import re
@@ -28,6 +27,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gateway.errors import ConfigError
+from gateway.listen import parse_listen
+from gateway.locations import absolute
+from gateway.locations import state_dir as locate_state
 
 CONFIG_FILE = "gateway.yaml"
 LOCKFILE = "gateway-upstreams.lock"  # pinned upstream definitions, committed beside gateway.yaml
@@ -295,13 +297,20 @@ class TelemetryConfig(Strict):
     decision_log: bool = True  # write <state_dir>/decisions.jsonl, one masked entry per policy decision
 
 
-def default_state_root(workspace: Path, environ: dict[str, str] | None = None) -> Path:
-    """Where a workspace's gateway keeps its state unless gateway.yaml says otherwise:
-    ``$XDG_STATE_HOME/mcp-gateway/<name>-<hash of the workspace path>`` (``~/.local/state`` by default)."""
-    env = os.environ if environ is None else environ
-    base = Path(env.get("XDG_STATE_HOME") or Path(env.get("HOME") or Path.home()) / ".local" / "state")
-    tag = hashlib.sha256(str(workspace).encode()).hexdigest()[:10]
-    return base / "mcp-gateway" / f"{workspace.name or 'root'}-{tag}"
+class MetricsConfig(Strict):
+    """Prometheus metrics (gateway/metrics.py): off unless enabled; prometheus_client is imported only then."""
+
+    enabled: bool = False
+    path: Annotated[str, Field(pattern=r"^/[A-Za-z0-9/_.-]*$")] = "/metrics"
+    token: str | None = None  # when set, a scrape must send 'Authorization: Bearer TOKEN' (${VAR} taken)
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        taken = ("/mcp", "/healthz", "/readyz", "/ui", "/hooks", "/local", "/auth", "/.well-known")
+        if any(value == t or value.startswith(f"{t}/") for t in taken) or value == "/":
+            raise ValueError(f"{value!r} is a path the gateway serves already")
+        return value
 
 
 class GatewayConfig(Strict):
@@ -330,6 +339,7 @@ class GatewayConfig(Strict):
     integration: IntegrationConfig = Field(default_factory=IntegrationConfig)
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     checkpoints: CheckpointsConfig = Field(default_factory=CheckpointsConfig)
     egress: EgressConfig = Field(default_factory=EgressConfig)
@@ -382,14 +392,13 @@ class GatewayConfig(Strict):
 
     def _resolved(self, base: Path, source: Path | None) -> GatewayConfig:
         workspace = (base / self.workspace).resolve()
+        state_dir = locate_state(self.workspace, self.state_dir, base)
         if self.state_dir is None:
-            root = default_state_root(workspace)
-            state_dir, worktrees = root / "state", root / "worktrees"
+            worktrees = state_dir.with_name("worktrees")
         else:
-            state_dir = _absolute(base, self.state_dir)
             worktrees = state_dir.with_name(f"{state_dir.name}-worktrees")
         if self.worktrees_dir is not None:
-            worktrees = _absolute(base, self.worktrees_dir)
+            worktrees = absolute(base, self.worktrees_dir)
         upstreams = {
             prefix: up.model_copy(
                 update={
@@ -398,8 +407,8 @@ class GatewayConfig(Strict):
                     "cwd": str((base / up.cwd).resolve()) if up.cwd else None,
                     "sandbox": up.sandbox.model_copy(
                         update={
-                            "visible": [str(_absolute(base, Path(p))) for p in up.sandbox.visible],
-                            "writable": [str(_absolute(base, Path(p))) for p in up.sandbox.writable],
+                            "visible": [str(absolute(base, Path(p))) for p in up.sandbox.visible],
+                            "writable": [str(absolute(base, Path(p))) for p in up.sandbox.writable],
                         }
                     ),
                 }
@@ -411,10 +420,10 @@ class GatewayConfig(Strict):
                 "workspace": workspace,
                 "state_dir": state_dir,
                 "worktrees_dir": worktrees,
-                "roles": _absolute(base, self.roles) if self.roles else state_dir / "roles",
+                "roles": absolute(base, self.roles) if self.roles else state_dir / "roles",
                 "policy": self.policy.model_copy(
                     update={
-                        "path": _absolute(base, self.policy.path) if self.policy.path else state_dir / "policies",
+                        "path": absolute(base, self.policy.path) if self.policy.path else state_dir / "policies",
                         "opa_token": expand_env(self.policy.opa_token) if self.policy.opa_token else None,
                     }
                 ),
@@ -429,7 +438,10 @@ class GatewayConfig(Strict):
                     }
                 ),
                 "sandbox": self.sandbox.model_copy(
-                    update={"hide": [str(_absolute(base, Path(p))) for p in self.sandbox.hide]}
+                    update={"hide": [str(absolute(base, Path(p))) for p in self.sandbox.hide]}
+                ),
+                "metrics": self.metrics.model_copy(
+                    update={"token": expand_env(self.metrics.token) if self.metrics.token else None}
                 ),
                 "source": source,
             }
@@ -511,16 +523,5 @@ class GatewayConfig(Strict):
             raise ConfigError(f"worktrees_dir {self.worktrees} and the state dir must lie outside the workspace")
 
 
-def _absolute(base: Path, path: Path) -> Path:
-    return (base / Path(os.path.expanduser(path))).resolve()
-
-
 def _inside(path: Path, parent: Path) -> bool:
     return path == parent or path.is_relative_to(parent)
-
-
-def parse_listen(value: str) -> tuple[str, int]:
-    host, sep, port = value.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"listen address {value!r} must be HOST:PORT")
-    return host.strip("[]"), int(port)

@@ -33,8 +33,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from gateway.bootstrap import init_workspace
+from gateway.cli.commands import issue_token
+from gateway.cli.output import gateway_command
 from gateway.config import GatewayConfig
-from gateway.errors import GatewayError
+from gateway.errors import GatewayError, InvalidRequest
 from gateway.process import free_port, gateway_cli, server_process
 from gateway.repo import Repo
 
@@ -74,6 +76,8 @@ TIER3_COMMAND = "cat /etc/os-release"
 
 
 class DemoFailed(GatewayError):
+    """The gateway did not behave as the demo says it does: the demo's answer is "no" (exit 1)."""
+
     code = "demo_failed"
 
 
@@ -230,13 +234,13 @@ def run_demo(directory: Path | None = None) -> int:
     root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="gateway-demo-"))
     root.mkdir(parents=True, exist_ok=True)
     if any(root.iterdir()):
-        raise DemoFailed(f"demo: {root} is not empty; name a new directory with --dir")
+        raise InvalidRequest(f"demo: {root} is not empty; name a new directory with --dir")
     scratch_repository(root)
     config = init_workspace(root)
     from gateway.runtime import Gateway
 
-    tokens = Gateway(config).tokens
-    bearers = {role: tokens.issue(role=role, agent=f"{role}-1")[0] for role in ROLES}
+    gateway = Gateway(config)
+    bearers = {role: issue_token(gateway, role, f"{role}-1", None, 8 * 3600)[0] for role in ROLES}
     print(f"scratch repository  {root}")
     print(f"gateway config      {config.source}\n")
     with serving(config) as url:
@@ -254,10 +258,14 @@ def run_demo(directory: Path | None = None) -> int:
     for attempt in report["attempts"]:
         print(f"  attempt {attempt['attempt']} ({attempt['strategy']}, {attempt['owner']}): {attempt['outcome']}")
     print(f"  next: {report['unblock_with']}")
-    print(f"\nlook around: cd {root} && gateway trace list --denied")
+    print(f"\nlook around: cd {root} && {gateway_command()} trace list --denied")
     return 0 if shown.returncode == 0 else 1
 
 
 def main(directory: str | None = None) -> int:
     os.environ.setdefault("GIT_TERMINAL_PROMPT", "0")
-    return run_demo(Path(directory) if directory else None)
+    try:
+        return run_demo(Path(directory) if directory else None)
+    except DemoFailed as failed:  # done, and the answer is no
+        print(f"gateway: {failed.message}", file=sys.stderr)
+        return 1

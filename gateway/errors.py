@@ -32,6 +32,12 @@ class ConfigError(GatewayError):
     code = "config_error"
 
 
+class CannotListen(ConfigError):
+    """``gateway serve --http``: the address cannot be bound (in use, not this machine's, privileged)."""
+
+    code = "cannot_listen"
+
+
 # The store could not be used: whatever depended on it was neither done nor acknowledged.
 class StoreError(GatewayError):
     code = "store_error"

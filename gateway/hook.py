@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # the command hook imports the runtime only once it has input
     from gateway.config import GatewayConfig
     from gateway.judge.call import Call
     from gateway.origin import Transport
+    from gateway.runtime import Gateway
 
 EVENTS = frozenset({"PreToolUse", "PostToolUse"})
 MAX_TOOL_NAME = 200
@@ -202,10 +203,15 @@ def decide(config: GatewayConfig, raw: str, role: str, agent: str) -> JSONObject
     from gateway.runtime import Gateway
 
     gateway = Gateway(config, isolated=False)  # one decision: in this process
-    # GATEWAY_TOKEN's principal when there is one (verified: a bad one is refused), else the role given
-    call = hook_call("inprocess", raw, token=os.environ.get("GATEWAY_TOKEN") or None)
+    return answer_for(anyio.run(judge_command_hook, gateway, raw, os.environ.get("GATEWAY_TOKEN"), role, agent))
+
+
+async def judge_command_hook(gateway: Gateway, raw: str | bytes, token: str | None, role: str, agent: str) -> Call:
+    """The command hook's event judged by ``gateway``'s hook stack: as ``token``'s principal when there is one
+    (verified: a bad one is refused), else as the ``--role`` and ``--agent`` it was given."""
+    call = hook_call("inprocess", raw, token=token or None)
     call.principal = Principal(agent=agent, role=role)
-    return answer_for(anyio.run(gateway.stacks.hook.run, call))
+    return await gateway.stacks.hook.run(call)
 
 
 def decide_or_deny(load: Callable[[], GatewayConfig], raw: str, role: str, agent: str) -> JSONObject:
@@ -217,5 +223,11 @@ def decide_or_deny(load: Callable[[], GatewayConfig], raw: str, role: str, agent
     try:
         return decide(load(), raw, role=role, agent=agent)
     except Exception as exc:
-        message = exc.message if isinstance(exc, GatewayError) else f"{type(exc).__name__}: {str(exc)[:200]}"
-        return answer("deny", f"the gateway could not decide, so the call is refused: {message}")
+        return could_not_decide(exc)
+
+
+def could_not_decide(exc: Exception) -> JSONObject:
+    """The deny for a hook call the gateway failed to judge (here, or when a running gateway answers the
+    command hook): Claude Code must read a deny, whatever broke."""
+    message = exc.message if isinstance(exc, GatewayError) else f"{type(exc).__name__}: {str(exc)[:200]}"
+    return answer("deny", f"the gateway could not decide, so the call is refused: {message}")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import socket
 import sys
 import warnings
 from collections.abc import AsyncIterator, Iterable
@@ -28,6 +29,7 @@ from typing import Any
 import anyio
 import mcp_types as mt
 import structlog
+import uvicorn
 from mcp.server import Server, ServerRequestContext
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -63,7 +65,10 @@ from gateway.hooks_http import ClaudeCodeHook
 from gateway.identity.resource import ProtectedResource
 from gateway.identity.tokens import Tokens
 from gateway.judge.call import Call
+from gateway.local_http import local_routes
+from gateway.metrics import metrics_routes
 from gateway.origin import Elicitation, Origin
+from gateway.readiness import Readiness
 from gateway.runtime import Gateway
 from gateway.tools.forwarded import FIELDS, Forwarded
 from gateway.tools.spec import CallResult, ToolSpec
@@ -113,7 +118,7 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
 
     async def call_tool(ctx: ServerRequestContext[Any], params: mt.CallToolRequestParams) -> Any:
         origin = origin_for(ctx, params, credential(ctx), connection)
-        call = Call(tool=params.name, arguments=dict(params.arguments or {}), origin=origin)
+        call = client_call(tool=params.name, arguments=dict(params.arguments or {}), origin=origin)
         return passed_on(await gateway.stacks.call(call))
 
     def input_schema(name: str) -> dict[str, Any] | None:
@@ -155,12 +160,14 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
 
     async def read_resource(ctx: ServerRequestContext[Any], params: mt.ReadResourceRequestParams) -> Any:
         origin = origin_for(ctx, params, credential(ctx), connection)
-        call = Call(tool=params.uri, arguments={"uri": params.uri}, origin=origin, method="resources/read")
+        call = client_call(tool=params.uri, arguments={"uri": params.uri}, origin=origin, method="resources/read")
         return passed_on(answered(await gateway.stacks.read.run(call), mt.ReadResourceResult))
 
     async def get_prompt(ctx: ServerRequestContext[Any], params: mt.GetPromptRequestParams) -> Any:
         origin = origin_for(ctx, params, credential(ctx), connection)
-        call = Call(tool=params.name, arguments=dict(params.arguments or {}), origin=origin, method="prompts/get")
+        call = client_call(
+            tool=params.name, arguments=dict(params.arguments or {}), origin=origin, method="prompts/get"
+        )
         return passed_on(answered(await gateway.stacks.read.run(call), mt.GetPromptResult))
 
     async def complete(ctx: ServerRequestContext[Any], params: mt.CompleteRequestParams) -> mt.CompleteResult:
@@ -455,6 +462,16 @@ def answered(call: Call, expected: type[CallResult]) -> Any:
     raise MCPError(code, f"{error.code}: {error.message}", data={"error": error.as_dict(), "call_id": call.call_id})
 
 
+def client_call(origin: Origin, **fields: Any) -> Call:
+    """A call from an MCP client; its ledger row names the client as it names itself (clientInfo.name, which
+    ``approvals.pending_clients`` matches: Hermes, like every client of the MCP Python SDK that does not set
+    one, says "mcp")."""
+    call = Call(origin=origin, **fields)
+    if origin.client_name:
+        call.detail["client"] = origin.client_name[:200]
+    return call
+
+
 def origin_for(
     ctx: ServerRequestContext[Any],
     params: mt.CallToolRequestParams | mt.ReadResourceRequestParams | mt.GetPromptRequestParams,
@@ -623,6 +640,13 @@ def http_app(
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "upstreams": gateway.pool.status()})
 
+    readiness = Readiness(gateway)
+
+    async def ready(request: Request) -> JSONResponse:
+        """Whether this gateway can do its job now: the policy, the store, the sandbox (gateway/readiness.py)."""
+        is_ready, body = await readiness.report()
+        return JSONResponse(body, status_code=200 if is_ready else 503)
+
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with gateway.running(), manager.run():
@@ -631,12 +655,15 @@ def http_app(
     return Starlette(
         routes=[
             Route("/mcp", endpoint=RequireCredential(screened, gateway, resource)),
-            Route("/healthz", endpoint=health),
+            Route("/healthz", endpoint=health),  # liveness: the process answers
+            Route("/readyz", endpoint=ready),  # readiness: its dependencies work
             *resource.routes(),  # RFC 9728 metadata (both forms) and /auth: no credential needed
             Route(
                 "/hooks/claude-code", RequireCredential(ClaudeCodeHook(gateway), gateway, resource), methods=["POST"]
             ),
             *ui_routes(gateway),  # the review pages (gateway/web): approvers only
+            *local_routes(gateway),  # `gateway check` and the command hook, asked by a command on this machine
+            *metrics_routes(gateway),  # Prometheus, when gateway.yaml enables it
         ],
         middleware=[
             Middleware(AuthenticationMiddleware, backend=CredentialBackend(verifier)),
@@ -644,6 +671,20 @@ def http_app(
         ],
         lifespan=lifespan,
     )
+
+
+class AnnouncedServer(uvicorn.Server):
+    """uvicorn's server that says "gateway: serving URL" once it accepts connections, after its start-up
+    (the gateway's lifespan) ran, never before."""
+
+    def __init__(self, config: uvicorn.Config, url: str) -> None:
+        super().__init__(config)
+        self.url = url
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            print(f"gateway: serving {self.url}", file=sys.stderr, flush=True)
 
 
 def worker_app() -> Starlette:

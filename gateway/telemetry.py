@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
 
     from gateway.judge.call import Call
+    from gateway.metrics import Metrics
 
 log = structlog.get_logger("gateway.telemetry")
 
@@ -128,7 +129,7 @@ def _id_generator() -> Any:
 
 
 class Telemetry:
-    """The pipeline's telemetry: a span and a decision log entry per call."""
+    """The pipeline's telemetry: a span and a decision log entry per call, and its metrics when enabled."""
 
     def __init__(
         self,
@@ -136,9 +137,11 @@ class Telemetry:
         decisions: DecisionLog,
         *,
         environ: Mapping[str, str] | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.config = config
         self.decisions = decisions
+        self.metrics = metrics  # Prometheus (gateway/metrics.py), when gateway.yaml enables it
         self.provider: TracerProvider | None = None
         self.tracer: trace.Tracer | None = None  # made with the provider, when there is an exporter
         self.exporters: list[SpanExporter] = []
@@ -165,7 +168,12 @@ class Telemetry:
             "input_version": INPUT_VERSION,
         }
         path = config.decision_log_path if config.telemetry.decision_log else None
-        return cls(config.telemetry, DecisionLog(path, labels), environ=environ)
+        metrics = None
+        if config.metrics.enabled:
+            from gateway.metrics import Metrics
+
+            metrics = Metrics()
+        return cls(config.telemetry, DecisionLog(path, labels), environ=environ, metrics=metrics)
 
     @property
     def enabled(self) -> bool:
@@ -219,6 +227,11 @@ class Telemetry:
                     self._end(span, call)
                 except Exception:
                     log.exception("could not end the call's span", call_id=call.call_id)
+            if self.metrics is not None:
+                try:
+                    self.metrics.observe(call)
+                except Exception:
+                    log.exception("could not count the call", call_id=call.call_id)
 
     def _log_decision(self, call: Call) -> None:
         decision = verdict(call)

@@ -8,6 +8,8 @@ import argparse
 import json
 import os
 import pty
+import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -17,11 +19,13 @@ import pytest
 import yaml
 from conftest import make_repo, workspace_for_tests
 
-from gateway.cli import build_parser
+from gateway.cli import EXIT_ASK, EXIT_BUG, EXIT_DENY, EXIT_ERROR, EXIT_FAILED, build_parser, commands, main
 from gateway.cli.parser import OUTCOMES
 from gateway.config import GatewayConfig
 from gateway.decision_log import read_entries
 from gateway.ledger.chain import Ledger
+from gateway.listen import parse_listen
+from gateway.process import free_port, server_process
 from gateway.types import FILTER_OUTCOMES
 
 
@@ -195,6 +199,92 @@ def test_a_manifest_written_as_people_write_yaml_is_accepted(config: GatewayConf
     assert "deadline needs a time zone" in one_error_line(gateway(config, "task", "submit", str(tmp_path / "t2.yaml")))
     (tmp_path / "t3.yaml").write_text(natural.replace("Y1", "T3").replace("schema_version: 1", "schema_version: 2"))
     assert "schema_version" in one_error_line(gateway(config, "task", "submit", str(tmp_path / "t3.yaml")))
+
+
+# --- mistakes people make: a clear line and a documented code, never a traceback ----------------------
+
+
+@pytest.mark.parametrize("value", ["8787x", "localhost", "99999", "127.0.0.1:", ":8787", "0"])
+def test_serve_http_junk_is_a_usage_error(config: GatewayConfig, value: str) -> None:
+    done = gateway(config, "serve", "--http", value)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("usage: gateway serve") and "expected HOST:PORT" in done.stderr
+
+
+def test_serve_http_takes_a_bare_port_on_loopback(config: GatewayConfig) -> None:
+    assert parse_listen("8787") == ("127.0.0.1", 8787) and parse_listen("[::1]:8787") == ("::1", 8787)
+    port = free_port()
+    argv = [sys.executable, "-m", "gateway", "--config", str(config.source), "serve", "--http", str(port)]
+    log = config.state / "bare-port.log"
+    with server_process(argv, f"http://127.0.0.1:{port}/healthz", "the gateway", log=log):
+        pass
+    assert f"gateway: serving http://127.0.0.1:{port}/mcp" in log.read_text()
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_port_in_use_is_one_line_and_never_says_serving(config: GatewayConfig, workers: str) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        line = one_error_line(gateway(config, "serve", "--http", f"127.0.0.1:{port}", "--workers", workers))
+    assert line.startswith(f"gateway: cannot listen on 127.0.0.1:{port}: address already in use"), line
+
+
+def test_token_revoke_refuses_a_jti_this_gateway_never_issued(config: GatewayConfig) -> None:
+    line = one_error_line(gateway(config, "token", "revoke", "nope"))
+    assert line.startswith("gateway: 'nope' is not the jti of a token this gateway issued, so nothing was revoked")
+    external = one_error_line(gateway(config, "token", "revoke", "nope", "--external"))
+    assert "names no identity.external_issuer" in external
+    issued = json.loads(gateway(config, "token", "issue", "--role", "worker", "--agent", "w9", "--json").stdout)
+    jti = issued["claims"]["jti"]
+    revoked, again = gateway(config, "token", "revoke", jti), gateway(config, "token", "revoke", jti)
+    assert (revoked.returncode, revoked.stderr) == (0, f"revoked {jti}\n")
+    assert (again.returncode, again.stderr) == (0, f"{jti} was already revoked\n")
+    assert Ledger.for_config(config).db.query("SELECT jti FROM revocations WHERE jti = 'nope'") == []
+
+
+def test_a_bug_exits_70_with_its_traceback(
+    config: GatewayConfig, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A fault no input causes (a mock, for want of a real bug): not Python's 1, which means "the answer is no"."""
+
+    def broken(args: argparse.Namespace) -> int:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(commands, "cmd_keys", broken)
+    assert main(["--config", str(config.source), "keys", "list"]) == EXIT_BUG == 70
+    said = capsys.readouterr().err
+    assert "Traceback" in said and "RuntimeError: a bug" in said and "please report the traceback" in said
+
+
+def test_exit_codes_are_documented_per_command_and_each_means_one_thing() -> None:
+    """docs/cli.md: one table of meanings, one row per command naming only codes from it."""
+    text = (Path(__file__).parent.parent / "docs" / "cli.md").read_text()
+    meanings = dict(re.findall(r"^\| (\d+) \| (.+) \|$", text, re.M))
+    assert sorted(map(int, meanings)) == [0, 1, 2, 3, 4, EXIT_BUG, 130, 141]
+    assert (EXIT_FAILED, EXIT_ERROR, EXIT_ASK, EXIT_DENY) == (1, 2, 3, 4)
+    rows = dict(re.findall(r"^\| `([a-z -]+?)(?:`, `[a-z]+)?` \| (.+) \|$", text, re.M))
+    commands_documented = {name.split()[0] for name in rows}
+    top = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(top.choices) <= commands_documented, set(top.choices) - commands_documented
+    for name, codes in rows.items():
+        assert {int(c) for c in re.findall(r"\b\d+\b", codes)} <= {0, 1, 2, 3, 4}, name
+    assert "3 ask, 4 deny" in rows["check"] and "1" not in rows["check"]
+
+
+def test_the_command_named_in_hints_runs_without_the_venv_on_path(tmp_path: Path) -> None:
+    """`make demo` runs .venv/bin/gateway; its closing hint must name a command a shell finds."""
+    probe = "from gateway.cli.output import gateway_command; print(gateway_command())"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    named = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env).stdout.strip()
+    assert named == str(Path(sys.executable).parent / "gateway"), named
+    done = subprocess.run(f"{named} --help", shell=True, capture_output=True, text=True, env=env)
+    assert done.returncode == 0 and done.stdout.startswith("usage: gateway")
+    on_path = {**env, "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=on_path).stdout == (
+        "gateway\n"
+    )
 
 
 # --- a closed pipe -------------------------------------------------------------------------------------

@@ -30,6 +30,10 @@ def test_demo_runs_end_to_end_and_prints_the_trace(tmp_path: Path) -> None:
     trace = out.split("from the manifest to the merge commit", 1)[1]
     assert "fix-add" in trace and merges[0][:12] in trace, trace
     assert re.search(r"task_submit|submit", trace)
+    hint = re.search(r"^look around: (.+)$", out, re.M)  # a command a shell runs as shown
+    assert hint, out
+    shown = subprocess.run(hint.group(1), shell=True, capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0 and "fix-add" in shown.stdout, shown.stderr
 
 
 def test_demo_refuses_a_directory_that_is_not_empty(tmp_path: Path) -> None:
@@ -37,7 +41,7 @@ def test_demo_refuses_a_directory_that_is_not_empty(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "gateway", "demo", "--dir", str(tmp_path)], capture_output=True, text=True, timeout=60
     )
-    assert done.returncode != 0 and "not empty" in done.stderr
+    assert done.returncode == 2 and "not empty" in done.stderr  # a usage error, not a demo that went wrong (1)
     assert (tmp_path / "keep.txt").read_text() == "mine"
 
 

@@ -13,7 +13,8 @@ import yaml
 from conftest import http_gateway, reconfigure, token
 
 from gateway.cli.parser import build_parser
-from gateway.config import GatewayConfig, parse_listen
+from gateway.config import GatewayConfig
+from gateway.listen import parse_listen
 
 ROOT = Path(__file__).resolve().parents[1]
 INITIALIZE = {
@@ -46,7 +47,8 @@ def test_dockerfile_by_reading() -> None:
     dockerfile = (ROOT / "Dockerfile").read_text()
     base = re.search(r"^FROM (\S+)", dockerfile, re.M)
     assert base and re.fullmatch(r"python:3\.11\.\d+-slim-\w+(@sha256:[0-9a-f]{64})?", base.group(1))
-    assert re.search(r"^HEALTHCHECK .*\n?.*/healthz", dockerfile, re.M)
+    assert re.search(r"^HEALTHCHECK .*\n?.*/readyz", dockerfile, re.M)
+    assert re.search(r'^ENTRYPOINT \["python", "-m", "gateway.entrypoint"\]$', dockerfile, re.M)
     assert "bubblewrap" in dockerfile and "safe.directory /workspace" in dockerfile
     ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()}
     assert {".git", ".venv", "tests"} <= ignored
@@ -147,7 +149,8 @@ def test_scale_out_images_are_built_from_the_dockerfile() -> None:
 
 def gateway_argvs() -> list[list[str]]:
     """Every gateway command line the examples run (inside ``sh -c`` too)."""
-    commands = [s["command"] for s in gateway_services().values()] + [c["command"] for c in gateway_containers()]
+    commands = [s["command"] for s in gateway_services().values()]
+    commands += [c.get("command") or c["args"] for c in gateway_containers()]
     argvs = []
     for command in commands:
         if command[:2] == ["sh", "-c"]:
@@ -182,7 +185,6 @@ def test_scale_out_mounts_the_config_and_the_shared_volumes() -> None:
         assert targets[CONFIG_PATH] == "./gateway.yaml" and (SCALE_OUT / "gateway.yaml").is_file(), name
         assert targets["/var/lib/gateway"] == "gateway-state" and "gateway-state" in COMPOSE["volumes"], name
         assert "/workspace" in targets, name
-        assert "seccomp=unconfined" in service["security_opt"], name  # bubblewrap (docs/sandbox.md)
     claims = {d["metadata"]["name"] for d in K8S if d["kind"] == "PersistentVolumeClaim"}
     pod = k8s("Deployment", "gateway")["spec"]["template"]["spec"]
     volumes = {v["name"]: v for v in pod["volumes"]}
@@ -192,7 +194,39 @@ def test_scale_out_mounts_the_config_and_the_shared_volumes() -> None:
         for path in ("/workspace", "/var/lib/gateway"):
             claim = mounts[path]["persistentVolumeClaim"]["claimName"]
             assert claim in claims and k8s("PersistentVolumeClaim", claim)["spec"]["accessModes"] == ["ReadWriteMany"]
-    assert pod["securityContext"]["seccompProfile"]["type"] == "Unconfined"
+
+
+def documented_options() -> dict[str, str]:
+    """docs/container.md's options per runtime, as its block of them says (`docker: --security-opt ...`)."""
+    text = (ROOT / "docs" / "container.md").read_text()
+    block = re.search(r"```text\n(docker: .*?)```", text, re.S)
+    assert block, "docs/container.md: the block of options"
+    return dict(line.split(": ", 1) for line in block.group(1).strip().splitlines())
+
+
+def test_scale_out_runs_the_sandbox_with_the_documented_options_and_never_as_root() -> None:
+    """compose: the Docker options docs/container.md names, and a user (not root); Kubernetes: the fields it
+    names, on every replica, whose command goes through the image's entrypoint (its sandbox check)."""
+    options = documented_options()
+    docker = re.findall(r"--security-opt (\S+)", options["docker"])
+    assert docker == ["seccomp=unconfined", "systempaths=unconfined"]
+    for name, service in gateway_services().items():
+        assert service["security_opt"] == docker, name
+        uid, gid = re.fullmatch(r"\$\{GATEWAY_UID:-(\d+)\}:\$\{GATEWAY_GID:-(\d+)\}", service["user"]).groups()
+        assert int(uid) != 0 and int(gid) != 0 and EXAMPLE_ENV["GATEWAY_UID"] != "0", name
+    assert options["podman"] == "--security-opt unmask=/proc/*"
+    fields = dict(f.split(" = ") for f in options["kubernetes"].split("; "))
+    assert fields == {
+        "spec.hostUsers": "false",
+        "securityContext.seccompProfile.type": "Unconfined",
+        "containers[].securityContext.procMount": "Unmasked",
+    }
+    pod = k8s("Deployment", "gateway")["spec"]["template"]["spec"]
+    assert pod["hostUsers"] is False and pod["securityContext"]["seccompProfile"]["type"] == "Unconfined"
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] != 0
+    for container in pod["containers"]:
+        assert container["securityContext"]["procMount"] == "Unmasked", container["name"]
+        assert "command" not in container and container["args"][0] == "gateway", "the entrypoint must run"
 
 
 def test_scale_out_configmaps_are_made_from_files_that_exist() -> None:
@@ -235,7 +269,9 @@ def test_scale_out_probes_hit_routes_the_gateway_serves(config: Any) -> None:
     for probe in ("readinessProbe", "livenessProbe"):
         assert container[probe]["httpGet"]["port"] == "http"
         paths.add(container[probe]["httpGet"]["path"])
-    assert paths == {"/healthz"}
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert paths == {"/healthz", "/readyz"}, "readiness checks /readyz, liveness /healthz"
     with http_gateway(config.source) as url:
         for path in paths:
             assert httpx2.get(f"{url}{path}").status_code == 200, path

@@ -16,6 +16,7 @@ import pytest
 from conftest import http_gateway, ledger_rows, make_repo, token, workspace_for_tests
 from test_hook import HOOK_ANSWER, event, samples
 
+from gateway.cli.commands import issue_token
 from gateway.config import GatewayConfig
 from gateway.process import gateway_cli
 from gateway.runtime import Gateway
@@ -137,9 +138,9 @@ def test_a_role_without_the_tool_is_denied(served: Served) -> None:
 def test_a_bad_credential_is_401_with_the_reason(served: Served, bearer: str | None, reason: str) -> None:
     if bearer == "expired":
         bearer = token(served.config, "developer", agent="cc-http", ttl=-3600)
-    elif bearer == "revoked":
-        bearer = token(served.config, "developer", agent="cc-http")
-        jti = Gateway(served.config).tokens.verify(bearer).jti
+    elif bearer == "revoked":  # issued as `gateway token issue` does: `token revoke` knows it by its jti
+        bearer, claims = issue_token(Gateway(served.config), "developer", "cc-http", None, 3600)
+        jti = claims["jti"]
         assert gateway_cli(served.config, "token", "revoke", str(jti)).returncode == 0
     before = len(served.rows(kind="auth"))
     response = served.post(event("Bash", {"command": "ls"}, served.repo), bearer=bearer)

@@ -360,6 +360,21 @@ async def test_cancelled_elicitation_falls_back_to_pending(interactive: str, con
     assert result.structured_content["status"] == "approval_pending"
 
 
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_an_accept_that_answers_nothing_falls_back_to_pending(interactive: str, config: Any, mode: str) -> None:
+    """Hermes Agent's approval prompt answers "accept" with empty content (tools/mcp_tool.py in hermes-agent
+    0.19.0): neither a yes nor a no to the form's question, so a person approves out of band."""
+
+    async def hermes(context: Any, params: mt.ElicitRequestParams) -> mt.ElicitResult:
+        return mt.ElicitResult(action="accept", content={})
+
+    gateway = Gateway(config)
+    async with inproc_client(gateway, interactive, mode=mode, elicitation_callback=hermes) as client:
+        result = await client.call_tool("shell_run", TIER3)
+    assert result.structured_content["status"] == "approval_pending", text_of(result)
+    assert ledger_rows(gateway)[-1].outcome == "asked"
+
+
 async def test_client_without_elicitation_gets_pending(interactive: str, config: Any) -> None:
     gateway = Gateway(config)
     async with inproc_client(gateway, interactive, mode="legacy") as client:

@@ -22,6 +22,7 @@ from conftest import add_role, http_client, http_gateway, text_of, token
 from test_merge_queue import approve, merges, started, submit
 from test_tiers import TIER3
 
+from gateway.cli.commands import issue_token
 from gateway.commit.executor import intent_lease
 from gateway.ledger.leases import Leases, new_holder
 from gateway.ledger.store import open_store
@@ -181,7 +182,7 @@ async def test_an_approval_reaches_a_retry_served_by_the_other_worker(config: An
 async def test_a_revocation_reaches_every_worker(config: Any) -> None:
     """Revocations are read from the store on every call: once `gateway token revoke` returns, every call on
     a fresh connection (whichever worker serves it) is refused."""
-    revoked = token(config, "planner", agent="leaver")
+    revoked = issue_token(Gateway(config), "planner", "leaver", None, 3600)[0]  # as `gateway token issue` does
 
     with http_gateway(config.source, workers=2) as url:
         assert not await refused(url, revoked, "revoked")

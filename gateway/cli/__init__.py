@@ -8,11 +8,13 @@ runs, so ``gateway check`` and ``gateway hook claude-code`` start in a fraction 
     gateway token issue --role worker --agent w1 --task T1 --ttl 8h
     gateway check --role worker --tool fs_read --args '{"path": "README.md"}'
 
-Exit codes: 0 done (``check``: allowed), 1 done and the answer is "no" (a broken ledger, a failing policy
-test, a ceremony that left a task out, a replay that did not go through, a store at another schema version
-than this gateway's), 2 an error (bad usage or input, an unknown role, tool or id, a missing or unreadable
-file or config, a store that is unreachable or at a schema version it cannot use: one line on stderr),
-3 ``check``: asks a person (tier 3), 4 ``check``: denied, 130 interrupted, 141 stdout closed early (``| head``).
+Exit codes (docs/cli.md has them per command; each code means one thing in every command): 0 done
+(``check``: allowed), 1 done and the answer is "no" (a broken ledger, a failing policy test, a ceremony that
+left a task out, a replay that did not go through, a store at another schema version than this gateway's),
+2 an error (bad usage or input, an unknown role, tool or id, a missing or unreadable file or config, a store
+that is unreachable or at a schema version it cannot use, an address ``serve`` cannot listen on: one line on
+stderr), 3 ``check``: asks a person (tier 3), 4 ``check``: denied, 70 a bug in the gateway (the traceback is
+printed: report it), 130 interrupted, 141 stdout closed early (``| head``).
 """
 
 from __future__ import annotations
@@ -20,22 +22,26 @@ from __future__ import annotations
 import os
 import sys
 
-from gateway.cli.parser import build_parser
-
-__all__ = ["EXIT_ASK", "EXIT_DENY", "EXIT_ERROR", "EXIT_FAILED", "build_parser", "main"]
+__all__ = ["EXIT_ASK", "EXIT_BUG", "EXIT_DENY", "EXIT_ERROR", "EXIT_FAILED", "build_parser", "main"]
 
 EXIT_FAILED = 1
-EXIT_ERROR = 2
+EXIT_ERROR = 2  # also argparse's code for a usage error
 EXIT_ASK = 3
 EXIT_DENY = 4
+EXIT_BUG = 70  # sysexits.h EX_SOFTWARE: not Python's 1, which means "the answer is no" here
 EXIT_INTERRUPTED = 130
 EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command killed by a closed pipe
 STRUCTLOG_EXTRAS = ("rich", "greenlet")  # what structlog imports when installed and the gateway never uses
+SETS_ITS_OWN_LOGGING = frozenset({"serve", "check", "hook"})
 
 
 def main(argv: list[str] | None = None) -> int:
+    arguments = sys.argv[1:] if argv is None else list(argv)
     try:
-        return run(argv)
+        from gateway.fast import answer
+
+        answered = answer(arguments)  # check and the hook, asked of a running gateway (nothing else loaded)
+        return answered if answered is not None else run(arguments)
     except BrokenPipeError:
         # the reader went away (`gateway trace show X | head`): stop quietly; point stdout at /dev/null so
         # the interpreter's own flush at exit does not fail again
@@ -61,19 +67,47 @@ def import_structlog_plain() -> None:
             del sys.modules[name]
 
 
+def configure_plain_logging() -> None:
+    """Warnings and errors as JSON lines on stderr: stdout carries the command's answer."""
+    import_structlog_plain()
+    from gateway.telemetry import configure_logging
+
+    configure_logging("warning")
+
+
+def __getattr__(name: str) -> object:
+    """``build_parser``, loaded when asked for: the fast path of check and the hook never needs it."""
+    if name == "build_parser":
+        from gateway.cli.parser import build_parser
+
+        return build_parser
+    raise AttributeError(name)
+
+
 def run(argv: list[str] | None) -> int:
+    from gateway.cli.parser import build_parser
+
     args = build_parser().parse_args(argv)
-    if args.command != "serve":  # serve sets its own level; stdout carries JSON (or MCP), logs go to stderr
-        import_structlog_plain()
-        from gateway.telemetry import configure_logging
-
-        configure_logging("warning")
-    from gateway.errors import GatewayError
-
+    # serve sets its own level; check and the hook only when they decide themselves (not when a running
+    # gateway answers: gateway/fast.py)
+    if args.command not in SETS_ITS_OWN_LOGGING:
+        configure_plain_logging()
     try:
         return int(args.handler(args))
-    except GatewayError as exc:
-        print(f"gateway: {exc.message}", file=sys.stderr)
-        return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # main's to answer
+        raise
+    except Exception as exc:
+        # a GatewayError was raised from gateway.errors, so that module is loaded; a command answered by a
+        # running gateway never loads it (nor pydantic, which it imports)
+        errors = sys.modules.get("gateway.errors")
+        if errors is not None and isinstance(exc, errors.GatewayError):
+            print(f"gateway: {exc.message}", file=sys.stderr)
+            return EXIT_ERROR
+        # a bug: the traceback is what a report needs, and the exit code says it is one
+        import traceback
+
+        traceback.print_exc()
+        print("gateway: internal error (a bug in the gateway): please report the traceback above", file=sys.stderr)
+        return EXIT_BUG

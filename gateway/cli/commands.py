@@ -9,14 +9,15 @@ its own work. Errors are ``GatewayError``s, which ``gateway.cli.main`` prints as
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import logging
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gateway.cli.output import Column, block, clean, emit, table, wants_json
+from gateway.cli.output import Column, block, clean, emit, gateway_command, show_check, table, wants_json
 
 if TYPE_CHECKING:
     from gateway.config import GatewayConfig
@@ -65,8 +66,9 @@ def cmd_init(args: argparse.Namespace) -> int:
         f"state dir  {config.state} (keys, store, roles, policies: outside the workspace, owner-only)", file=sys.stderr
     )
     print(f"worktrees  {config.worktrees}", file=sys.stderr)
+    command = gateway_command()
     print(
-        "next: gateway token issue --role worker --agent w1, then gateway serve --http 127.0.0.1:8787",
+        f"next: {command} token issue --role worker --agent w1, then {command} serve --http 127.0.0.1:8787",
         file=sys.stderr,
     )
     return 0
@@ -88,7 +90,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from gateway.telemetry import configure_logging
 
     configure_logging(args.log_level)
-    from gateway.config import parse_listen
+    from gateway.listen import parse_listen
 
     config = load_config(args)
     if args.stdio:
@@ -120,49 +122,78 @@ def serve_stdio(config: GatewayConfig) -> int:
 
 
 def serve_http(config: GatewayConfig, host: str, port: int, workers: int = 1, log_level: str = "info") -> int:
-    """One process, or ``workers`` processes on one socket (uvicorn's supervisor binds it once, starts a
-    process per worker, replaces one that dies and stops them all on SIGTERM or SIGINT). Each worker process
-    builds its own Gateway (gateway.server.worker_app); they share the store, the state dir and the workspace.
-    uvloop and httptools serve when installed (the ``fast`` extra)."""
+    """One process, or ``workers`` processes on one socket (the supervisor starts a process per worker,
+    replaces one that dies and stops them all on SIGTERM or SIGINT). Each worker process builds its own
+    Gateway (gateway.server.worker_app); they share the store, the state dir and the workspace. uvloop and
+    httptools serve when installed (the ``fast`` extra). The socket is bound here, first: an address in use
+    is one error line (exit 2), never a "serving" line and then an exit."""
     import uvicorn
 
+    from gateway.listen import listen_socket
     from gateway.runtime import Gateway
-    from gateway.server import WORKER_ENV, http_app
+    from gateway.server import WORKER_ENV, AnnouncedServer, http_app
 
     gateway = Gateway(config)  # a config, roles or policy that does not load stops here, before any worker
+    sock = listen_socket(host, port)
     url = f"http://{host}:{port}/mcp"
     options: dict[str, Any] = {"host": host, "port": port, "log_level": "warning", "access_log": False}
     options["timeout_graceful_shutdown"] = config.limits.shutdown_grace_s
     if workers <= 1:
-        print(f"gateway: serving {url}", file=sys.stderr)
-        uvicorn.run(http_app(gateway, host=host), **options)
-        return 0
+        server = AnnouncedServer(uvicorn.Config(http_app(gateway, host=host), **options), url)
+        # uvicorn exits when the start-up failed: said below, with the gateway's code
+        with serving_file(config, host, port), contextlib.suppress(SystemExit):
+            server.run(sockets=[sock])
+        return 0 if server.started else did_not_start()
     gateway.db.close()  # the workers open their own; this one only proved that everything loads
     assert config.source is not None
     os.environ[WORKER_ENV] = json.dumps({"config": str(config.source), "host": host, "log_level": log_level})
     print(f"gateway: serving {url} with {workers} worker processes (supervisor pid {os.getpid()})", file=sys.stderr)
+    import logging
+
+    from uvicorn.config import STARTUP_FAILURE
     from uvicorn.supervisors import Multiprocess
 
     settings = uvicorn.Config("gateway.server:worker_app", factory=True, workers=workers, **options)
-    bound = settings.bind_socket()  # once, here; every worker accepts on it
     # the supervisor says when a worker died and was replaced, and when it stops them; workers stay quiet
     logging.getLogger("uvicorn.error").setLevel(logging.INFO)
-    Multiprocess(settings, sockets=[bound]).run()
-    return 0
+    supervisor = Multiprocess(settings, sockets=[sock])
+    with serving_file(config, host, port):
+        supervisor.run()
+    failed = any(worker.process.exitcode == STARTUP_FAILURE for worker in supervisor.processes)
+    return did_not_start() if failed else 0
+
+
+@contextlib.contextmanager
+def serving_file(config: GatewayConfig, host: str, port: int) -> Iterator[None]:
+    """``<state>/serving.json`` while this process serves: where ``gateway check`` and the command hook find
+    it (gateway/fast.py). Removed at the end unless another gateway process wrote its own since."""
+    from gateway.fast import SERVING_FILE, serving_record
+
+    assert config.source is not None
+    path = config.state / SERVING_FILE
+    record = serving_record(host, port, config.source.resolve())
+    written = path.with_name(f".{SERVING_FILE}.{os.getpid()}")
+    written.write_text(json.dumps(record))
+    written.chmod(0o600)
+    written.replace(path)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads(path.read_text()).get("pid") == record["pid"]:
+                path.unlink()
+
+
+def did_not_start() -> int:
+    from gateway.errors import ConfigError
+
+    raise ConfigError("the gateway did not start: its start-up failed (the lines above say why)")
 
 
 def cmd_token_issue(args: argparse.Namespace) -> int:
     gateway = open_gateway(args)
     gateway.roles.require(args.role)
-    token, claims = gateway.tokens.issue(role=args.role, agent=args.agent, task=args.task, ttl_s=args.ttl)
-    gateway.ledger.append(
-        {
-            "kind": "token",
-            "outcome": "ok",
-            "principal": {"agent": args.agent, "role": args.role, "task": args.task},
-            "detail": {"action": "issue", "jti": claims["jti"], "exp": claims["exp"]},
-        }
-    )
+    token, claims = issue_token(gateway, args.role, args.agent, args.task, args.ttl)
     if args.json:
         emit({"token": token, "claims": claims})
         return 0
@@ -175,12 +206,45 @@ def cmd_token_issue(args: argparse.Namespace) -> int:
     return 0
 
 
+def issue_token(gateway: Gateway, role: str, agent: str, task: str | None, ttl_s: int) -> tuple[str, dict[str, Any]]:
+    """A signed credential, and the ledger row saying this gateway issued it (which `token revoke` reads)."""
+    token, claims = gateway.tokens.issue(role=role, agent=agent, task=task, ttl_s=ttl_s)
+    gateway.ledger.append(
+        {
+            "kind": "token",
+            "outcome": "ok",
+            "principal": {"agent": agent, "role": role, "task": task},
+            "detail": {"action": "issue", "jti": claims["jti"], "exp": claims["exp"]},
+        }
+    )
+    return token, claims
+
+
 def cmd_token_revoke(args: argparse.Namespace) -> int:
     gateway = open_gateway(args)
+    if args.external:
+        if gateway.config.identity.external_issuer is None:
+            raise invalid("--external: gateway.yaml names no identity.external_issuer, so no such token is accepted")
+    elif not issued_here(gateway, args.jti):
+        raise invalid(
+            f"{clean(args.jti)[:80]!r} is not the jti of a token this gateway issued, so nothing was revoked "
+            "('gateway token issue --json' prints a token's jti; a token of the external issuer: add --external)"
+        )
     fresh = gateway.revocations.revoke(args.jti, reason=args.reason)
     gateway.ledger.append({"kind": "token", "outcome": "ok", "detail": {"action": "revoke", "jti": args.jti}})
     print(f"revoked {args.jti}" if fresh else f"{args.jti} was already revoked", file=sys.stderr)
     return 0
+
+
+def issued_here(gateway: Gateway, jti: str) -> bool:
+    """Whether the ledger records this gateway issuing a token with this jti (its jtis are hex, so any other
+    text is none of them). Reads only the ledger's token rows that name the jti."""
+    if not jti.isalnum():
+        return False
+    rows = gateway.ledger.events(
+        "json_extract(body, '$.kind') = ? AND body LIKE ?", ("token", f'%"{jti}"%'), limit=1_000_000
+    )
+    return any(row.detail.get("action") == "issue" and row.detail.get("jti") == jti for row in rows)
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
@@ -253,64 +317,36 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    """Decided in this process (a running gateway serving this config answered already, if there is one:
+    gateway/fast.py)."""
     import anyio
 
-    from gateway.cli import EXIT_ASK, EXIT_DENY
+    from gateway.cli import configure_plain_logging
+    from gateway.dry_run import dry_run
     from gateway.types import Principal
 
-    try:
-        arguments = json.loads(args.args)
-    except json.JSONDecodeError as exc:
-        raise invalid(f"--args is not valid JSON: {exc}") from None
-    if not isinstance(arguments, dict):
-        raise invalid("--args must be a JSON object")
+    configure_plain_logging()
+    arguments = check_arguments(args.args)
     gateway = open_gateway(args)
-    gateway.roles.require(args.role)
     principal = Principal(agent=args.agent, role=args.role, task=args.task)
 
     async def run() -> dict[str, Any]:
         if gateway.catalog.get(args.tool) is None and gateway.catalog.upstream_of(args.tool) is not None:
             async with gateway.running():  # an upstream tool: its schema comes from the upstream
-                return await gateway.check(principal, args.tool, arguments, explain=args.explain)
-        return await gateway.check(principal, args.tool, arguments, explain=args.explain)
+                return await dry_run(gateway, principal, args.tool, arguments, explain=args.explain)
+        return await dry_run(gateway, principal, args.tool, arguments, explain=args.explain)
 
-    report = anyio.run(run)
-    if report["rules"] == ["gateway.unknown_tool"] and gateway.catalog.get(args.tool) is None:
-        raise unknown_tool(args.tool, [spec.name for spec in gateway.catalog.all()])  # recorded, and said plainly
-    emit(report) if wants_json(args) else print_decision(report, principal, args.tool)
-    return {"allow": 0, "ask": EXIT_ASK}.get(report["action"], EXIT_DENY)
+    return show_check(args, anyio.run(run))
 
 
-def unknown_tool(name: str, known: list[str]) -> Exception:
-    import difflib
-
-    from gateway.errors import UnknownTool
-
-    close = difflib.get_close_matches(name, known, n=3)
-    hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(sorted(known)[:12])}, ..."
-    return UnknownTool(f"unknown tool {name[:64]!r} ({hint})")
-
-
-def print_decision(report: dict[str, Any], principal: Any, tool: str) -> None:
-    """The decision for a person: what, why, on which facts; with --explain the input and every rule fired."""
-    action = {"allow": "ALLOW", "ask": "ASK (a person approves)", "deny": "DENY"}.get(report["action"], "DENY")
-    print(f"{action}  tier {report['tier']}  {clean(tool)} as {clean(principal.agent)} ({clean(principal.role)})")
-    print(f"rules    {clean(', '.join(report['rules']))}")
-    for i, reason in enumerate(report["reasons"]):
-        print(f"{'reasons' if i == 0 else '':8} {clean(reason)}")
-    effects = {k: v for k, v in (report.get("effects") or {}).items() if v and k != "commands"}
-    for command in (report.get("effects") or {}).get("commands") or []:
-        print(f"command  {clean(' '.join(command['argv']))}")
-    for key, value in effects.items():
-        print(f"{key:8} {clean(value)}")
-    if "fired" in report:
-        print("rules fired:")
-        if report["fired"] is None:
-            print("  (this policy bundle has no data.gateway.fired: copy policies/decision.rego from this version)")
-        for fired in report["fired"] or []:
-            print(f"  {fired['effect']:7} {clean(fired['rule']):28} {clean(fired['reason'])}")
-        print("input document:")
-        print(json.dumps(report["input"], indent=2, default=str))
+def check_arguments(text: str) -> dict[str, Any]:
+    try:
+        arguments = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise invalid(f"--args is not valid JSON: {exc}") from None
+    if not isinstance(arguments, dict):
+        raise invalid("--args must be a JSON object")
+    return arguments
 
 
 def cmd_policy_test(args: argparse.Namespace) -> int:
@@ -761,9 +797,29 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return demo(args.dir)
 
 
+def cmd_sandbox_check(args: argparse.Namespace) -> int:
+    """Each step of starting the sandbox, the first failure named with its fix (exit 1), as the container's
+    entrypoint runs it before it serves."""
+    from gateway.sandbox_probe import diagnose_config
+
+    steps = diagnose_config(args.config)
+    if wants_json(args):
+        emit([{"step": s.name, "ok": s.ok, "detail": s.detail} for s in steps])
+    else:
+        for step in steps:
+            print(step.line())
+    if all(step.ok for step in steps):
+        return 0
+    print("gateway: the sandbox cannot start here, so no command would run (docs/container.md)", file=sys.stderr)
+    return 1
+
+
 def cmd_hook(args: argparse.Namespace) -> int:
+    """Claude Code reads the answer as JSON on stdout and shows the reason; exit 0 even for "deny". Decided in
+    this process (a running gateway serving this config answered already, if there is one: gateway/fast.py)."""
+    from gateway.cli import configure_plain_logging
     from gateway.hook import decide_or_deny
 
-    # Claude Code reads the answer as JSON on stdout and shows the reason; exit 0 even for "deny".
+    configure_plain_logging()
     emit(decide_or_deny(lambda: load_config(args), sys.stdin.read(), role=args.role, agent=args.agent))
     return 0

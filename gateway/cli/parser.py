@@ -13,8 +13,9 @@ import re
 from typing import Any
 
 from gateway.cli import commands
+from gateway.cli.options import CONFIG_FILE, check_options, hook_options, json_option
+from gateway.listen import parse_listen
 
-CONFIG_FILE = "gateway.yaml"  # as gateway.config has it; not imported, so `gateway --help` loads no pydantic
 # gateway.types.FILTER_OUTCOMES, not imported so that `gateway --help` loads no pydantic (tests/test_cli.py)
 OUTCOMES = ("allowed", "denied", "asked", "approved", "error", "invalid", "ok", "started", "cancelled", "interrupted")
 
@@ -30,6 +31,15 @@ def positive_int(text: str) -> int:
     if not text.strip().isdigit() or not 1 <= int(text) <= 64:
         raise argparse.ArgumentTypeError(f"{text!r} must be a whole number from 1 to 64")
     return int(text)
+
+
+def listen_address(text: str) -> str:
+    """``--http``: HOST:PORT or a bare PORT (on 127.0.0.1); anything else is a usage error, not a traceback."""
+    try:
+        parse_listen(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 class Commands:
@@ -49,20 +59,16 @@ class Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsH
     """Examples keep their lines; defaults are shown after each option's help."""
 
 
-def json_option(parser: argparse.ArgumentParser, what: str) -> None:
-    parser.add_argument(
-        "--json", action="store_true", help=f"print {what} as JSON (the default when stdout is not a terminal)"
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gateway",
         description="A policy-enforcing MCP tool gateway. Output is for people on a terminal and JSON otherwise "
         "(or with --json); errors are one line on stderr.",
-        epilog="exit codes: 0 done (check: allow), 1 done and the answer is no (ledger broken, a policy test "
-        "failed, ...), 2 error (usage, bad input, unknown role/tool/id, unreadable file), 3 check: ask, "
-        "4 check: deny, 141 stdout closed early.\nexample:\n  gateway --config ~/repo/gateway.yaml check "
+        epilog="exit codes (each means one thing in every command; docs/cli.md lists them per command): 0 done "
+        "(check: allow), 1 done and the answer is no (ledger broken, a policy test failed, ...), 2 error (usage, "
+        "bad input, unknown role/tool/id, unreadable file, an address serve cannot listen on), 3 check: ask, "
+        "4 check: deny, 70 a bug in the gateway (traceback printed), 130 interrupted, 141 stdout closed early."
+        "\nexample:\n  gateway --config ~/repo/gateway.yaml check "
         '--role worker --tool fs_read --args \'{"path": "README.md"}\'',
         formatter_class=Formatter,
     )
@@ -101,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
         "serve MCP over stdio or streamable HTTP (HTTP also serves /ui and /healthz)",
         [
             "gateway serve --http 127.0.0.1:8787",
+            "gateway serve --http 8787                  # the same: a bare port is 127.0.0.1",
             "gateway serve --http 0.0.0.0:8787 --workers 2",
             "GATEWAY_TOKEN=$(gateway token issue --role worker --agent w1) gateway serve --stdio",
         ],
@@ -108,7 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
     mode = serve.add_mutually_exclusive_group()
     mode.add_argument("--stdio", action="store_true", help="serve one client on stdin/stdout (token: GATEWAY_TOKEN)")
     mode.add_argument(
-        "--http", metavar="HOST:PORT", help="serve streamable HTTP at http://HOST:PORT/mcp (default: listen in config)"
+        "--http",
+        metavar="HOST:PORT",
+        type=listen_address,
+        help="serve streamable HTTP at http://HOST:PORT/mcp; a bare PORT listens on 127.0.0.1 (default: listen "
+        "in config)",
     )
     serve.add_argument(
         "--workers",
@@ -141,9 +152,18 @@ def build_parser() -> argparse.ArgumentParser:
     issue.add_argument("--ttl", type=parse_ttl, default="8h", help="lifetime: 90s, 30m, 8h or 2d")
     json_option(issue, "the token and its claims")
     issue.set_defaults(handler=commands.cmd_token_issue)
-    revoke = token.add("revoke", "revoke a credential by its jti", ["gateway token revoke 3f2a... --reason lost"])
+    revoke = token.add(
+        "revoke",
+        "revoke a credential by its jti; a jti this gateway never issued is an error (exit 2), nothing revoked",
+        ["gateway token revoke 3f2a... --reason lost", "gateway token revoke 9b1c... --external --reason offboarded"],
+    )
     revoke.add_argument("jti", help="the token's jti claim (token issue --json prints it)")
     revoke.add_argument("--reason", help="why, recorded with the revocation")
+    revoke.add_argument(
+        "--external",
+        action="store_true",
+        help="the jti of a token from identity.external_issuer (not issued here, so not in the ledger)",
+    )
     revoke.set_defaults(handler=commands.cmd_token_revoke)
 
     keys = top.add(
@@ -197,15 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
             'gateway check --role worker --tool fs_write --args \'{"path": "a", "content": ""}\' --json',
         ],
     )
-    check.add_argument("--role", required=True, help="the role to decide as")
-    check.add_argument("--agent", default="cli", help="the agent name the policy sees")
-    check.add_argument("--task", help="the task the agent works on (a worker's claim)")
-    check.add_argument("--tool", required=True, help="the tool name, e.g. fs_read, shell_run or git__git_status")
-    check.add_argument("--args", default="{}", help="the call's arguments as a JSON object")
-    check.add_argument(
-        "--explain", action="store_true", help="also print the input document the policy judged and every rule it fired"
-    )
-    json_option(check, "the decision (and with --explain, 'input' and 'fired')")
+    check_options(check)
     check.set_defaults(handler=commands.cmd_check)
 
     policy = Commands(top.add("policy", "test and evaluate the Rego policy", ["gateway policy test"]), "policy_command")
@@ -371,6 +383,20 @@ def build_parser() -> argparse.ArgumentParser:
     json_option(rollback, "what was (or would be) restored")
     rollback.set_defaults(handler=commands.cmd_rollback)
 
+    sandbox = Commands(
+        top.add("sandbox", "the sandbox bubblewrap makes around every command", ["gateway sandbox check"]),
+        "sandbox_command",
+    )
+    sandbox_check = sandbox.add(
+        "check",
+        "try each thing the sandbox needs (bubblewrap, a user namespace, /proc, a network namespace, the "
+        "gateway's sandbox) and name the first that fails, its cause and the fix; exit 1 when the sandbox "
+        "cannot start (without gateway.yaml: the default sandbox settings)",
+        ["gateway sandbox check", "gateway sandbox check --json"],
+    )
+    json_option(sandbox_check, "the steps")
+    sandbox_check.set_defaults(handler=commands.cmd_sandbox_check)
+
     hook = top.add(
         "hook",
         "answer an agent's own tool hook with the gateway's policy (JSON in on stdin, JSON out; exit 0)",
@@ -379,9 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
             "gateway hook claude-code --role developer"
         ],
     )
-    hook.add_argument("client", choices=["claude-code"], help="whose hook protocol to speak")
-    hook.add_argument("--role", default="worker", help="role to decide as when GATEWAY_TOKEN is not set")
-    hook.add_argument("--agent", default="claude-code", help="agent name to record when GATEWAY_TOKEN is not set")
+    hook_options(hook)
     hook.set_defaults(handler=commands.cmd_hook)
 
     demo = top.add(

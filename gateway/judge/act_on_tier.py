@@ -18,7 +18,7 @@ from gateway.origin import no_progress
 if TYPE_CHECKING:
     import mcp_types as mt
 
-__all__ = ["ActOnTier"]
+__all__ = ["ActOnTier", "unanswered"]
 
 
 class ActOnTier:
@@ -64,11 +64,11 @@ class ActOnTier:
                 call.outcome = "asked"
                 return
             answer = await self._push(call)
-        if answer is not None and answer.action != "cancel":
+        if answer is not None and answer.action != "cancel" and not unanswered(answer):
             approve = answer.action == "accept" and (answer.content or {}).get("approve") is True
             self.enforcement.record_answer(call, asking, approve, by=f"elicitation:{origin.client_name or 'client'}")
             return
-        # no elicitation, a headless client, or a cancelled one: wait for a person out of band
+        # no elicitation, a headless client, a cancelled or unanswered one: wait for a person out of band
         pending = self.enforcement.hold(call, asking)
         call.result = pending_result(call, pending)
 
@@ -104,3 +104,9 @@ class ActOnTier:
                 answer = await call.origin.elicit(approval_message(call), APPROVAL_SCHEMA)
             tg.cancel_scope.cancel()
         return answer
+
+
+def unanswered(answer: mt.ElicitResult) -> bool:
+    """An "accept" that does not say yes or no to the form (Hermes Agent accepts with empty content): not a
+    denial, which the person did not say, nor an approval, which they did not give in the form's terms."""
+    return answer.action == "accept" and not isinstance((answer.content or {}).get("approve"), bool)

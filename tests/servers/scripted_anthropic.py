@@ -7,6 +7,7 @@ for real; the server keeps every request, so a test can read what came back (the
     with ScriptedModel(script).serve() as model:          # http://127.0.0.1:PORT
         run claude -p ... with ANTHROPIC_BASE_URL=model.url
     model.tool_results["toolu_script_0_0"]                # what Claude Code sent back for that call
+    ScriptedModel(script, before_turn={1: approve})       # approve() runs once, before turn 1 is answered
 
 The agent loop's requests (the ones that offer tools) get the next turn of the script: the turn is the
 number of scripted assistant turns already in the conversation, so a retried request gets the same turn.
@@ -19,7 +20,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -37,9 +38,15 @@ def text(words: str) -> Block:
 
 
 class ScriptedModel:
-    def __init__(self, script: list[list[Block]], model: str = "claude-scripted-1") -> None:
+    def __init__(
+        self,
+        script: list[list[Block]],
+        model: str = "claude-scripted-1",
+        before_turn: dict[int, Callable[[], None]] | None = None,
+    ) -> None:
         self.script = script
         self.model = model
+        self.before_turn = dict(before_turn or {})  # what the test does between two turns (a person approving)
         self.requests: list[dict[str, Any]] = []  # every request: path and JSON body
         self.tool_results: dict[str, Any] = {}  # tool_use id -> the tool_result block Claude Code sent
         self.url = ""
@@ -59,6 +66,10 @@ class ScriptedModel:
         done = sum(1 for m in messages if m.get("role") == "assistant" and _scripted(m))
         if done >= len(self.script):
             return [text("The script is finished.")]
+        with self._lock:
+            between = self.before_turn.pop(done, None)
+        if between is not None:
+            between()
         return [
             {**block, "id": f"{SCRIPTED}{done}_{i}"} if block["type"] == "tool_use" else block
             for i, block in enumerate(self.script[done])
