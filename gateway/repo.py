@@ -188,8 +188,8 @@ def _expect(path: Path, *allowed: str) -> None:
         )
 
 
-def _below(directory: Path, depth: int) -> None:
-    """Nothing below ``directory`` (``depth`` levels; -1: all) is a link or a special file."""
+def _below(directory: str, depth: int) -> None:
+    """Nothing below ``directory`` (``depth`` levels more; -1: all) is a link or a special file."""
     try:
         entries = list(os.scandir(directory))
     except (FileNotFoundError, NotADirectoryError):
@@ -197,7 +197,7 @@ def _below(directory: Path, depth: int) -> None:
     for entry in entries:
         if entry.is_dir(follow_symlinks=False):
             if depth != 0:
-                _below(Path(entry.path), depth - 1)
+                _below(entry.path, depth - 1)
         elif not entry.is_file(follow_symlinks=False):
             _expect(Path(entry.path), _DIRECTORY, _FILE)
 
@@ -229,13 +229,9 @@ def refuse_planted(where: Layout) -> None:
             "gateway's state among them, were an agent to write it); to use this repository, make it hold its "
             "own objects: git repack -a -d && rm .git/objects/info/alternates"
         )
-    for directory, depth in (
-        (common / "refs", -1),
-        (common / "logs", -1),
-        (common / "objects", 1),
-        (common / "worktrees", 0),
-    ):
-        _below(directory, depth)
+    # loose objects as links would only be read as objects: their directories and the packs are what count
+    for directory, depth in (("refs", -1), ("logs", -1), ("objects", 0), ("objects/pack", 0), ("worktrees", 0)):
+        _below(os.path.join(common, directory), depth)
 
 
 # --- the shadow git dir -----------------------------------------------------------------------------------
@@ -248,7 +244,7 @@ def shadow_root() -> Path:
     walled git must see it (``Sandbox.git_wall`` binds it in, read-only)."""
     root = _ROOTS.get(os.getpid())
     if root is None or _kind(root) != _DIRECTORY:
-        root = Path(tempfile.mkdtemp(prefix="gateway-git-"))
+        root = Path(tempfile.mkdtemp(prefix="gateway-shadows-"))
         _ROOTS[os.getpid()] = root
         atexit.register(_remove_root, root, os.getpid())
     return root
@@ -301,8 +297,8 @@ def _shadow(where: Layout) -> Iterator[Path]:
     """A git dir of the gateway's making for one git run over ``where``: a copy of its HEAD (written back if
     git moved it) and a ``commondir`` file naming its repository."""
     head = _read_head(where.private)
-    with tempfile.TemporaryDirectory(dir=shadow_root()) as scratch:
-        gitdir = Path(scratch)
+    gitdir = Path(tempfile.mkdtemp(dir=shadow_root()))
+    try:
         (gitdir / "HEAD").write_bytes(head)
         (gitdir / "commondir").write_text(f"{where.common}\n")
         try:
@@ -311,6 +307,13 @@ def _shadow(where: Layout) -> Iterator[Path]:
             moved = (gitdir / "HEAD").read_bytes()
             if moved != head and parse_head(moved.decode(errors="replace")) != (None, None):
                 _write_head(where.private, moved)
+    finally:
+        try:  # what git left there besides (a reflog of HEAD, COMMIT_EDITMSG) takes the slower way
+            for name in ("HEAD", "commondir"):
+                os.unlink(gitdir / name)
+            os.rmdir(gitdir)
+        except OSError:
+            shutil.rmtree(gitdir, ignore_errors=True)
 
 
 def _subcommand(args: Sequence[str]) -> str | None:
