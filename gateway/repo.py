@@ -25,6 +25,9 @@ where the gateway's state is not there to be read:
 
     walled = Repo(worktree, wall=sandbox.git_wall(worktree, writes=[objects_dir]))
     walled.run("add", "-A")
+
+A git started while the gateway holds one of its locks (gateway/locks.py) inherits it: a gateway killed alone
+leaves the lock held until that git has finished, so nobody takes the git's lock files for a dead process's.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from typing import IO
 import anyio
 
 from gateway.errors import ToolFailed
+from gateway.locks import held_locks
 
 __all__ = [
     "OBJECT_ID",
@@ -365,7 +369,14 @@ class Repo:
         """git's output; ``errors="surrogateescape"`` keeps a path that is not UTF-8 (os functions take it back)."""
         with self.invocation(*args, env=env) as (argv, environ):
             proc = subprocess.run(
-                argv, capture_output=True, text=True, env=environ, input=input, timeout=120, errors=errors
+                argv,
+                capture_output=True,
+                text=True,
+                env=environ,
+                input=input,
+                timeout=120,
+                errors=errors,
+                pass_fds=held_locks(),
             )
         if check and proc.returncode != 0:
             raise GitError(f"git {args[0]} failed: {proc.stderr.strip() or proc.stdout.strip()}")
@@ -385,7 +396,9 @@ class Repo:
             "GIT_COMMITTER_EMAIL": os.environ.get("GIT_COMMITTER_EMAIL", "gateway@localhost"),
             **(env or {}),
         }
-        argv = ["git", *SAFE_CONFIG, "-C", str(self.root), *args]
+        # a git holding the gateway's locks runs no maintenance in the background: that would hold them on
+        detached = ["-c", "gc.autoDetach=false", "-c", "maintenance.autoDetach=false"] if held_locks() else []
+        argv = ["git", *SAFE_CONFIG, *detached, "-C", str(self.root), *args]
         argv = self.wall(argv) if self.wall is not None else argv
         if self.gitdir is not None:
             yield argv, {**environ, "GIT_DIR": str(self.gitdir), "GIT_WORK_TREE": str(self.root)}
@@ -415,7 +428,12 @@ class Repo:
         with (
             self.invocation(*args) as (argv, environ),
             subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environ
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=environ,
+                pass_fds=held_locks(),
             ) as proc,
         ):
             assert proc.stdin is not None and proc.stderr is not None
