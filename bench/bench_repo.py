@@ -4,25 +4,32 @@ for planted links), interleaved on one scratch repository and one task worktree 
     .venv/bin/python bench/bench_repo.py              # 200 rounds
     .venv/bin/python bench/bench_repo.py --rounds 50 --refs 500
 
-Each round runs, in a rotating order, the same git command three ways: ``bare`` (git with the environment
-Repo set before this change: GIT_COMMON_DIR alone), ``repo`` (``Repo.run``: the shadow git dir and the
-check), and ``check`` (the check for planted links alone, no git). Medians per call and the ratio repo/bare.
+Each round runs, in a rotating order, the same git command three ways: ``main`` (``Repo.run`` of the
+gateway/repo.py on branch ``--base``, read with ``git show``: GIT_COMMON_DIR alone), ``repo`` (this tree's
+``Repo.run``: the shadow git dir and the check), and ``check`` (the check for planted links alone, no git).
+Medians per call and the ratio repo/main.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import importlib.util
 import statistics
 import subprocess
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
-from gateway.repo import SAFE_CONFIG, Repo, common_dir, layout, refuse_planted
+from gateway.repo import Repo, layout, refuse_planted
 
-COMMANDS = [("rev-parse", "HEAD"), ("status", "--porcelain"), ("for-each-ref", "--count=5")]
+COMMANDS = [
+    ("rev-parse", "HEAD"),
+    ("status", "--porcelain"),
+    ("for-each-ref", "--count=5"),
+    ("update-ref", "refs/heads/bench", "HEAD"),
+]
 
 
 def scratch(refs: int) -> tuple[Path, Path]:
@@ -43,10 +50,18 @@ def scratch(refs: int) -> tuple[Path, Path]:
     return root, top / "T1"
 
 
-def bare(root: Path, args: tuple[str, ...]) -> None:
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TZ")}
-    env |= {"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "GIT_COMMON_DIR": str(common_dir(root))}
-    subprocess.run(["git", *SAFE_CONFIG, "-C", str(root), *args], capture_output=True, env=env, check=True)
+def base_repo(branch: str) -> ModuleType:
+    """gateway/repo.py as it is on ``branch``, loaded beside this tree's (it imports the same gateway modules)."""
+    source = subprocess.run(
+        ["git", "show", f"{branch}:gateway/repo.py"], capture_output=True, text=True, check=True
+    ).stdout
+    path = Path(tempfile.mkdtemp(prefix="bench-repo-base-")) / "base_repo.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("base_repo", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def timed(fn: Callable[[], object]) -> float:
@@ -59,15 +74,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--refs", type=int, default=50, help="loose tags in the repository (default 50)")
+    parser.add_argument("--base", default="main", help="the branch whose Repo is the baseline (default main)")
     options = parser.parse_args(argv)
+    base = base_repo(options.base)
     checkout, worktree = scratch(options.refs)
-    print(f"{'where':<10} {'command':<14} {'bare ms':>8} {'repo ms':>8} {'check ms':>9} {'repo/bare':>9}")
+    print(f"{'where':<10} {'command':<14} {'main ms':>8} {'repo ms':>8} {'check ms':>9} {'repo/main':>9}")
     for name, root in (("workspace", checkout), ("worktree", worktree)):
         where = layout(root)
         assert where is not None
         for args in COMMANDS:
             ways: dict[str, Callable[[], object]] = {
-                "bare": lambda root=root, args=args: bare(root, args),  # type: ignore[misc]
+                "main": lambda root=root, args=args: base.Repo(root).run(*args),  # type: ignore[misc]
                 "repo": lambda root=root, args=args: Repo(root).run(*args),  # type: ignore[misc]
                 "check": lambda where=where: refuse_planted(where),  # type: ignore[misc]
             }
@@ -78,8 +95,8 @@ def main(argv: list[str] | None = None) -> int:
                     times[way].append(timed(ways[way]))
             med = {way: statistics.median(values) for way, values in times.items()}
             print(
-                f"{name:<10} {args[0]:<14} {med['bare']:>8.2f} {med['repo']:>8.2f} {med['check']:>9.3f}"
-                f" {med['repo'] / med['bare']:>9.2f}"
+                f"{name:<10} {args[0]:<14} {med['main']:>8.2f} {med['repo']:>8.2f} {med['check']:>9.3f}"
+                f" {med['repo'] / med['main']:>9.2f}"
             )
     return 0
 
