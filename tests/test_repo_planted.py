@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import make_repo
 
-from gateway.repo import GitRefused, Repo, common_dir
+from gateway.repo import GitError, GitRefused, Repo, common_dir
 
 
 def old_git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -215,3 +215,47 @@ def test_a_git_file_is_taken_as_written_never_through_a_link(repo: Path, elsewhe
     admin.symlink_to(elsewhere / ".git" / "worktrees" / "E")
     assert common_dir(tmp_path / "T2") == repo / ".git"
     assert "a symbolic link" in refused(Repo(tmp_path / "T2"), "for-each-ref")
+
+
+# --- config and packed refs ------------------------------------------------------------------------------
+
+
+def test_a_planted_config_worktree_is_never_read(repo: Path, tmp_path: Path) -> None:
+    """.git/config is read-only to a developer's commands (docs/sandbox.md), but with extensions.worktreeConfig
+    (a user's own setting) git also reads ``config.worktree`` from the checkout's git dir, which is writable:
+    a filter there runs on the gateway's ``git add -A`` (checkpoints). The shadow git dir has none."""
+    marker = tmp_path / "ran"
+    Repo(repo).run("config", "core.repositoryformatversion", "1")
+    Repo(repo).run("config", "extensions.worktreeConfig", "true")
+    planted = f'[filter "evil"]\n\tclean = touch {marker}\n[core]\n\tworktree = {tmp_path}\n'
+    (repo / ".git" / "config.worktree").write_text(planted)
+    (repo / ".gitattributes").write_text("* filter=evil\n")
+    (repo / "a.txt").write_text("a\n")
+    old_git(repo, "add", "-A")
+    assert marker.exists()  # before: the agent's filter ran
+    marker.unlink()
+    (repo / "b.txt").write_text("b\n")
+    Repo(repo).run("add", "-A")
+    Repo(repo).run("commit", "-q", "-m", "b")
+    assert not marker.exists()
+    assert "b.txt" in Repo(repo).run("ls-files")  # core.worktree from there was not taken either
+
+
+def test_packed_refs_of_git_s_making_work_and_a_dangerous_name_fails_closed(repo: Path, tmp_path: Path) -> None:
+    """packed-refs is the agent's to write: refs packed by git are read as ever; a ref name that climbs out
+    of refs/ makes git stop (an error the caller records), and nothing is written where it points."""
+    gateway = Repo(repo)
+    gateway.run("branch", "task/T1")
+    gateway.run("pack-refs", "--all")
+    assert "refs/heads/task/T1" in gateway.run("for-each-ref", "--format=%(refname)")
+    gateway.run("update-ref", "-d", "refs/heads/task/T1")
+    head = gateway.run("rev-parse", "HEAD").strip()
+    escaped = tmp_path / "escaped"
+    packed = repo / ".git" / "packed-refs"
+    packed.write_text(f"{packed.read_text()}{head} refs/heads/../../../../{escaped.relative_to('/')}\n")
+    with pytest.raises(GitError) as caught:
+        gateway.run("for-each-ref")
+    assert "dangerous" in caught.value.message
+    with pytest.raises(GitError):
+        gateway.run("update-ref", f"refs/heads/../../../../{escaped.relative_to('/')}", head)
+    assert not escaped.exists()
