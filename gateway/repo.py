@@ -301,23 +301,53 @@ def _shadow(where: Layout) -> Iterator[Path]:
     """A git dir of the gateway's making for one git run over ``where``: a copy of its HEAD (written back if
     git moved it) and a ``commondir`` file naming its repository."""
     head = _read_head(where.private)
-    gitdir = Path(tempfile.mkdtemp(dir=shadow_root()))
+    gitdir = _take_shadow(where.common)
+    clean = False
     try:
-        (gitdir / "HEAD").write_bytes(head)
-        (gitdir / "commondir").write_text(f"{where.common}\n")
+        _overwrite(gitdir / "HEAD", head)
         try:
             yield gitdir
         finally:
             moved = (gitdir / "HEAD").read_bytes()
             if moved != head and parse_head(moved.decode(errors="replace")) != (None, None):
                 _write_head(where.private, moved)
+        clean = sorted(os.listdir(gitdir)) == ["HEAD", "commondir"]
     finally:
-        try:  # what git left there besides (a reflog of HEAD, COMMIT_EDITMSG) takes the slower way
-            for name in ("HEAD", "commondir"):
-                os.unlink(gitdir / name)
-            os.rmdir(gitdir)
-        except OSError:
-            shutil.rmtree(gitdir, ignore_errors=True)
+        _give_back(gitdir, where.common, clean)
+
+
+# (process id, repository) -> shadow git dirs done with (HEAD and commondir alone in them), used again: on
+# this machine's ext4, removing a directory or truncating a file to rewrite it costs ~5-10 ms each, more than
+# the git command served (bench/bench_repo.py)
+_FREE: dict[tuple[int, Path], list[Path]] = {}
+
+
+def _take_shadow(common: Path) -> Path:
+    with contextlib.suppress(KeyError, IndexError):
+        return _FREE[os.getpid(), common].pop()  # atomic: two threads never take the same one
+    gitdir = Path(tempfile.mkdtemp(dir=shadow_root()))
+    (gitdir / "commondir").write_text(f"{common}\n")
+    return gitdir
+
+
+def _overwrite(path: Path, data: bytes) -> None:
+    """``path`` holds ``data``: written over, then cut to length (no truncation to zero first, which ext4
+    answers by flushing the file on close)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
+    finally:
+        os.close(fd)
+
+
+def _give_back(gitdir: Path, common: Path, clean: bool) -> None:
+    """A shadow that holds only what ``_shadow`` wrote is kept for the next call over the same repository;
+    one where git left more (a reflog of HEAD, COMMIT_EDITMSG) is removed, so no call sees another's."""
+    if clean and gitdir.parent == _ROOTS.get(os.getpid()):
+        _FREE.setdefault((os.getpid(), common), []).append(gitdir)
+    else:
+        shutil.rmtree(gitdir, ignore_errors=True)
 
 
 def _subcommand(args: Sequence[str]) -> str | None:
