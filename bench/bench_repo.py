@@ -7,13 +7,16 @@ for planted links), interleaved on one scratch repository and one task worktree 
 Each round runs, in a rotating order, the same git command three ways: ``main`` (``Repo.run`` of the
 gateway/repo.py on branch ``--base``, read with ``git show``: GIT_COMMON_DIR alone), ``repo`` (this tree's
 ``Repo.run``: the shadow git dir and the check), and ``check`` (the check for planted links alone, no git).
-Medians per call and the ratio repo/main.
+Per call: the median wall time, and the mean CPU time (the gateway's and git's, from getrusage, whose ticks
+are too coarse for a median; on a busy machine the wall time is mostly waiting for a core), with the ratios
+repo/main of both.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import resource
 import statistics
 import subprocess
 import tempfile
@@ -64,10 +67,17 @@ def base_repo(branch: str) -> ModuleType:
     return module
 
 
-def timed(fn: Callable[[], object]) -> float:
+def timed(fn: Callable[[], object]) -> tuple[float, float]:
+    """(wall ms, CPU ms of this process and its children) of one call."""
+    before = _cpu()
     start = time.perf_counter()
     fn()
-    return (time.perf_counter() - start) * 1000
+    return (time.perf_counter() - start) * 1000, (_cpu() - before) * 1000
+
+
+def _cpu() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,7 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     options = parser.parse_args(argv)
     base = base_repo(options.base)
     checkout, worktree = scratch(options.refs)
-    print(f"{'where':<10} {'command':<14} {'main ms':>8} {'repo ms':>8} {'check ms':>9} {'repo/main':>9}")
+    print(
+        f"{'where':<10} {'command':<12} {'main ms':>8} {'repo ms':>8} {'check ms':>9} {'repo/main':>9}"
+        f" {'main cpu':>9} {'repo cpu':>9} {'cpu ratio':>9}"
+    )
     for name, root in (("workspace", checkout), ("worktree", worktree)):
         where = layout(root)
         assert where is not None
@@ -88,15 +101,20 @@ def main(argv: list[str] | None = None) -> int:
                 "repo": lambda root=root, args=args: Repo(root).run(*args),  # type: ignore[misc]
                 "check": lambda where=where: refuse_planted(where),  # type: ignore[misc]
             }
-            times: dict[str, list[float]] = {way: [] for way in ways}
+            wall: dict[str, list[float]] = {way: [] for way in ways}
+            cpu: dict[str, list[float]] = {way: [] for way in ways}
             order = list(ways)
             for i in range(options.rounds):
                 for way in order[i % 3 :] + order[: i % 3]:
-                    times[way].append(timed(ways[way]))
-            med = {way: statistics.median(values) for way, values in times.items()}
+                    took, used = timed(ways[way])
+                    wall[way].append(took)
+                    cpu[way].append(used)
+            med = {way: statistics.median(values) for way, values in wall.items()}
+            mean = {way: statistics.fmean(values) for way, values in cpu.items()}
             print(
-                f"{name:<10} {args[0]:<14} {med['main']:>8.2f} {med['repo']:>8.2f} {med['check']:>9.3f}"
-                f" {med['repo'] / med['main']:>9.2f}"
+                f"{name:<10} {args[0]:<12} {med['main']:>8.2f} {med['repo']:>8.2f} {med['check']:>9.3f}"
+                f" {med['repo'] / med['main']:>9.2f} {mean['main']:>9.2f} {mean['repo']:>9.2f}"
+                f" {mean['repo'] / mean['main']:>9.2f}"
             )
     return 0
 
