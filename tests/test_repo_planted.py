@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 from conftest import make_repo
 
-from gateway.checkpoints.snapshot import shadow
 from gateway.repo import GitError, GitRefused, Repo, common_dir
 
 
@@ -260,19 +259,3 @@ def test_packed_refs_of_git_s_making_work_and_a_dangerous_name_fails_closed(repo
     with pytest.raises(GitError):
         gateway.run("update-ref", f"refs/heads/../../../../{escaped.relative_to('/')}", head)
     assert not escaped.exists()
-
-
-def test_a_checkpoint_s_own_git_dir_is_refused_a_planted_link_too(repo: Path, tmp_path: Path) -> None:
-    """Checkpoints and rollback run git through a git dir they keep for several calls (gateway/checkpoints/
-    snapshot.py ``shadow``) and write refs/gateway/ in the repository: a link there is refused as well."""
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (repo / ".git" / "refs" / "gateway").symlink_to(outside)
-    with shadow(repo, repo / ".git") as git:
-        message = refused(git, "update-ref", "refs/gateway/checkpoints/1", "refs/heads/main")
-    assert "refs/gateway" in message and "symbolic link" in message
-    assert list(outside.iterdir()) == []
-    (repo / ".git" / "refs" / "gateway").unlink()
-    with shadow(repo, repo / ".git") as git:
-        git.run("update-ref", "refs/gateway/checkpoints/1", "refs/heads/main")
-    assert "refs/gateway/checkpoints/1" in refs_of(repo)
