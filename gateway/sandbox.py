@@ -42,6 +42,7 @@ import contextlib
 import functools
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -57,7 +58,7 @@ from gateway import egress_inside, seccomp
 from gateway.config import SandboxConfig
 from gateway.errors import ToolFailed
 from gateway.memory_cgroup import MemoryGroup, MemoryGroups
-from gateway.repo import Wall, common_dir
+from gateway.repo import Wall, common_dir, shadow_root
 from gateway.types import JSONObject
 
 log = structlog.get_logger(__name__)
@@ -128,6 +129,9 @@ class Confinement:
     writable: tuple[Path, ...] = ()
     protect: tuple[Path, ...] = ()  # read-only again inside a writable directory
     pinned: tuple[Path, ...] = ()  # writable, but mount points: cannot be renamed, removed or replaced
+    # read-only directories inside a writable one, there (empty) even when git has not made them yet, so
+    # nothing can be planted in them (a repository's worktrees admin dir: gateway/repo.py)
+    sealed: tuple[Path, ...] = ()
     visible: tuple[Path, ...] = ()  # read-only even where the sandbox hides the rest (a worktree's repository)
     hidden: tuple[Path, ...] = ()
     network: tuple[str, ...] = ()  # hosts the decision allowed (ANY_HOST: all); empty: no network at all
@@ -156,6 +160,7 @@ class Confinement:
             "writable": [str(p) for p in self.writable],
             "read_only_inside": [str(p) for p in self.protect],
             "pinned": [str(p) for p in self.pinned],
+            "sealed": [str(p) for p in self.sealed],
             "visible": [str(p) for p in self.visible],
             "hidden": [str(p) for p in self.hidden],
             "network": list(self.network),
@@ -169,7 +174,7 @@ class Confinement:
             "mode": self.mode,
             "confined": self.confined,
             "writable": [str(p) for p in self.writable],
-            "read_only_inside": [str(p) for p in self.protect],
+            "read_only_inside": [str(p) for p in (*self.protect, *self.sealed)],
             "hides": ["gateway state", "other worktrees", "home key files"] if self.confined else [],
             "network": list(self.network) if self.network else "none",
             "unix_sockets": "socketpair only" if self.confined else "any",  # gateway/seccomp.py
@@ -206,6 +211,7 @@ class Sandbox:
         profile: Profile = "command",
         visible: Sequence[Path] = (),
         pinned: Sequence[Path] = (),
+        sealed: Sequence[Path] = (),
     ) -> Confinement:
         """A confinement with no network, and the limits of its ``profile`` (a server has no CPU-time limit)."""
         memory = {
@@ -233,6 +239,7 @@ class Sandbox:
             writable=tuple(writable),
             protect=tuple(p for p in protect if any(_within(p, w) for w in writable)),
             pinned=tuple(p for p in pinned if any(_within(p, w) and p != w for w in writable)),
+            sealed=tuple(p for p in sealed if any(_within(p, w) and p != w for w in writable)),
             visible=tuple(p for p in visible if not any(_within(p, h) for h in self.hidden)),
             hidden=self.hidden,
             limits=limits,
@@ -272,7 +279,8 @@ class Sandbox:
         # the gateway's sources)
         back = [real] if any(_within(real, h) for h in self.hidden) else []
         back += [Path(os.path.realpath(p)) for p in sources]
-        visible = [real, *([repository] if repository else [])]
+        # and the gateway's shadow git dirs (gateway/repo.py), which name the repository and hold HEAD
+        visible = [real, *([repository] if repository else []), shadow_root()]
         confinement = self.confine(writable=[*back, *writes], cwd=real, protect=[*back, *protect], visible=visible)
         return functools.partial(self.command, confinement)
 
@@ -405,6 +413,8 @@ class Sandbox:
         for path in c.protect:
             if os.path.lexists(path):
                 args += ["--ro-bind", str(path), str(path)]
+        for path in c.sealed:
+            args += _sealed(path)
         args += ["--chdir", str(c.cwd)]
         return args
 
@@ -452,6 +462,20 @@ def _hide(path: Path, read_only: bool) -> list[str]:
     if path.is_file():
         return ["--ro-bind", "/dev/null", str(path)]
     return []
+
+
+def _sealed(path: Path) -> list[str]:
+    """A directory read-only in the sandbox: bound onto itself, or an empty tmpfs where it is missing (bubblewrap
+    makes the directory); a link or a file there is refused, as something an agent planted."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return [*_tmpfs(str(path), SMALL_TMPFS), "--remount-ro", str(path)]
+    if not stat.S_ISDIR(mode):
+        raise SandboxUnavailable(
+            f"the command was not run: {path} is not a directory (a link or a file planted there?)"
+        )
+    return ["--ro-bind", str(path), str(path)]
 
 
 def _tmpfs(path: str, size: int) -> list[str]:

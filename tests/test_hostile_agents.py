@@ -280,8 +280,78 @@ async def test_a_developer_cannot_get_its_git_config_run_outside(live: Live, att
         await live.call(client, "git_status", {})
         await live.call(client, "git_diff", {})
     assert not (live.outside / "filter-ran").exists(), "the agent's filter ran outside the sandbox"
+    if attack == "commondir":  # the gateway's git refuses to run on it (the user's own git would follow it)
+        assert "git_refused" in live.answers[-1] and ".git/commondir" in live.answers[-1]
+        (live.repo / ".git" / "commondir").unlink()  # as the operator does, told so
     live.assert_contained()
     assert (live.repo / ".git" / "config").is_file() and Repo(live.repo).is_repo()
+
+
+def planted_structure(live: Live, elsewhere: Path, target: Path) -> dict[str, tuple[str, str]]:
+    """What a developer can write in .git that git would follow out of the repository: (plant, undo)."""
+    return {
+        "commondir": (f"echo {elsewhere}/.git > .git/commondir", "rm .git/commondir"),
+        "a link in refs": (f"ln -s {target} .git/refs/heads/task", "rm .git/refs/heads/task"),
+        "a link in logs": (
+            f"mkdir -p .git/logs/refs/heads && ln -s {target} .git/logs/refs/heads/task",
+            "rm .git/logs/refs/heads/task",
+        ),
+        "packed-refs a link": (f"ln -s {elsewhere}/.git/packed-refs .git/packed-refs", "rm .git/packed-refs"),
+        "alternates": (
+            f"echo {elsewhere}/.git/objects > .git/objects/info/alternates",
+            "rm .git/objects/info/alternates",
+        ),
+        "an objects dir a link": (f"ln -s {target} .git/objects/zz", "rm .git/objects/zz"),
+        "HEAD a link": (
+            f"ln -s {elsewhere}/.git/HEAD .git/HEAD.new && mv .git/HEAD.new .git/HEAD",
+            "rm .git/HEAD && echo 'ref: refs/heads/main' > .git/HEAD",
+        ),
+    }
+
+
+async def test_a_developer_cannot_send_the_gateways_git_out_of_the_repository(live: Live, tmp_path: Path) -> None:
+    """A developer plants, in its own .git, what git would follow elsewhere (for refs, reflogs, objects, HEAD);
+    the gateway's git (git_status, git_log, a worker's claim: worktree prune and add, the task branch and its
+    reflog) refuses to run, names what it found, and writes nothing there. The worktrees admin dir, where a
+    link would have `git worktree prune` empty the directory it names, is read-only to the developer."""
+    elsewhere = make_repo(tmp_path / "elsewhere")
+    target = tmp_path / "target"
+    target.mkdir()
+    refs = Repo(elsewhere).run("for-each-ref")
+
+    async def script(client: Any, command: str) -> Any:
+        """Run from a Python script that names .git only once it runs (tier 2: the analysis reads scripts, so
+        only the sandbox stands in the way of what this one writes)."""
+        hidden = command.replace(".git/", "$G/")
+        program = (
+            "import os, subprocess, sys\nos.environ['G'] = '.g' + 'it'\n"
+            f"sys.exit(subprocess.run({hidden!r}, shell=True).returncode)\n"
+        )
+        await live.call(client, "fs_write", {"path": "probe.py", "content": program})
+        return await live.call(client, "shell_run", {"command": "python3 probe.py"})
+
+    async with live.client("planner") as planner, live.client("developer") as developer:
+        sealed = await script(developer, f"mkdir -p .git/worktrees/x; ln -s {target} .git/worktrees/evil")
+        assert "Read-only file system" in text_of(sealed), text_of(sealed)
+        for n, (what, (plant, undo)) in enumerate(planted_structure(live, elsewhere, target).items()):
+            manifest = {"task_id": f"P{n}", "objective": "x", "allowed_paths": ALLOWED, "verification": ["true"]}
+            submitted = await live.call(planner, "task_submit", {"manifest": manifest})
+            assert not submitted.is_error, (what, live.answers[-1])
+            planted = await script(developer, plant)
+            assert planted.structured_content.get("exit_code") == 0, (what, text_of(planted))
+            for tool, arguments in (("git_status", {}), ("git_log", {}), ("task_submit", {"manifest": manifest})):
+                answer = await live.call(developer if tool != "task_submit" else planner, tool, arguments)
+                assert answer.is_error and "git_refused" in live.answers[-1], (what, tool, live.answers[-1])
+            async with live.client("worker") as worker:
+                claimed = await live.call(worker, "task_claim", {"task_id": f"P{n}"})
+            assert claimed.is_error and "git_refused" in live.answers[-1], (what, live.answers[-1])
+            assert list(target.iterdir()) == [], (what, "the gateway's git wrote through the link")
+            assert Repo(elsewhere).run("for-each-ref") == refs
+            undone = await script(developer, undo)
+            assert undone.structured_content.get("exit_code") == 0, (what, text_of(undone))
+        assert not (await live.call(developer, "git_status", {})).is_error
+    assert not (live.repo / ".git" / "worktrees" / "evil").exists()
+    live.assert_contained()
 
 
 def test_a_rewritten_ledger_is_found(live: Live) -> None:

@@ -25,7 +25,7 @@ from gateway import seccomp
 from gateway.config import SandboxConfig
 from gateway.decision_log import read_entries
 from gateway.process import free_port, server_process
-from gateway.repo import Repo
+from gateway.repo import GitRefused, Repo
 from gateway.runtime import Gateway
 from gateway.sandbox import Sandbox, SandboxUnavailable
 
@@ -359,9 +359,10 @@ async def test_a_developers_git_directory_stays_in_place_and_writable(dev: tuple
     assert "ref-moved" in out and Repo(repo).run("rev-parse", "refs/heads/side").strip()  # still writable
 
 
-def test_the_gateways_git_ignores_a_commondir_file(repo: Path) -> None:
+def test_the_gateways_git_refuses_a_commondir_file(repo: Path) -> None:
     """A commondir file inside .git would send git to a config of the writer's making (a clean filter the
-    gateway's next `git add` runs); the gateway's git takes the repository from the layout instead."""
+    gateway's next `git add` runs); the gateway's git takes the repository from the layout instead, and
+    refuses to run while the file is there (the user's own git would follow it)."""
     evil = repo / "evil"
     shutil.copytree(repo / ".git", evil)
     ran = repo.parent / "filter-ran"
@@ -369,8 +370,10 @@ def test_the_gateways_git_ignores_a_commondir_file(repo: Path) -> None:
     (repo / ".git" / "commondir").write_text(f"{evil}\n")
     (repo / ".gitattributes").write_text("* filter=evil\n")
     (repo / "new.txt").write_text("new\n")
-    Repo(repo).run("add", "-A")
+    with pytest.raises(GitRefused, match="commondir"):
+        Repo(repo).run("add", "-A")
     assert not ran.exists()
+    (repo / ".git" / "commondir").unlink()
     assert Repo(repo).run("rev-parse", "--git-common-dir").strip() == str(repo / ".git")
 
 

@@ -15,12 +15,11 @@ is not there.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gateway.checkpoints.tree import LINK, REGULAR, WorkTree
-from gateway.repo import Repo
+from gateway.repo import OBJECT_ID, Repo, bad_ref_name, parse_head
 from gateway.types import JSONObject
 
 __all__ = [
@@ -39,7 +38,6 @@ __all__ = [
 CHECKPOINT_REFS = "refs/gateway/checkpoints/"
 # Refs a rollback leaves alone: the gateway's own (checkpoints, task branches other agents work on).
 GATEWAY_REFS = ("refs/gateway/", "refs/heads/task/")
-OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 FORMAT = "--format=%(objectname)%00%(objecttype)%00%(*objectname)%00%(*objecttype)%00%(committerdate:unix)%00%(refname)"
 
 
@@ -88,10 +86,7 @@ def read_head(repository: Path) -> tuple[str | None, str | None]:
     found = WorkTree(repository).read("HEAD", limit=4096)
     if found is None or found[1] == LINK:
         return None, None
-    text = found[0].decode(errors="replace").strip()
-    if text.startswith("ref: ") and bad_ref_name(text[5:]) is None:
-        return text[5:], None
-    return (None, text) if OBJECT_ID.fullmatch(text) else (None, None)
+    return parse_head(found[0].decode(errors="replace"))
 
 
 def record(git: Repo, repository: Path, listing: Listing) -> JSONObject:
@@ -112,17 +107,6 @@ def keep_parents(state: JSONObject, listing: Listing) -> list[str]:
     """Every commit a rollback may restore refs to: one commit with them all as parents keeps them (and,
     pushed to the vault, copies them there)."""
     return list(dict.fromkeys([*listing.commits, *(entry["commit"] for entry in state.get("stash") or [])]))
-
-
-def bad_ref_name(name: str) -> str | None:
-    """Why ``name`` is no ref name a restore writes (git's own rules, and only under refs/), or None."""
-    if not name.startswith("refs/") or name.endswith(("/", ".", ".lock")):
-        return "not a ref name under refs/"
-    if any(c in name for c in " ~^:?*[\\\x7f") or any(ord(c) < 0x20 for c in name):
-        return "a character git does not allow in a ref name"
-    if ".." in name or "//" in name or "@{" in name or "/." in name:
-        return "a sequence git does not allow in a ref name"
-    return None
 
 
 @dataclass

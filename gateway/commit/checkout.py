@@ -50,7 +50,8 @@ class Checkout:
 
     @property
     def lock(self) -> Path:
-        return Path(self.repo.run("rev-parse", "--absolute-git-dir").strip()) / "index.lock"
+        # the checkout's own index (its git dir is a shadow of the gateway's making: gateway/repo.py)
+        return Path(self.repo.root, self.repo.run("rev-parse", "--git-path", "index").strip() + ".lock")
 
     def blocks(self, ref: str, old: str, new: str) -> JSONObject | None:
         """Why the checkout could not follow ``ref`` from ``old`` to ``new`` now (its index is locked, or the

@@ -69,9 +69,9 @@ class Confinements:
         visible = [self.config.workspace, *([repository] if repository and repository.parent != root else [])]
         # a task's acceptance files (the tests that grade it) stay read-only for the commands its worker runs
         protect = [*self.protected_in(root), *graded]
-        pinned = self.pinned_in(root)
+        pinned, sealed = self.pinned_in(root), self.sealed_in(root)
         return self.sandbox.confine(
-            writable, cwd=root, protect=protect, pinned=pinned, visible=visible, profile=profile
+            writable, cwd=root, protect=protect, pinned=pinned, sealed=sealed, visible=visible, profile=profile
         )
 
     def protected_in(self, root: Path) -> list[Path]:
@@ -89,6 +89,13 @@ class Confinements:
         git = root / ".git"
         return [git] if git.is_dir() and not git.is_symlink() else []
 
+    def sealed_in(self, root: Path) -> list[Path]:
+        """What stays read-only inside a writable directory even before git makes it: a repository's worktrees
+        admin dir, where the gateway's own git would follow a link an agent planted (``git worktree prune``
+        deletes what a link to a directory leads to) and keeps each task worktree's HEAD and index."""
+        git = root / ".git"
+        return [git / "worktrees"] if git.is_dir() and not git.is_symlink() else []
+
     def for_upstream(self, config: UpstreamConfig) -> Confinement | None:
         """A stdio upstream server runs confined for its whole life; an HTTP one is someone else's process."""
         if config.command is None:
@@ -98,8 +105,8 @@ class Confinements:
         cwd = Path(config.cwd) if config.cwd else root
         named = [Path(p) for p in (config.command, *config.args) if p and os.path.isabs(p) and os.path.exists(p)]
         visible = [root, *(p if p.is_dir() else p.parent for p in named), *map(Path, config.sandbox.visible)]
-        protect, pinned = self.protected_in(root), self.pinned_in(root)
+        protect, pinned, sealed = self.protected_in(root), self.pinned_in(root), self.sealed_in(root)
         confinement = self.sandbox.confine(
-            writable, cwd, protect=protect, pinned=pinned, profile="server", visible=visible
+            writable, cwd, protect=protect, pinned=pinned, sealed=sealed, profile="server", visible=visible
         )
         return confinement.allowing([ANY_HOST]) if config.sandbox.network else confinement

@@ -60,9 +60,9 @@ def git_tools(sandbox: Sandbox, limits: LimitsConfig) -> list[ToolSpec]:
     async def git(inv: ToolInvocation, *args: str) -> str:
         """``git args`` in the workspace, walled, its output bounded."""
         repo = Repo(inv.workspace.root, wall=sandbox.git_wall(inv.workspace.root))
-        argv, env = repo.invocation(*args)
         timeout = min(GIT_TIMEOUT_S, limits.shell_timeout_s)
-        done = await run_command(argv, inv.workspace.root, env, timeout, limits.shell_output_bytes, inv.progress)
+        with repo.invocation(*args) as (argv, env):
+            done = await run_command(argv, inv.workspace.root, env, timeout, limits.shell_output_bytes, inv.progress)
         if done.timed_out:
             raise GitError(f"git {args[0]} took longer than {timeout:g} s and was stopped")
         if done.exit_code != 0:
