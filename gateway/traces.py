@@ -1125,6 +1125,8 @@ def call_tree(call: CallView) -> Any:
         node.add(Text(f"error: {clean(call.error.get('code'))}: {clean(call.error.get('message'), 500)}"))
     for line in call.effects_summary:
         node.add(Text(f"effect: {line}"))
+    if call.decision and call.decision.get("revision"):
+        node.add(Text(f"policy revision: {clean(call.decision['revision'], 80)}", style="dim"))
     if call.arguments is not None:
         node.add(Text(f"arguments: {clean(call.arguments, 600)}  [{call.arguments_source}]"))
     if call.approval:

@@ -339,7 +339,8 @@ def cmd_policy_eval(args: argparse.Namespace) -> int:
     document = read_json(args.input, "the input document")
     roles = {"roles": RoleSet.load(config.roles_dir).as_data()}
     engine = make_engine(config.policy, roles, isolated=False, checked=CheckedSources(config.policy_checks_dir))
-    emit(anyio.run(engine.decide, document).model_dump())
+    decision = anyio.run(engine.decide, document)
+    emit(decision.model_copy(update={"revision": engine.revision()}).model_dump())
     return 0
 
 
