@@ -54,6 +54,7 @@ from gateway.tools.spec import ToolSpec
 from gateway.types import JSONObject, Principal
 
 if TYPE_CHECKING:
+    from gateway.attest.attestations import Attestations
     from gateway.commit.ceremony import Ceremony
     from gateway.commit.executor import Committer
     from gateway.commit.merge import MergeQueue
@@ -171,7 +172,15 @@ class Gateway:
     def queue(self) -> MergeQueue:
         from gateway.commit.merge import MergeQueue
 
-        return MergeQueue(self.config, self.ledger, self.leases, self.verification, self.intents)
+        return MergeQueue(self.config, self.ledger, self.leases, self.verification, self.intents, self.attestations)
+
+    @functools.cached_property
+    def attestations(self) -> Attestations:
+        from gateway.attest.attestations import Attestations
+        from gateway.repo import Repo
+
+        ring = KeyRing(self.config.keys_dir / "attestations")  # kept apart from the token keys: never removed
+        return Attestations(self.db, self.ledger, Repo(self.config.workspace), ring, self.pins, self.engine.revision)
 
     @functools.cached_property
     def committer(self) -> Committer:
