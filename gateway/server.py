@@ -623,6 +623,11 @@ def http_app(
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "upstreams": gateway.pool.status()})
 
+    async def attestation_keys(request: Request) -> JSONResponse:
+        """The keys that verify the gateway's attestations (every one it signed with): no credential needed."""
+        keys = await anyio.to_thread.run_sync(gateway.attestations.jwks)
+        return JSONResponse(keys, headers={"Cache-Control": "max-age=60"})
+
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with gateway.running(), manager.run():
@@ -632,6 +637,7 @@ def http_app(
         routes=[
             Route("/mcp", endpoint=RequireCredential(screened, gateway, resource)),
             Route("/healthz", endpoint=health),
+            Route("/.well-known/jwks.json", endpoint=attestation_keys),
             *resource.routes(),  # RFC 9728 metadata (both forms) and /auth: no credential needed
             Route(
                 "/hooks/claude-code", RequireCredential(ClaudeCodeHook(gateway), gateway, resource), methods=["POST"]

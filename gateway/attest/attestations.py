@@ -15,8 +15,6 @@ withdrawn and its note removed, so a note never vouches for a merge that was not
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -261,11 +259,3 @@ def check_statement(statement: JSONObject, commit: str, tree: str) -> None:
         raise AttestationInvalid(
             f"the attestation's tree {str(digests.get('gitTree'))[:12]} is not the commit's {tree[:12]}"
         )
-
-
-def payload_of(envelope_text: str) -> JSONObject:
-    """The statement an envelope carries, unverified (``gateway attest show`` prints it beside the check)."""
-    try:
-        return json.loads(base64.b64decode(json.loads(envelope_text)["payload"]))
-    except (ValueError, KeyError, TypeError):
-        raise AttestationInvalid("the note is not a DSSE envelope") from None

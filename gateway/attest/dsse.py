@@ -108,9 +108,12 @@ def _b64(value: Any, what: str) -> bytes:
     if not isinstance(value, str):
         raise AttestationInvalid(f"the envelope's {what} is missing")
     try:
-        return base64.b64decode(value, validate=True)
+        raw = base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
         raise AttestationInvalid(f"the envelope's {what} is not base64") from None
+    if base64.b64encode(raw).decode() != value:  # base64's unused low bits: another spelling of the same bytes
+        raise AttestationInvalid(f"the envelope's {what} is not canonical base64")
+    return raw
 
 
 def _public_keys(published: JSONObject) -> dict[str, Any]:

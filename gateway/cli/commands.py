@@ -203,6 +203,44 @@ def cmd_keys(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_attest_check(args: argparse.Namespace) -> int:
+    """``gateway attest verify|show COMMIT``: the check is recorded in the ledger, passed or failed."""
+    from gateway.attest.errors import AttestationError
+
+    attestations = open_gateway(args).attestations
+    keys = read_json(args.jwks, "the JWK Set") if args.jwks else None
+    envelope = Path(args.envelope).read_text(encoding="utf-8", errors="replace") if args.envelope else None
+    try:
+        result = attestations.verify(args.commit, keys, envelope)
+    except AttestationError as exc:
+        attestations.record_check(args.commit, exc)
+        if wants_json(args):
+            emit({"verified": False, **exc.as_dict()})
+        print(f"gateway: attestation not verified: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    attestations.record_check(args.commit, result)
+    if args.attest_command == "show" or wants_json(args):
+        emit({"verified": True, **result})
+    else:
+        predicate = result["statement"]["predicate"]
+        print(f"verified: {result['commit']} (tree {result['tree'][:12]}), signed by {result['kid']}")
+        intent, task, policy = predicate["intent"]["id"][:12], predicate["task"]["id"], predicate["policy"]["revision"]
+        print(f"intent {intent}, task {task}, policy {policy}")
+        for step in predicate["steps"]:
+            print(f"  {step['step']:<20} {step.get('agent') or '-'} ({step.get('role') or '-'})")
+    return 0
+
+
+def cmd_attest_keys(args: argparse.Namespace) -> int:
+    emit(open_gateway(args).attestations.jwks())
+    return 0
+
+
+def cmd_attest_rotate(args: argparse.Namespace) -> int:
+    print(open_gateway(args).attestations.rotate())
+    return 0
+
+
 def cmd_ledger_verify(args: argparse.Namespace) -> int:
     from gateway.ledger.chain import Ledger
 

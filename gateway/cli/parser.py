@@ -156,6 +156,34 @@ def build_parser() -> argparse.ArgumentParser:
     json_option(keys, "the key list")
     keys.set_defaults(handler=commands.cmd_keys)
 
+    attest = Commands(
+        top.add(
+            "attest",
+            "signed attestations of merges: show or verify a commit's, the keys that verify them, rotate the key",
+            ["gateway attest verify main", "gateway attest show HEAD --json", "gateway attest keys"],
+        ),
+        "attest_command",
+    )
+    for name, what in (
+        ("verify", "check COMMIT's attestation against the gateway's published keys (exit 0: verified)"),
+        ("show", "print COMMIT's attestation (the statement it signs) and whether it verifies"),
+    ):
+        check = attest.add(
+            name,
+            what
+            + "; exit 3 altered or forged, 4 signed by a key not the gateway's, 5 none, 6 not a merge it published",
+            [f"gateway attest {name} main", f"gateway attest {name} 3f2a9c1 --jwks keys.json"],
+        )
+        check.add_argument("commit", help="a commit (hash, branch or any git revision)")
+        check.add_argument("--jwks", help="verify against this JWK Set instead of the gateway's keys")
+        check.add_argument("--envelope", help="verify this DSSE envelope file instead of the commit's note")
+        json_option(check, "the result")
+        check.set_defaults(handler=commands.cmd_attest_check)
+    keys_of = attest.add("keys", "print the JWK Set that verifies the gateway's attestations", ["gateway attest keys"])
+    keys_of.set_defaults(handler=commands.cmd_attest_keys)
+    rotate = attest.add("rotate", "a new attestation signing key; older keys stay published", ["gateway attest rotate"])
+    rotate.set_defaults(handler=commands.cmd_attest_rotate)
+
     ledger = Commands(top.add("ledger", "the hash-chained ledger", ["gateway ledger verify"]), "ledger_command")
     verify = ledger.add(
         "verify",
