@@ -226,6 +226,21 @@ async def red_phase_missing(url: str, bearers: dict[str, str]) -> None:
     say("verifier", f"verify_run {DOC_TASK['task_id']}", "NOT VERIFIED: the check passes without the work")
 
 
+def show_attestation(config: GatewayConfig) -> None:
+    """The merge's signed attestation, verified against the gateway's published keys: who did each step."""
+    attested = gateway_cli(config, "attest", "verify", "main", "--json", timeout=120)
+    expect(attested.returncode == 0, f"the merge's attestation to verify: {attested.stderr.strip()}")
+    result = json.loads(attested.stdout)
+    say("attest", "gateway attest verify main", f"verified, signed by {result['kid']}")
+    predicate = result["statement"]["predicate"]
+    print(f"  policy revision {predicate['policy']['revision'][:19]}…, ledger head #{predicate['ledger']['seq']}")
+    for step in predicate["steps"]:
+        who = f"{step.get('agent') or '-'} ({step.get('role') or '-'})"
+        print(f"  {step['step']:<20} {who:<28} credential {str(step.get('credential') or '-')[:12]}")
+    for approval in predicate["approvals"]:
+        print(f"  tier-3 approval {approval['id']} of {approval['tool']}, approved by {approval['approved_by']}")
+
+
 def run_demo(directory: Path | None = None) -> int:
     root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="gateway-demo-"))
     root.mkdir(parents=True, exist_ok=True)
@@ -245,6 +260,7 @@ def run_demo(directory: Path | None = None) -> int:
     verified = gateway_cli(config, "ledger", "verify", timeout=120)
     expect(verified.returncode == 0, f"the ledger chain to verify: {verified.stderr.strip()}")
     say("ledger", "gateway ledger verify", f"ok, {json.loads(verified.stdout)['checked']} events chained")
+    show_attestation(config)
     print(f"\ntrace {trace_id}: from the manifest to the merge commit\n", flush=True)
     shown = gateway_cli(config, "trace", "show", trace_id, timeout=120)
     print(shown.stdout or shown.stderr, end="")
