@@ -57,6 +57,7 @@ from gateway.tools.spec import ToolSpec
 from gateway.types import JSONObject, Principal
 
 if TYPE_CHECKING:
+    from gateway.artifacts.store import Artifacts
     from gateway.attest.attestations import Attestations
     from gateway.commit.ceremony import Ceremony
     from gateway.commit.executor import Committer
@@ -178,6 +179,12 @@ class Gateway:
         return MergeQueue(self.config, self.ledger, self.leases, self.verification, self.intents, self.attestations)
 
     @functools.cached_property
+    def artifacts(self) -> Artifacts:
+        from gateway.artifacts.store import Artifacts
+
+        return Artifacts(self.db, self.ledger, self.config.limits.max_artifact_bytes)
+
+    @functools.cached_property
     def attestations(self) -> Attestations:
         from gateway.attest.attestations import Attestations
         from gateway.repo import Repo
@@ -189,7 +196,7 @@ class Gateway:
     def committer(self) -> Committer:
         from gateway.commit.executor import Committer
 
-        return Committer(self.intents, self.board, self.catalog, self.config, self.queue)
+        return Committer(self.intents, self.board, self.catalog, self.config, self.queue, self.artifacts)
 
     @functools.cached_property
     def ceremony(self) -> Ceremony:

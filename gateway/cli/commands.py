@@ -241,6 +241,45 @@ def cmd_attest_rotate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_artifacts(args: argparse.Namespace) -> int:
+    artifacts = open_gateway(args).artifacts
+    if args.artifacts_command == "conflict":
+        emit(artifacts.conflict(args.conflict_id))
+    elif args.artifacts_command == "resolve":
+        content = Path(args.file).read_text(encoding="utf-8")
+        emit(artifacts.resolve(args.conflict_id, content, {"agent": args.by, "role": "person"}))
+    elif wants_json(args):
+        emit(artifacts.log(args.key))
+    else:
+        history = artifacts.log(args.key)
+        rows = [
+            {
+                "revision": r["revision"],
+                "base": r["base"],
+                "digest": r["digest"][:19],
+                "by": f"{r['provenance'].get('agent')} ({r['provenance'].get('role')})",
+                "task": r["provenance"].get("task") or "-",
+                "time": r["time"][:19],
+            }
+            for r in history["revisions"]
+        ]
+        columns = [
+            ("revision", "REV"),
+            ("base", "BASE"),
+            ("digest", "DIGEST"),
+            ("by", "BY"),
+            ("task", "TASK"),
+            ("time", "TIME"),
+        ]
+        table(rows, columns, empty=f"no revisions of {args.key}")
+        for c in history["conflicts"]:
+            print(
+                f"conflict {c['id']} ({c['state']}): base {c['base']}, current {c['current']['revision']}, "
+                f"theirs by {c['theirs']['provenance'].get('agent')}"
+            )
+    return 0
+
+
 def cmd_ledger_verify(args: argparse.Namespace) -> int:
     from gateway.ledger.chain import Ledger
 

@@ -184,6 +184,38 @@ def build_parser() -> argparse.ArgumentParser:
     rotate = attest.add("rotate", "a new attestation signing key; older keys stay published", ["gateway attest rotate"])
     rotate.set_defaults(handler=commands.cmd_attest_rotate)
 
+    artifacts = Commands(
+        top.add(
+            "artifacts",
+            "versioned shared artifacts: a key's history, its conflicts, resolving one",
+            [
+                "gateway artifacts log notes/design.md",
+                "gateway artifacts resolve ac-1a2b3c --file merged.md --by alice",
+            ],
+        ),
+        "artifacts_command",
+    )
+    artifact_log = artifacts.add(
+        "log", "a key's revisions (newest first) with provenance, and its conflicts", ["gateway artifacts log notes/x"]
+    )
+    artifact_log.add_argument("key", help="NAMESPACE/NAME")
+    json_option(artifact_log, "the history")
+    artifact_log.set_defaults(handler=commands.cmd_artifacts)
+    conflict = artifacts.add(
+        "conflict", "one conflict: both revisions, their base, provenance", ["gateway artifacts conflict ac-1a2b3c"]
+    )
+    conflict.add_argument("conflict_id")
+    conflict.set_defaults(handler=commands.cmd_artifacts)
+    resolve = artifacts.add(
+        "resolve",
+        "resolve a conflict: FILE's content becomes the key's next revision",
+        ["gateway artifacts resolve ac-1a2b3c --file merged.md --by alice"],
+    )
+    resolve.add_argument("conflict_id")
+    resolve.add_argument("--file", required=True, help="the resolved content")
+    resolve.add_argument("--by", required=True, help="who resolves it (recorded)")
+    resolve.set_defaults(handler=commands.cmd_artifacts)
+
     ledger = Commands(top.add("ledger", "the hash-chained ledger", ["gateway ledger verify"]), "ledger_command")
     verify = ledger.add(
         "verify",

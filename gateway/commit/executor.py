@@ -28,6 +28,7 @@ import anyio
 import structlog
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from gateway.artifacts.store import Artifacts
 from gateway.commit.intents import SETTLED, IntentRefused, Intents
 from gateway.commit.merge import MergeQueue
 from gateway.config import GatewayConfig
@@ -108,8 +109,15 @@ def check_arguments(action: str, arguments: JSONObject, catalog: Catalog) -> Non
 
 class Committer:
     def __init__(
-        self, intents: Intents, board: TaskBoard, catalog: Catalog, config: GatewayConfig, queue: MergeQueue
+        self,
+        intents: Intents,
+        board: TaskBoard,
+        catalog: Catalog,
+        config: GatewayConfig,
+        queue: MergeQueue,
+        artifacts: Artifacts | None = None,
     ) -> None:
+        self.artifacts = artifacts
         self.intents = intents
         self.board = board
         self.catalog = catalog
@@ -193,9 +201,15 @@ class Committer:
         if intent["action"] != "merge":
             return None
         if state == "committed":
-            return lambda tx: self.board.mark_committed(tx, intent["task_id"], outcome["merge_commit"])
+            return lambda tx: self._committed(tx, intent, outcome["merge_commit"])
         why = "; ".join(str(outcome[k]) for k in ("error", "failed_command") if outcome.get(k)) or state
         return lambda tx: self.board.merge_failed(tx, intent["task_id"], f"not merged: {why}", outcome)
+
+    def _committed(self, tx: Any, intent: JSONObject, merge_commit: str) -> None:
+        """The task is committed, and its artifact puts become canonical, in the one transaction."""
+        self.board.mark_committed(tx, intent["task_id"], merge_commit)
+        if self.artifacts is not None:
+            self.artifacts.promote(tx, intent["task_id"], intent["id"])
 
     def _deferred(self, intent: JSONObject, why: str, outcome: JSONObject) -> Callable[[Any], None] | None:
         """A merge deferred is a step in its task's trace that people are told of (gateway/notify.py)."""
