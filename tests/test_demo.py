@@ -32,6 +32,7 @@ def test_demo_runs_end_to_end_and_prints_the_trace(tmp_path: Path) -> None:
     assert len(merges) == 1
     # the merge carries its attestation, which the standard verifiers accept too (tests/test_attestations.py)
     assert "gateway attest verify main" in out and "approved by demo-human" in out
+    assert "gateway artifacts log notes/calc.md" in out and "r2 on r1 by worker-1 (worker), intent" in out
     note = Repo(scratch).run("notes", "--ref=refs/notes/gateway-attestations", "show", merges[0])
     config = GatewayConfig.load(scratch / "gateway.yaml")
     jwks = json.loads(gateway_cli(config, "attest", "keys").stdout)

@@ -87,7 +87,7 @@ def open_envelope(text: str | bytes, published: JSONObject) -> tuple[JSONObject,
     for signature in signatures:
         kid = signature.get("keyid") if isinstance(signature, dict) else None
         key = keys.get(kid) if isinstance(kid, str) else None
-        if key is None:
+        if key is None or not isinstance(kid, str):
             unknown.append(str(kid)[:80])
             continue
         try:
