@@ -39,6 +39,7 @@ def test_demo_runs_end_to_end_and_prints_the_trace(tmp_path: Path) -> None:
     assert standard_verify(json.loads(note), jwks)["subject"][0]["digest"]["gitCommit"] == merges[0]
     trace = out.split("from the manifest to the merge commit", 1)[1]
     assert "fix-add" in trace and merges[0][:12] in trace, trace
+    assert f"attestation of {merges[0][:12]}" in trace and "artifact notes/calc.md r2 (on r1)" in trace, trace
     assert re.search(r"task_submit|submit", trace)
 
 
