@@ -185,3 +185,15 @@ async def test_recovery_withdraws_an_unpublished_attestation_and_publishes_a_pub
     envelope = Path(repo.parent / "withdrawn.json")
     envelope.write_text(gateway.attestations.get(made[0])["envelope"])
     assert gateway_cli(config, "attest", "verify", made[0], "--envelope", str(envelope)).returncode == 6
+
+
+async def test_the_attestations_go_where_the_branch_is_pushed(config: Any, repo: Path, tmp_path: Path) -> None:
+    """A push intent pushes the notes ref after the branch (its approval is tier 3: the push itself is run
+    here as the executor runs it, once approved)."""
+    gateway, merge = await committed_merge(config)
+    remote = tmp_path / "remote.git"
+    Repo(tmp_path).run("init", "-q", "--bare", str(remote))
+    Repo(repo).run("push", "-q", "--", str(remote), "main")
+    assert gateway.committer._push_notes({"remote": str(remote), "ref": "main"}) == {"attestations": "pushed"}
+    note = Repo(remote).run("notes", f"--ref={NOTES_REF}", "show", merge)
+    assert open_envelope(note.strip(), gateway.attestations.jwks())[1] == json.loads(note)["signatures"][0]["keyid"]

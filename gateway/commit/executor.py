@@ -21,6 +21,7 @@ not retried.
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -205,6 +206,17 @@ class Committer:
         why = "; ".join(str(outcome[k]) for k in ("error", "failed_command") if outcome.get(k)) or state
         return lambda tx: self.board.merge_failed(tx, intent["task_id"], f"not merged: {why}", outcome)
 
+    def _push_notes(self, arguments: JSONObject) -> JSONObject:
+        """The merges' attestations go where the branch goes: the notes ref is pushed after it (a remote that
+        refuses them leaves the branch pushed and says so)."""
+        from gateway.attest.attestations import NOTES_REF
+
+        if not self.repo.run("rev-parse", "--verify", "--quiet", NOTES_REF, check=False).strip():
+            return {}
+        argv, env = self.repo.invocation("push", "--", arguments["remote"], f"{NOTES_REF}:{NOTES_REF}")
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+        return {"attestations": "pushed" if done.returncode == 0 else f"not pushed: {done.stderr.strip()[:300]}"}
+
     def _committed(self, tx: Any, intent: JSONObject, merge_commit: str) -> None:
         """The task is committed, and its artifact puts become canonical, in the one transaction."""
         self.board.mark_committed(tx, intent["task_id"], merge_commit)
@@ -230,7 +242,11 @@ class Committer:
             return "committed", {"tag": arguments["name"], "commit": self.repo.run("rev-parse", ref).strip()}
         if action == "push":
             await self.repo.arun("push", "--", arguments["remote"], arguments["ref"])
-            return "committed", {"pushed": arguments["ref"], "remote": arguments["remote"]}
+            return "committed", {
+                "pushed": arguments["ref"],
+                "remote": arguments["remote"],
+                **self._push_notes(arguments),
+            }
         spec = self.catalog.get(arguments["tool"])
         if spec is None or not spec.commit_class:
             raise ToolFailed(f"{arguments['tool']!r} is no longer a commit-class tool")
