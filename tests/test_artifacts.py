@@ -15,7 +15,7 @@ from test_commit_protocol import approved_merge
 from gateway.process import gateway_cli
 from gateway.runtime import Gateway
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.both_stores]
 
 
 async def put(client: Any, key: str, content: str, base: int) -> Any:
