@@ -125,6 +125,7 @@ class LimitsConfig(Strict):
     search_timeout_s: Annotated[float, Field(gt=0, le=600)] = 10.0  # fs_search is refused past this
     list_entries: Annotated[int, Field(gt=0)] = 2000
     export_rows: Annotated[int, Field(gt=0, le=1_000_000)] = 10_000  # calls one /ui export may hold
+    max_artifact_bytes: Annotated[int, Field(gt=0, le=16_777_216)] = 262_144  # one revision of a shared artifact
     upstream_listing: ListingLimits = Field(default_factory=ListingLimits)  # an upstream's `listing` wins
     # calls in flight when `gateway serve --http` stops get this long to end; then they are cancelled (and
     # recorded as cancelled) so that a call that never ends cannot keep the gateway from stopping

@@ -11,7 +11,8 @@ private key blocks) become ``"***"``, and ``masked`` lists where (JSON pointers,
     entry["decision_id"]   # also in the call's ledger event, detail.decision_id
 
     {"decision_id": "5f0c...", "timestamp": "2026-...Z", "path": "gateway/decision", "input": {...},
-     "result": {"action": "deny", "tier": 3, "reasons": [...], "rules": [...]}, "masked": ["/input/arguments/token"],
+     "result": {"action": "deny", "tier": 3, "reasons": [...], "rules": [...], "revision": "sha256:..."},
+     "bundles": {"gateway": {"revision": "sha256:..."}}, "masked": ["/input/arguments/token"],
      "labels": {"app": "mcp-gateway", "version": "0.1.0", ...}, "trace_id": "...", "span_id": "...", "call_id": "..."}
 """
 
@@ -349,6 +350,8 @@ class DecisionLog:
         }
         if masked:
             entry["masked"] = [f"/input{pointer}" for pointer in masked]
+        if result.get("revision"):  # as OPA names the bundle revision that decided
+            entry["bundles"] = {"gateway": {"revision": result["revision"]}}
         self.write(entry)
         if structlog.is_configured():  # unconfigured structlog prints everything to stdout, which stdio owns
             log.debug("decision", decision=entry)

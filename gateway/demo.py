@@ -41,6 +41,7 @@ from gateway.process import free_port, gateway_cli, server_process
 from gateway.repo import Repo
 
 TASK_ID = "fix-add"
+NOTE = "notes/calc.md"  # a shared artifact: the planner writes it, the worker revises it within the task
 MANIFEST = {
     "task_id": TASK_ID,
     "objective": "calc.add subtracts instead of adding: make it add, and keep the tests green",
@@ -146,11 +147,21 @@ async def workflow(config: GatewayConfig, url: str, bearers: dict[str, str]) -> 
         expect(submitted.get("state") == "open", f"the task to open, got {submitted}")
         trace_id = str(submitted["trace_id"])
         say("planner", f"task_submit {TASK_ID}", f"open, trace {trace_id[:12]}")
+        note = {"key": NOTE, "content": "add() subtracts; tests/test_calc.py shows it", "base": 0}
+        shared = structured(await planner.call_tool("artifact_put", note))
+        expect(shared.get("revision") == 1, f"the shared note to be revision 1, got {shared}")
+        say("planner", f"artifact_put {NOTE}", f"revision 1 ({shared['digest'][:19]}…)")
 
     async with agent(url, bearers["worker"]) as worker:
         claim = structured(await worker.call_tool("task_claim", {"task_id": TASK_ID}))
         expect("worktree" in claim, f"a claim with a worktree, got {claim}")
         say("worker", f"task_claim {TASK_ID}", f"claimed until {claim['claim']['expires_at'][11:19]} UTC")
+        read = structured(await worker.call_tool("artifact_get", {"key": NOTE, "at_least": 1}))
+        expect(read.get("revision") == 1, f"the worker to read the planner's note, got {read}")
+        update = {"key": NOTE, "content": read["content"] + "\nfixed: return a + b", "base": 1}
+        staged = structured(await worker.call_tool("artifact_put", update))
+        expect(staged.get("staged") is True, f"the worker's put to stay on its task, got {staged}")
+        say("worker", f"artifact_put {NOTE} (base 1)", "staged on the task until its merge commits")
         fixed = await worker.call_tool(
             "fs_edit", {"path": "calc.py", "old_string": "return a - b", "new_string": "return a + b"}
         )
@@ -230,6 +241,21 @@ async def red_phase_missing(url: str, bearers: dict[str, str]) -> None:
     say("verifier", f"verify_run {DOC_TASK['task_id']}", "NOT VERIFIED: the check passes without the work")
 
 
+def show_attestation(config: GatewayConfig) -> None:
+    """The merge's signed attestation, verified against the gateway's published keys: who did each step."""
+    attested = gateway_cli(config, "attest", "verify", "main", "--json", timeout=120)
+    expect(attested.returncode == 0, f"the merge's attestation to verify: {attested.stderr.strip()}")
+    result = json.loads(attested.stdout)
+    say("attest", "gateway attest verify main", f"verified, signed by {result['kid']}")
+    predicate = result["statement"]["predicate"]
+    print(f"  policy revision {predicate['policy']['revision'][:19]}…, ledger head #{predicate['ledger']['seq']}")
+    for step in predicate["steps"]:
+        who = f"{step.get('agent') or '-'} ({step.get('role') or '-'})"
+        print(f"  {step['step']:<20} {who:<28} credential {str(step.get('credential') or '-')[:12]}")
+    for approval in predicate["approvals"]:
+        print(f"  tier-3 approval {approval['id']} of {approval['tool']}, approved by {approval['approved_by']}")
+
+
 def run_demo(directory: Path | None = None) -> int:
     root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="gateway-demo-"))
     root.mkdir(parents=True, exist_ok=True)
@@ -249,6 +275,14 @@ def run_demo(directory: Path | None = None) -> int:
     verified = gateway_cli(config, "ledger", "verify", timeout=120)
     expect(verified.returncode == 0, f"the ledger chain to verify: {verified.stderr.strip()}")
     say("ledger", "gateway ledger verify", f"ok, {json.loads(verified.stdout)['checked']} events chained")
+    show_attestation(config)
+    history = json.loads(gateway_cli(config, "artifacts", "log", NOTE, "--json", timeout=120).stdout)
+    expect([r["revision"] for r in history["revisions"]] == [2, 1], f"two revisions of {NOTE}, got {history}")
+    say("artifacts", f"gateway artifacts log {NOTE}", "revision 2 became canonical with the merge")
+    for revision in history["revisions"]:
+        who = revision["provenance"]
+        via = f", intent {who['intent'][:12]}" if who.get("intent") else ""
+        print(f"  r{revision['revision']} on r{revision['base']} by {who['agent']} ({who['role']}){via}")
     print(f"\ntrace {trace_id}: from the manifest to the merge commit\n", flush=True)
     shown = gateway_cli(config, "trace", "show", trace_id, timeout=120)
     print(shown.stdout or shown.stderr, end="")

@@ -57,6 +57,8 @@ from gateway.tools.spec import ToolSpec
 from gateway.types import JSONObject, Principal
 
 if TYPE_CHECKING:
+    from gateway.artifacts.store import Artifacts
+    from gateway.attest.attestations import Attestations
     from gateway.commit.ceremony import Ceremony
     from gateway.commit.executor import Committer
     from gateway.commit.merge import MergeQueue
@@ -174,13 +176,27 @@ class Gateway:
     def queue(self) -> MergeQueue:
         from gateway.commit.merge import MergeQueue
 
-        return MergeQueue(self.config, self.ledger, self.leases, self.verification, self.intents)
+        return MergeQueue(self.config, self.ledger, self.leases, self.verification, self.intents, self.attestations)
+
+    @functools.cached_property
+    def artifacts(self) -> Artifacts:
+        from gateway.artifacts.store import Artifacts
+
+        return Artifacts(self.db, self.ledger, self.config.limits.max_artifact_bytes)
+
+    @functools.cached_property
+    def attestations(self) -> Attestations:
+        from gateway.attest.attestations import Attestations
+        from gateway.repo import Repo
+
+        ring = KeyRing(self.config.keys_dir / "attestations")  # kept apart from the token keys: never removed
+        return Attestations(self.db, self.ledger, Repo(self.config.workspace), ring, self.pins, self.engine.revision)
 
     @functools.cached_property
     def committer(self) -> Committer:
         from gateway.commit.executor import Committer
 
-        return Committer(self.intents, self.board, self.catalog, self.config, self.queue)
+        return Committer(self.intents, self.board, self.catalog, self.config, self.queue, self.artifacts)
 
     @functools.cached_property
     def ceremony(self) -> Ceremony:

@@ -647,6 +647,11 @@ def http_app(
         is_ready, body = await readiness.report()
         return JSONResponse(body, status_code=200 if is_ready else 503)
 
+    async def attestation_keys(request: Request) -> JSONResponse:
+        """The keys that verify the gateway's attestations (every one it signed with): no credential needed."""
+        keys = await anyio.to_thread.run_sync(gateway.attestations.jwks)
+        return JSONResponse(keys, headers={"Cache-Control": "max-age=60"})
+
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with gateway.running(), manager.run():
@@ -657,6 +662,7 @@ def http_app(
             Route("/mcp", endpoint=RequireCredential(screened, gateway, resource)),
             Route("/healthz", endpoint=health),  # liveness: the process answers
             Route("/readyz", endpoint=ready),  # readiness: its dependencies work
+            Route("/.well-known/jwks.json", endpoint=attestation_keys),
             *resource.routes(),  # RFC 9728 metadata (both forms) and /auth: no credential needed
             Route(
                 "/hooks/claude-code", RequireCredential(ClaudeCodeHook(gateway), gateway, resource), methods=["POST"]

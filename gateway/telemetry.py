@@ -313,6 +313,8 @@ class Telemetry:
             attributes["gateway.decision.action"] = call.decision.action
             attributes["gateway.decision.tier"] = call.decision.tier
             attributes["gateway.decision.rules"] = list(call.decision.rules)
+            if call.decision.revision:
+                attributes["gateway.policy.revision"] = call.decision.revision
         if "decision_id" in call.detail:
             attributes["gateway.decision.id"] = call.detail["decision_id"]
         approval = call.detail.get("approval")

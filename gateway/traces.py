@@ -560,7 +560,16 @@ class _Index:
                 protocol.setdefault(view.trace_id, []).append(view)
         for row in rows:
             kind = row.get("kind")
-            if kind not in ("task", "intent", "approval", "rollback", "egress", "deadletter"):
+            if kind not in (
+                "task",
+                "intent",
+                "approval",
+                "rollback",
+                "egress",
+                "deadletter",
+                "artifact",
+                "attestation",
+            ):
                 continue
             detail = row.get("detail") or {}
             trace_id = row.get("trace_id")
@@ -596,7 +605,7 @@ class _Index:
                 if user.seq <= step.seq <= (user.final_seq or step.seq):
                     return user
             return None
-        if step.kind in ("task", "intent"):
+        if step.kind in ("task", "intent", "artifact", "attestation"):
             return _covering(step, protocol)
         if step.kind == "deadletter":  # kept by the call it names (or settled by the replay that names it)
             return self.calls.get(detail.get("call_id") or "")
@@ -963,6 +972,22 @@ def step_summary(step: Step) -> str:
             f"dead letter {ident} kept: {clean(d.get('kind'))} refused: {clean(d.get('error'), 400)}{again}; "
             f"replay with `gateway deadletters replay {ident}`"
         )
+    if step.kind == "artifact":
+        key = clean(d.get("key"))
+        said = {
+            "staged": lambda: f"artifact {key} put on base r{d.get('base')}: staged on the task until its merge",
+            "revision": lambda: f"artifact {key} r{d.get('revision')} (on r{d.get('base')}) {_short(d.get('digest'))}",
+            "stale": lambda: (
+                f"artifact {key}: stale base r{d.get('base')}, the current revision is r{d.get('current')}"
+            ),
+            "conflict": lambda: (
+                f"artifact {key} CONFLICT {clean(d.get('conflict'))}: the task's put on r{d.get('base')}, "
+                f"the key at r{d.get('current')}"
+            ),
+        }.get(action)
+        return said() if said else _generic(d, skip=("action",))
+    if step.kind == "attestation" and action == "signed":
+        return f"attestation of {_short(d.get('commit'))} signed by key {clean(d.get('kid'))}"
     if step.kind == "rollback":
         removed = d.get("removed") or []
         return f"rolled back to checkpoint {clean(d.get('checkpoint'))}" + (
@@ -1128,6 +1153,8 @@ def call_tree(call: CallView) -> Any:
         node.add(Text(f"error: {clean(call.error.get('code'))}: {clean(call.error.get('message'), 500)}"))
     for line in call.effects_summary:
         node.add(Text(f"effect: {line}"))
+    if call.decision and call.decision.get("revision"):
+        node.add(Text(f"policy revision: {clean(call.decision['revision'], 80)}", style="dim"))
     if call.arguments is not None:
         node.add(Text(f"arguments: {clean(call.arguments, 600)}  [{call.arguments_source}]"))
     if call.approval:

@@ -157,3 +157,4 @@ class Decision(Frozen):
     tier: Tier
     reasons: list[str] = Field(default_factory=list)
     rules: list[str] = Field(default_factory=list)
+    revision: str | None = None  # the policy revision that decided (the bundle's and its data's digest)

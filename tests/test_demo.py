@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from test_attestations import standard_verify
+
+from gateway.config import GatewayConfig
 from gateway.process import gateway_cli
 from gateway.repo import Repo
 
@@ -27,8 +30,16 @@ def test_demo_runs_end_to_end_and_prints_the_trace(tmp_path: Path) -> None:
         assert step in out, f"{step!r} missing from:\n{out}"
     merges = Repo(scratch).run("log", "--merges", "--format=%H", "main").split()
     assert len(merges) == 1
+    # the merge carries its attestation, which the standard verifiers accept too (tests/test_attestations.py)
+    assert "gateway attest verify main" in out and "approved by demo-human" in out
+    assert "gateway artifacts log notes/calc.md" in out and "r2 on r1 by worker-1 (worker), intent" in out
+    note = Repo(scratch).run("notes", "--ref=refs/notes/gateway-attestations", "show", merges[0])
+    config = GatewayConfig.load(scratch / "gateway.yaml")
+    jwks = json.loads(gateway_cli(config, "attest", "keys").stdout)
+    assert standard_verify(json.loads(note), jwks)["subject"][0]["digest"]["gitCommit"] == merges[0]
     trace = out.split("from the manifest to the merge commit", 1)[1]
     assert "fix-add" in trace and merges[0][:12] in trace, trace
+    assert f"attestation of {merges[0][:12]}" in trace and "artifact notes/calc.md r2 (on r1)" in trace, trace
     assert re.search(r"task_submit|submit", trace)
     hint = re.search(r"^look around: (.+)$", out, re.M)  # a command a shell runs as shown
     assert hint, out

@@ -35,6 +35,7 @@ from gateway.ledger.leases import Leases
 from gateway.ledger.store import open_store
 from gateway.locks import HOST
 from gateway.notify import notice
+from gateway.process import gateway_cli
 from gateway.repo import Repo
 from gateway.runtime import Gateway
 from gateway.server import build_server
@@ -616,6 +617,10 @@ async def test_kill_during_the_catch_up_of_the_checkout_is_finished_on_restart(c
     rows = [r.detail for r in ledger_rows(Gateway(config), kind="recovery") if r.detail["what"] == "your checkout"]
     assert len(rows) == 1 and rows[0]["workspace"] == {"state": "updated"}
     assert left <= any("index.lock" in c for c in rows[0]["cleaned"]), rows
+    # killed after its attestation was recorded and the branch moved: recovery publishes the attestation
+    merge = Repo(repo).run("rev-parse", "main").strip()
+    assert Gateway(config).attestations.get(merge)["state"] == "published"
+    assert gateway_cli(config, "attest", "verify", merge).returncode == 0
 
 
 async def test_verify_rebuilds_a_worktree_deleted_after_the_report(config: Any, repo: Path) -> None:
@@ -653,8 +658,6 @@ async def test_a_merge_deleting_most_of_the_repository_is_held_for_a_person(conf
     worktree a crash left half-made once did), verified and approved, is not merged by intent_commit nor by
     the ceremony: a person is asked, with the numbers. An ordinary merge still runs; once a person approves,
     the held one lands."""
-    from gateway.process import gateway_cli
-
     (repo / "data").mkdir()
     for i in range(120):
         (repo / "data" / f"f{i:03d}.txt").write_text(f"record {i}\n")
@@ -693,6 +696,11 @@ async def test_a_merge_deleting_most_of_the_repository_is_held_for_a_person(conf
     assert landed.structured_content["state"] == "committed", text_of(landed)
     assert not (repo / "data" / "f000.txt").exists() and (repo / "data" / "f100.txt").exists()
     assert len(merges(repo)) == 2
+    # every merge, the ceremony's too, carries its attestation; the held one names who approved it
+    for merge in merges(repo):
+        assert gateway_cli(config, "attest", "verify", merge).returncode == 0, merge
+    statement = Gateway(config).attestations.verify("main")["statement"]
+    assert [a["approved_by"] for a in statement["predicate"]["approvals"]] == ["alice"]
 
 
 @pytest.mark.one_store

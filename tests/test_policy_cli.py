@@ -31,7 +31,7 @@ from gateway.policy.checked import CheckedSources
 from gateway.policy.embedded import EmbeddedEngine
 from gateway.types import Decision
 
-DECISION_KEYS = {"action", "tier", "reasons", "rules"}
+DECISION_KEYS = {"action", "tier", "reasons", "rules", "revision"}
 
 
 def gateway(cwd: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

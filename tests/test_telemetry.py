@@ -103,6 +103,11 @@ async def test_span_follows_mcp_conventions_and_joins_the_ledger(
     (entry,) = decisions(config)
     assert event.detail["decision_id"] == entry["decision_id"] == attributes["gateway.decision.id"]
     assert (entry["trace_id"], entry["span_id"], entry["call_id"]) == (event.trace_id, event.span_id, event.call_id)
+    # each names the policy revision that decided: the digest of the bundle's sources and data, as OPA's bundles do
+    revision = gateway.engine.revision()
+    assert revision.startswith("sha256:") and len(revision) == 71
+    assert event.decision["revision"] == entry["result"]["revision"] == revision
+    assert entry["bundles"] == {"gateway": {"revision": revision}} and attributes["gateway.policy.revision"] == revision
 
     # log lines written during the call carry the call's trace and span
     (logged,) = [line for line in logs if line["event"] == "decision"]
@@ -156,6 +161,7 @@ async def test_denied_call_has_error_type_and_a_masked_decision_entry(
         "tier": event.decision["tier"],
         "reasons": event.decision["reasons"],
         "rules": event.decision["rules"],
+        "revision": event.decision["revision"],
     }
     assert second["input"]["arguments"]["content"] == "db password=***\n"
     assert second["input"]["principal"]["role"] == "worker"

@@ -32,4 +32,5 @@ def test_the_gateways_own_tools_are_builtin_or_the_gateways(gateway: Gateway) ->
     assert {name for name, p in providers.items() if p == GATEWAY} == {
         "task_submit", "task_amend", "task_list", "task_show", "task_claim", "task_renew", "task_release",
         "task_report", "verify_run", "intent_propose", "intent_approve", "intent_commit", "merge_ceremony",
+        "artifact_put", "artifact_get", "artifact_log", "artifact_resolve",
     }  # fmt: skip

@@ -267,6 +267,83 @@ def cmd_keys(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_attest_check(args: argparse.Namespace) -> int:
+    """``gateway attest verify|show COMMIT``: the check is recorded in the ledger, passed or failed."""
+    from gateway.attest.errors import AttestationError
+
+    attestations = open_gateway(args).attestations
+    keys = read_json(args.jwks, "the JWK Set") if args.jwks else None
+    envelope = Path(args.envelope).read_text(encoding="utf-8", errors="replace") if args.envelope else None
+    try:
+        result = attestations.verify(args.commit, keys, envelope)
+    except AttestationError as exc:
+        attestations.record_check(args.commit, exc)
+        if wants_json(args):
+            emit({"verified": False, **exc.as_dict()})
+        print(f"gateway: attestation not verified: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    attestations.record_check(args.commit, result)
+    if args.attest_command == "show" or wants_json(args):
+        emit({"verified": True, **result})
+    else:
+        predicate = result["statement"]["predicate"]
+        print(f"verified: {result['commit']} (tree {result['tree'][:12]}), signed by {result['kid']}")
+        intent, task, policy = predicate["intent"]["id"][:12], predicate["task"]["id"], predicate["policy"]["revision"]
+        print(f"intent {intent}, task {task}, policy {policy}")
+        for step in predicate["steps"]:
+            print(f"  {step['step']:<20} {step.get('agent') or '-'} ({step.get('role') or '-'})")
+    return 0
+
+
+def cmd_attest_keys(args: argparse.Namespace) -> int:
+    emit(open_gateway(args).attestations.jwks())
+    return 0
+
+
+def cmd_attest_rotate(args: argparse.Namespace) -> int:
+    print(open_gateway(args).attestations.rotate())
+    return 0
+
+
+def cmd_artifacts(args: argparse.Namespace) -> int:
+    artifacts = open_gateway(args).artifacts
+    if args.artifacts_command == "conflict":
+        emit(artifacts.conflict(args.conflict_id))
+    elif args.artifacts_command == "resolve":
+        content = Path(args.file).read_text(encoding="utf-8")
+        emit(artifacts.resolve(args.conflict_id, content, {"agent": args.by, "role": "person"}))
+    elif wants_json(args):
+        emit(artifacts.log(args.key))
+    else:
+        history = artifacts.log(args.key)
+        rows = [
+            {
+                "revision": r["revision"],
+                "base": r["base"],
+                "digest": r["digest"][:19],
+                "by": f"{r['provenance'].get('agent')} ({r['provenance'].get('role')})",
+                "task": r["provenance"].get("task") or "-",
+                "time": r["time"][:19],
+            }
+            for r in history["revisions"]
+        ]
+        columns = [
+            ("revision", "REV"),
+            ("base", "BASE"),
+            ("digest", "DIGEST"),
+            ("by", "BY"),
+            ("task", "TASK"),
+            ("time", "TIME"),
+        ]
+        table(rows, columns, empty=f"no revisions of {args.key}")
+        for c in history["conflicts"]:
+            print(
+                f"conflict {c['id']} ({c['state']}): base {c['base']}, current {c['current']['revision']}, "
+                f"theirs by {c['theirs']['provenance'].get('agent')}"
+            )
+    return 0
+
+
 def cmd_ledger_verify(args: argparse.Namespace) -> int:
     from gateway.ledger.chain import Ledger
 
@@ -375,7 +452,8 @@ def cmd_policy_eval(args: argparse.Namespace) -> int:
     document = read_json(args.input, "the input document")
     roles = {"roles": RoleSet.load(config.roles_dir).as_data()}
     engine = make_engine(config.policy, roles, isolated=False, checked=CheckedSources(config.policy_checks_dir))
-    emit(anyio.run(engine.decide, document).model_dump())
+    decision = anyio.run(engine.decide, document)
+    emit(decision.model_copy(update={"revision": engine.revision()}).model_dump())
     return 0
 
 

@@ -176,6 +176,66 @@ def build_parser() -> argparse.ArgumentParser:
     json_option(keys, "the key list")
     keys.set_defaults(handler=commands.cmd_keys)
 
+    attest = Commands(
+        top.add(
+            "attest",
+            "signed attestations of merges: show or verify a commit's, the keys that verify them, rotate the key",
+            ["gateway attest verify main", "gateway attest show HEAD --json", "gateway attest keys"],
+        ),
+        "attest_command",
+    )
+    for name, what in (
+        ("verify", "check COMMIT's attestation against the gateway's published keys (exit 0: verified)"),
+        ("show", "print COMMIT's attestation (the statement it signs) and whether it verifies"),
+    ):
+        check = attest.add(
+            name,
+            what
+            + "; exit 3 altered or forged, 4 signed by a key not the gateway's, 5 none, 6 not a merge it published",
+            [f"gateway attest {name} main", f"gateway attest {name} 3f2a9c1 --jwks keys.json"],
+        )
+        check.add_argument("commit", help="a commit (hash, branch or any git revision)")
+        check.add_argument("--jwks", help="verify against this JWK Set instead of the gateway's keys")
+        check.add_argument("--envelope", help="verify this DSSE envelope file instead of the commit's note")
+        json_option(check, "the result")
+        check.set_defaults(handler=commands.cmd_attest_check)
+    keys_of = attest.add("keys", "print the JWK Set that verifies the gateway's attestations", ["gateway attest keys"])
+    keys_of.set_defaults(handler=commands.cmd_attest_keys)
+    rotate = attest.add("rotate", "a new attestation signing key; older keys stay published", ["gateway attest rotate"])
+    rotate.set_defaults(handler=commands.cmd_attest_rotate)
+
+    artifacts = Commands(
+        top.add(
+            "artifacts",
+            "versioned shared artifacts: a key's history, its conflicts, resolving one",
+            [
+                "gateway artifacts log notes/design.md",
+                "gateway artifacts resolve ac-1a2b3c --file merged.md --by alice",
+            ],
+        ),
+        "artifacts_command",
+    )
+    artifact_log = artifacts.add(
+        "log", "a key's revisions (newest first) with provenance, and its conflicts", ["gateway artifacts log notes/x"]
+    )
+    artifact_log.add_argument("key", help="NAMESPACE/NAME")
+    json_option(artifact_log, "the history")
+    artifact_log.set_defaults(handler=commands.cmd_artifacts)
+    conflict = artifacts.add(
+        "conflict", "one conflict: both revisions, their base, provenance", ["gateway artifacts conflict ac-1a2b3c"]
+    )
+    conflict.add_argument("conflict_id")
+    conflict.set_defaults(handler=commands.cmd_artifacts)
+    resolve = artifacts.add(
+        "resolve",
+        "resolve a conflict: FILE's content becomes the key's next revision",
+        ["gateway artifacts resolve ac-1a2b3c --file merged.md --by alice"],
+    )
+    resolve.add_argument("conflict_id")
+    resolve.add_argument("--file", required=True, help="the resolved content")
+    resolve.add_argument("--by", required=True, help="who resolves it (recorded)")
+    resolve.set_defaults(handler=commands.cmd_artifacts)
+
     ledger = Commands(top.add("ledger", "the hash-chained ledger", ["gateway ledger verify"]), "ledger_command")
     verify = ledger.add(
         "verify",

@@ -21,6 +21,7 @@ not retried.
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -28,6 +29,7 @@ import anyio
 import structlog
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from gateway.artifacts.store import Artifacts
 from gateway.commit.intents import SETTLED, IntentRefused, Intents
 from gateway.commit.merge import MergeQueue
 from gateway.config import GatewayConfig
@@ -108,8 +110,15 @@ def check_arguments(action: str, arguments: JSONObject, catalog: Catalog) -> Non
 
 class Committer:
     def __init__(
-        self, intents: Intents, board: TaskBoard, catalog: Catalog, config: GatewayConfig, queue: MergeQueue
+        self,
+        intents: Intents,
+        board: TaskBoard,
+        catalog: Catalog,
+        config: GatewayConfig,
+        queue: MergeQueue,
+        artifacts: Artifacts | None = None,
     ) -> None:
+        self.artifacts = artifacts
         self.intents = intents
         self.board = board
         self.catalog = catalog
@@ -193,9 +202,26 @@ class Committer:
         if intent["action"] != "merge":
             return None
         if state == "committed":
-            return lambda tx: self.board.mark_committed(tx, intent["task_id"], outcome["merge_commit"])
+            return lambda tx: self._committed(tx, intent, outcome["merge_commit"])
         why = "; ".join(str(outcome[k]) for k in ("error", "failed_command") if outcome.get(k)) or state
         return lambda tx: self.board.merge_failed(tx, intent["task_id"], f"not merged: {why}", outcome)
+
+    def _push_notes(self, arguments: JSONObject) -> JSONObject:
+        """The merges' attestations go where the branch goes: the notes ref is pushed after it (a remote that
+        refuses them leaves the branch pushed and says so)."""
+        from gateway.attest.attestations import NOTES_REF
+
+        if not self.repo.run("rev-parse", "--verify", "--quiet", NOTES_REF, check=False).strip():
+            return {}
+        with self.repo.invocation("push", "--", arguments["remote"], f"{NOTES_REF}:{NOTES_REF}") as (argv, env):
+            done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+        return {"attestations": "pushed" if done.returncode == 0 else f"not pushed: {done.stderr.strip()[:300]}"}
+
+    def _committed(self, tx: Any, intent: JSONObject, merge_commit: str) -> None:
+        """The task is committed, and its artifact puts become canonical, in the one transaction."""
+        self.board.mark_committed(tx, intent["task_id"], merge_commit)
+        if self.artifacts is not None:
+            self.artifacts.promote(tx, intent["task_id"], intent["id"])
 
     def _deferred(self, intent: JSONObject, why: str, outcome: JSONObject) -> Callable[[Any], None] | None:
         """A merge deferred is a step in its task's trace that people are told of (gateway/notify.py)."""
@@ -216,7 +242,11 @@ class Committer:
             return "committed", {"tag": arguments["name"], "commit": self.repo.run("rev-parse", ref).strip()}
         if action == "push":
             await self.repo.arun("push", "--", arguments["remote"], arguments["ref"])
-            return "committed", {"pushed": arguments["ref"], "remote": arguments["remote"]}
+            return "committed", {
+                "pushed": arguments["ref"],
+                "remote": arguments["remote"],
+                **self._push_notes(arguments),
+            }
         spec = self.catalog.get(arguments["tool"])
         if spec is None or not spec.commit_class:
             raise ToolFailed(f"{arguments['tool']!r} is no longer a commit-class tool")

@@ -9,7 +9,9 @@ moved meanwhile (someone committed outside the gateway) is merged again on its n
 checkout, if it has the base branch checked out, must be able to follow (gateway/commit/checkout.py): when
 the user's changes or index lock are in the way, nothing is published and the intent is deferred; the
 planned catch-up is recorded on the intent before the branch moves, so that a crash inside it is finished on
-recovery. Nothing is ever left mid-merge in a checkout the user works in.
+recovery. Nothing is ever left mid-merge in a checkout the user works in. No merge is published without its
+signed attestation (gateway/attest/): it is recorded in the store, the ledger and a git note on the merge commit
+before the branch moves, and withdrawn when the merge is not published.
 
 Before every merge (and when the gateway starts), the integration worktree is recovered: a merge a crash
 cut short is aborted, git's lock files in it that a process now gone left are removed, and it is reset (or
@@ -18,17 +20,19 @@ judged by its age). Only a gateway holding the lease uses the worktree, and it h
 too, which the gits it starts inherit: a gateway killed alone keeps it until its git has finished, so
 recovery never works beside a git still running there. What was cleaned is recorded.
 
-    queue = MergeQueue(config, ledger, leases, verification)
+    queue = MergeQueue(config, ledger, leases, verification, intents, attestations)
     state, outcome = await queue.merge(intent, task, principal, progress)   # "committed" | "failed" | "busy"
 """
 
 from __future__ import annotations
 
+import functools
 import time
 
 import anyio
 import structlog
 
+from gateway.attest.attestations import Attestations
 from gateway.commit.checkout import Checkout
 from gateway.commit.intents import Intents
 from gateway.config import GatewayConfig
@@ -52,9 +56,16 @@ PUBLISH_WAIT_S = 0.1
 
 class MergeQueue:
     def __init__(
-        self, config: GatewayConfig, ledger: Ledger, leases: Leases, verification: Verification, intents: Intents
+        self,
+        config: GatewayConfig,
+        ledger: Ledger,
+        leases: Leases,
+        verification: Verification,
+        intents: Intents,
+        attestations: Attestations,
     ) -> None:
         self.config = config
+        self.attestations = attestations
         self.ledger = ledger
         self.leases = leases
         self.verification = verification
@@ -97,6 +108,22 @@ class MergeQueue:
             failed = await self._verify(intent, task, merge_commit, principal, progress)
             if failed is not None:
                 return "failed", {"published": False, "base": base, "merge_commit": merge_commit, **failed}
+            # its attestation is recorded (store, ledger, note) before the branch moves: no attestation, no merge
+            try:
+                sign = functools.partial(
+                    self.attestations.sign,
+                    intent=intent,
+                    task=task,
+                    committer=principal,
+                    base=base,
+                    ref=ref,
+                    merge_commit=merge_commit,
+                )
+                signed = await anyio.to_thread.run_sync(sign)
+            except Exception as exc:
+                log.exception("the merge's attestation could not be recorded: not published")
+                error = f"not published: its attestation could not be recorded ({type(exc).__name__}: {exc})"
+                return "busy", {"published": False, "base": base, "merge_commit": merge_commit, "error": error[:500]}
             # the catch-up it will take is on the intent before the branch moves (a crash inside it is finished
             # on recovery); a checkout that cannot follow means nothing is published
             plan = {"ref": ref, "old": base, "new": merge_commit, "at": time.time()}
@@ -105,9 +132,14 @@ class MergeQueue:
             if blocked is not None:
                 log.warning("the user's checkout cannot follow the merge: deferred", why=blocked["why"])
                 error = f"not published: {blocked['why']}"
+                await anyio.to_thread.run_sync(self.attestations.withdraw, merge_commit, error)
                 facts = {"base": base, "merge_commit": merge_commit, "in_the_way": blocked["in_the_way"]}
                 return "busy", {"published": False, **facts, "error": error}
             refused = await self._publish(ref, merge_commit, base)
+            if refused is None:
+                await anyio.to_thread.run_sync(self.attestations.published, merge_commit)
+            else:
+                await anyio.to_thread.run_sync(self.attestations.withdraw, merge_commit, f"not published: {refused}")
             if refused == "moved":
                 moved.append(base)  # someone moved the base branch meanwhile: merge again on its new tip
                 continue
@@ -115,6 +147,7 @@ class MergeQueue:
                 return "busy", {"published": False, "base": base, "merge_commit": merge_commit, "error": refused}
             workspace = await anyio.to_thread.run_sync(self.checkout.catch_up, ref, base, merge_commit)
             outcome: JSONObject = {"merge_commit": merge_commit, "base": base, "workspace": workspace}
+            outcome["attestation"] = signed
             outcome["verification"] = task["manifest"]["verification"]
             if moved:
                 outcome["base_moved"] = moved
@@ -174,6 +207,7 @@ class MergeQueue:
                     cleaned.append(f"removed a stale {lock.relative_to(common)}")
         if not (self.path / ".git").exists():
             make_worktree(self.repo, self.path, "HEAD", self.locks)
+        cleaned += self.attestations.recover()
         if cleaned:
             log.warning("merge queue recovered leftovers", cleaned=cleaned)
             detail = {"what": "merge queue", "cleaned": cleaned}

@@ -22,7 +22,9 @@ class Decide:
 
     async def __call__(self, call: Call) -> None:
         call.policy_input = policy_input(call)
-        call.decision = await self.engine.decide(call.policy_input)
+        revision = self.engine.revision()  # looked at before deciding: the decision is made by it (or newer)
+        decision = await self.engine.decide(call.policy_input)
+        call.decision = decision.model_copy(update={"revision": revision})
         if call.decision.action == "deny":
             raise Denied("; ".join(call.decision.reasons) or "the policy denied this call", rules=call.decision.rules)
 

@@ -25,6 +25,7 @@ from typing import Any, cast
 
 import regorus
 
+from gateway.digests import digest
 from gateway.policy.checked import CheckedSources
 from gateway.policy.reload import (
     RELOAD_CHECK_S,
@@ -33,7 +34,6 @@ from gateway.policy.reload import (
     Reloading,
     fingerprint,
     policy_data,
-    revision_of,
 )
 
 PACKAGE = "gateway"
@@ -71,15 +71,16 @@ class Bundle:
     def __init__(
         self, directory: Path, data: dict[str, Any], seen: Hashable, checked: CheckedSources | None = None
     ) -> None:
-        files, data_revision = cast(tuple[Fingerprint, str], seen)
+        _, data_revision = cast(tuple[Fingerprint, str], seen)
         self.directory = directory
         self.data = data
         self.files = policy_files(directory)
         if not self.files:
             raise BundleError(f"no policy files (*.rego) in {directory}")
         self.sources = [(str(p.relative_to(directory)), p.read_text(encoding="utf-8")) for p in self.files]
-        # names this bundle in force: decisions are cached per revision (gateway/policy/cache.py)
-        self.revision = revision_of((files, data_revision))
+        # names this bundle by its content, as OPA's bundle revision does: every decision records it, an
+        # attestation names it, and decisions are cached per revision (gateway/policy/cache.py)
+        self.revision = digest([self.sources, data_revision])
         self.data_revision = data_revision  # what a decision worker must hold to decide as this bundle does
         try:
             engine = self.engine()

@@ -7,6 +7,7 @@ each lookup: catalog.py). Each toolset is a function that makes its tools from t
     tasks      task_submit, task_amend, task_list, task_show, task_claim, ...     tasks/tools.py
     intents    intent_propose, intent_approve, intent_commit                      commit/tools.py
     ceremony   merge_ceremony                                                     commit/tools.py
+    artifacts  artifact_put, artifact_get, artifact_log, artifact_resolve            artifacts/tools.py
 
 Roles (roles/*.yaml) grant them by name; tests/test_tool_registry.py checks that every tool a role names
 exists and that every tool is granted to some role.
@@ -19,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from gateway.artifacts.store import Artifacts
     from gateway.commit.ceremony import Ceremony
     from gateway.commit.executor import Committer
     from gateway.commit.intents import Intents
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TOOLSETS", "ToolServices", "gateway_tools"]
 
-TOOLSETS = ("files", "shell", "git", "tasks", "intents", "ceremony")
+TOOLSETS = ("files", "shell", "git", "tasks", "intents", "ceremony", "artifacts")
 
 
 class ToolServices(Protocol):
@@ -53,11 +55,14 @@ class ToolServices(Protocol):
     def committer(self) -> Committer: ...
     @property
     def ceremony(self) -> Ceremony: ...
+    @property
+    def artifacts(self) -> Artifacts: ...
 
 
 def gateway_tools(services: ToolServices) -> list[ToolSpec]:
     """Every toolset's tools, in the order of TOOLSETS."""
     # imported here: the toolsets import gateway.tools.base, so this package must not import them as it loads
+    from gateway.artifacts.tools import artifact_tools
     from gateway.commit.tools import ceremony_tools, intent_tools
     from gateway.tasks.tools import task_tools
     from gateway.tools.files import file_tools
@@ -72,4 +77,5 @@ def gateway_tools(services: ToolServices) -> list[ToolSpec]:
         *task_tools(services.board),
         *intent_tools(services.intents, lambda: services.committer, services.board, services.catalog),
         *ceremony_tools(lambda: services.ceremony),
+        *artifact_tools(services.artifacts, services.board),
     ]

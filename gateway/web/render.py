@@ -254,6 +254,8 @@ def call_card(call: CallView, with_trace_link: bool = True) -> str:
         ("Arguments", arguments_html(call.arguments, call.arguments_source, call.arguments_digest)),
         ("Effects", _items(call.effects_summary) if call.effects_summary else "<span class='muted'>none</span>"),
     ]
+    if call.decision and call.decision.get("revision"):
+        rows.append(("Policy revision", f"<code>{esc(call.decision['revision'])}</code>"))
     if call.error and (call.decided_by == "policy" or call.error.get("message") not in call.reasons):
         rows.append(("Error", f"<code>{esc(call.error.get('code'))}</code> {esc(call.error.get('message'), 2000)}"))
     if call.approval:
