@@ -246,10 +246,10 @@ def ui_routes(gateway: Gateway) -> list[Route]:
                 query = CallQuery.parse(request.query_params, roles)
             except BadQuery as exc:
                 return bad_query(request, principal, exc)
-            page = await anyio.to_thread.run_sync(lambda: traces.page(query.filters, 0, export_rows, query.at))
-            if page.total > export_rows:
+            at, total, _ = await anyio.to_thread.run_sync(lambda: traces.count(query.filters, query.at))
+            if total > export_rows:
                 message = (
-                    f"{page.total} calls match and an export holds at most {export_rows} (limits.export_rows): "
+                    f"{total} calls match and an export holds at most {export_rows} (limits.export_rows): "
                     "narrow the time range (from, to) or add a filter"
                 )
                 reviewers.record(
@@ -257,12 +257,13 @@ def ui_routes(gateway: Gateway) -> list[Route]:
                     "export",
                     "denied",
                     format=kind,
-                    rows=page.total,
+                    rows=total,
                     query=query.raw,
                     error={"code": "too_many_rows", "message": message},
                 )
                 body = render.message_body("Too many calls to export", message)
                 return html_page("Too many calls", body, 413, principal, reviewers.csrf(principal))
+            page = await anyio.to_thread.run_sync(lambda: traces.page(query.filters, 0, export_rows, at))
             entries = [decision_entry(call, labels) for call in page.calls]
             reviewers.record(principal, "export", "ok", format=kind, rows=len(entries), at=page.at, query=query.raw)
             text, media = (

@@ -32,7 +32,7 @@ from gateway.traces import (
     outcome_is,
     short_time,
 )
-from gateway.types import CALL_OUTCOMES, FILTER_OUTCOMES, JSONObject
+from gateway.types import FILTER_OUTCOMES, JSONObject
 from gateway.web.query import PAGE_SIZES, CallQuery
 
 CSS = """
@@ -371,9 +371,8 @@ def call_row(call: CallView, query: CallQuery) -> str:
 
 def outcome_tabs(page: CallPage, query: CallQuery) -> str:
     current = query.raw.get("outcome")
-    tabs: list[tuple[str, str | None, int]] = [
-        ("any", None, sum(n for o, n in page.outcomes.items() if o in CALL_OUTCOMES))
-    ]
+    # "any" is the calls matching every other filter: the rows the table shows under it (one count everywhere)
+    tabs: list[tuple[str, str | None, int]] = [("any", None, page.outcomes.get("any", 0))]
     tabs += [(o, o, page.outcomes.get(o, 0)) for o in FILTER_OUTCOMES if page.outcomes.get(o) or o == current]
     links = []
     for label, value, count in tabs:
