@@ -367,13 +367,15 @@ class Traces:
         """A trace's summary from its index row; its agents, roles and tools from its calls' index rows."""
         trace_id = str(row["trace_id"])
         people = self.db.query(
-            "SELECT agent, role, tool, count(*) AS n FROM calls WHERE trace_id = ? GROUP BY agent, role, tool",
+            "SELECT agent, role, tool, count(*) AS n, min(seq) AS first_seq FROM calls WHERE trace_id = ? "
+            "GROUP BY agent, role, tool",
             (trace_id,),
         )
-        tools: Counter[str] = Counter()
+        tools: dict[str, tuple[int, int]] = {}  # tool -> (calls, the first call's seq)
         for p in people:
             if p["tool"]:
-                tools[p["tool"]] += p["n"]
+                n, first = tools.get(p["tool"], (0, p["first_seq"]))
+                tools[p["tool"]] = (n + p["n"], min(first, p["first_seq"]))
         task = self.db.query("SELECT id FROM tasks WHERE trace_id = ?", (trace_id,))
         task_id = str(task[0]["id"]) if task else None
         dry = row["calls"] > 0 and row["dry_runs"] == row["calls"]
@@ -471,11 +473,12 @@ class Traces:
         filters = filters or Filters()
         at, total, outcomes = self.count(filters, at)
         where, params = _call_where(filters, at)
-        if before is not None:
-            where, params, offset = f"{where} AND seq < ?", [*params, before], 0
+        skip = offset
+        if before is not None:  # the rows below ``before``: ``offset`` then only says where the page stands
+            where, params, skip = f"{where} AND seq < ?", [*params, before], 0
         found = self.db.query(
             f"SELECT call_id, seq, final_seq, task FROM calls WHERE {where} ORDER BY seq DESC LIMIT ? OFFSET ?",
-            [*params, size, offset],
+            [*params, size, skip],
         )
         return CallPage(self._views(found), total, offset, size, at, outcomes)
 
@@ -564,9 +567,9 @@ def _call_where(filters: Filters, at: int | None) -> tuple[str, builtins.list[An
     return " AND ".join(clauses) or "1 = 1", params
 
 
-def _most_used(tools: Counter[str]) -> builtins.list[str]:
-    """Names most used first, then by name."""
-    return [name for name, _ in sorted(tools.items(), key=lambda item: (-item[1], item[0]))]
+def _most_used(tools: dict[str, tuple[int, int]]) -> builtins.list[str]:
+    """Tools most used first, then the first used first (as ``Counter.most_common`` orders a trace's calls)."""
+    return [name for name, _ in sorted(tools.items(), key=lambda item: (-item[1][0], item[1][1]))]
 
 
 def _decode(body: str) -> JSONObject:
@@ -703,7 +706,7 @@ class _Index:
             errors=sum(1 for c in calls if c.outcome == "error"),
             agents=sorted({c.agent for c in calls if c.agent}),
             roles=sorted({c.role for c in calls if c.role}),
-            tools=_most_used(Counter(c.tool for c in calls if c.tool)),
+            tools=[tool for tool, _ in Counter(c.tool for c in calls if c.tool).most_common()],
             side_effects=[effect for s in steps if (effect := _side_effect(s))],
             checkpoints=sum(1 for c in calls if c.safeguard),
         )
@@ -1259,12 +1262,27 @@ def listed_names(names: list[str], width: int) -> str:
     return ",".join(shown)[:width] or "-"
 
 
-def render_trace_list(summaries: list[TraceSummary], console: Console | None = None) -> None:
+def noise_words(noise: tuple[int, int]) -> str:
+    """The traces ``Traces.list`` leaves out as noise, in words ('' when none)."""
+    traces, calls = noise
+    if not traces:
+        return ""
+    return (
+        f"{traces} session{'s' if traces != 1 else ''} of only unknown-tool calls ({calls} calls) not listed: "
+        "filter by rule gateway.unknown_tool to see them"
+    )
+
+
+def render_trace_list(
+    summaries: list[TraceSummary], console: Console | None = None, noise: tuple[int, int] = (0, 0)
+) -> None:
     """One line per trace: id, task or session, its agents, roles and tools, first and last time, calls,
-    denied, asked, side effects."""
+    denied, asked, side effects; then how many traces of only unknown-tool calls were left out."""
     from rich.text import Text
 
     console = console or terminal()
+    if noise[0]:
+        console.print(noise_words(noise), style="dim")
     if not summaries:
         console.print("no traces match", style="dim")
         return

@@ -488,7 +488,11 @@ def cmd_trace(args: argparse.Namespace) -> int:
         checks=args.checks,
     )
     found = traces.list(filters, limit=args.limit)
-    emit({"traces": [s.as_dict() for s in found]}) if args.json else render_trace_list(found)
+    noise = traces.noise(args.checks) if not filters.active() else (0, 0)
+    if args.json:
+        emit({"traces": [s.as_dict() for s in found], "unknown_tool_only": {"traces": noise[0], "calls": noise[1]}})
+    else:
+        render_trace_list(found, noise=noise)
     return 0
 
 

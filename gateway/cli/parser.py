@@ -314,7 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="dry runs too (gateway check's calls: decided, never run; hidden otherwise)",
     )
-    trace_list.add_argument("--limit", type=int, help="at most this many traces")
+    trace_list.add_argument("--limit", type=int, default=200, help="at most this many traces (default 200)")
     trace_list.add_argument("--json", action="store_true", help="print the traces as JSON")
     trace_list.set_defaults(handler=commands.cmd_trace)
     trace_show = trace.add(

@@ -65,6 +65,7 @@ FORBIDDEN = (
 
 # The review forms are a token or a few ids: anything bigger, or of another type, is refused unread.
 MAX_FORM_BYTES = 16_384
+TRACES_SHOWN = 500  # the traces page's rows: refused first, then asked, then the newest
 TOO_LARGE = "the form must be url-encoded and smaller than 16 KB"
 
 
@@ -209,7 +210,10 @@ def ui_routes(gateway: Gateway) -> list[Route]:
 
         return endpoint
 
-    roles = sorted(gateway.roles.roles)
+    def roles() -> list[str]:
+        """The roles as configured now: a role file added while the server runs is a filter at once."""
+        return sorted(gateway.roles.roles)
+
     export_rows = gateway.config.limits.export_rows
     labels = {"app": "mcp-gateway", "version": __version__, "source": "/ui export"}
 
@@ -220,16 +224,16 @@ def ui_routes(gateway: Gateway) -> list[Route]:
 
     async def calls_page(request: Request, principal: Principal) -> Response:
         try:
-            query = CallQuery.parse(request.query_params, roles)
+            query = CallQuery.parse(request.query_params, roles())
             page = await anyio.to_thread.run_sync(
-                lambda: traces.page(query.filters, query.offset, query.size, query.at)
+                lambda: traces.page(query.filters, query.offset, query.size, query.at, query.before)
             )
             query.at = page.at
             query.check_page(page.total)
         except BadQuery as exc:
             return bad_query(request, principal, exc)
         refused = await anyio.to_thread.run_sync(lambda: traces.refused_credentials(20))
-        body = render.calls_body(page, query, roles, refused)
+        body = render.calls_body(page, query, roles(), refused)
         return html_page("Calls", body, principal=principal, csrf=reviewers.csrf(principal), wide=True)
 
     async def call_page(request: Request, principal: Principal) -> Response:
@@ -243,7 +247,7 @@ def ui_routes(gateway: Gateway) -> list[Route]:
     def exporter(kind: str) -> Handler:
         async def export(request: Request, principal: Principal) -> Response:
             try:
-                query = CallQuery.parse(request.query_params, roles)
+                query = CallQuery.parse(request.query_params, roles())
             except BadQuery as exc:
                 return bad_query(request, principal, exc)
             at, total, _ = await anyio.to_thread.run_sync(lambda: traces.count(query.filters, query.at))
@@ -280,8 +284,9 @@ def ui_routes(gateway: Gateway) -> list[Route]:
 
     async def traces_page(request: Request, principal: Principal) -> Response:
         checks = request.query_params.get("checks") == "1"  # dry runs (gateway check) only when asked for
-        found = await anyio.to_thread.run_sync(traces.list, Filters(checks=checks))
-        body = render.traces_body(found, checks)
+        found = await anyio.to_thread.run_sync(lambda: traces.list(Filters(checks=checks), TRACES_SHOWN))
+        noise = await anyio.to_thread.run_sync(traces.noise, checks)
+        body = render.traces_body(found, checks, noise)
         return html_page("Traces", body, principal=principal, csrf=reviewers.csrf(principal))
 
     async def trace_page(request: Request, principal: Principal) -> Response:

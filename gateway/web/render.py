@@ -29,6 +29,7 @@ from gateway.traces import (
     day_time,
     effects_summary,
     listed_names,
+    noise_words,
     outcome_is,
     short_time,
 )
@@ -386,13 +387,14 @@ def pager(page: CallPage, query: CallQuery) -> str:
     last = max(1, -(-page.total // page.size))
     first_row = page.offset + 1 if page.total else 0
     newer = (
-        f"<a rel='prev' href='{esc(query.link(page=query.page - 1))}'>← newer</a>"
+        f"<a rel='prev' href='{esc(query.link(page=query.page - 1, before=None))}'>← newer</a>"
         if query.page > 1
         else "<span class='muted'>← newer</span>"
     )
     older = (
-        f"<a rel='next' href='{esc(query.link(page=query.page + 1))}'>older →</a>"
-        if query.page < last
+        # keyset: the next page starts below the last row shown, found by index however deep it is
+        f"<a rel='next' href='{esc(query.link(page=query.page + 1, before=page.calls[-1].seq))}'>older →</a>"
+        if query.page < last and page.calls
         else "<span class='muted'>older →</span>"
     )
     exports = (
@@ -449,7 +451,7 @@ def trace_summary_line(s: TraceSummary) -> str:
     )
 
 
-def traces_body(summaries: list[TraceSummary], checks: bool = False) -> str:
+def traces_body(summaries: list[TraceSummary], checks: bool = False, noise: tuple[int, int] = (0, 0)) -> str:
     head = (
         "<tr><th>trace</th><th>task / session</th><th>agent</th><th>role</th><th>tool</th><th>first (UTC)</th>"
         "<th>last (UTC)</th><th>calls</th><th>denied</th><th>asked</th><th>side effects</th></tr>"
@@ -460,7 +462,12 @@ def traces_body(summaries: list[TraceSummary], checks: bool = False) -> str:
         if checks
         else "<a class='toggle' href='/ui/traces?checks=1'>show dry runs (gateway check)</a>"
     )
-    return f"<h1>Traces</h1><p>{toggle}</p><table>{head}{rows}</table>"
+    grouped = (
+        f"<p class='noise'>{esc(noise_words(noise))}: <a href='/ui?rule=gateway.unknown_tool'>the calls</a></p>"
+        if noise[0]
+        else ""
+    )
+    return f"<h1>Traces</h1><p>{toggle}</p>{grouped}<table>{head}{rows}</table>"
 
 
 def trace_body(trace: Trace) -> str:
