@@ -247,7 +247,7 @@ MIGRATIONS: list[str] = [
     CREATE INDEX trace_steps_call ON trace_steps (call_id);
     CREATE INDEX tasks_trace ON tasks (trace_id);
     CREATE INDEX ledger_kind ON ledger (json_extract(body, '$.kind'), seq);
-    INSERT INTO cursors (name, seq, tries) VALUES ('review-index', 0, 0)
+    INSERT INTO cursors (name, seq, tries) VALUES ('review-index', 0, 0) ON CONFLICT (name) DO UPDATE SET seq = 0
     """,
 ]
 
