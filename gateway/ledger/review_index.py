@@ -123,7 +123,9 @@ def _merge_call(tx: Any, row: JSONObject) -> str | None:
         principal = row.get("principal") or {}
         trace_id = row.get("trace_id")
         task = principal.get("task") or _task_of(tx, trace_id)
-        values = _final_values(row) if final else {"outcome": "started", "action": None, "tier": None, "approved": 0}
+        values: dict[str, Any] = (
+            _final_values(row) if final else {"outcome": "started", "action": None, "tier": None, "approved": 0}
+        )
         tx.execute(
             "INSERT INTO calls (call_id, seq, final_seq, time, kind, trace_id, agent, role, task, tool, outcome, "
             "action, tier, approved, unknown) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -155,9 +157,9 @@ def _merge_call(tx: Any, row: JSONObject) -> str | None:
         if trace_id:
             _adopt(tx, call_id, trace_id)
             _ensure_trace(tx, trace_id, row)
-            _count(tx, trace_id, row.get("kind") == "check", None, values["outcome"], UNKNOWN_TOOL in _rules(row))
+            _count(tx, trace_id, row.get("kind") == "check", None, str(values["outcome"]), UNKNOWN_TOOL in _rules(row))
         return trace_id
-    trace_id = old["trace_id"]
+    trace_id = str(old["trace_id"]) if old["trace_id"] else None
     if final and (old["final_seq"] is None or seq > old["final_seq"]):
         values = _final_values(row)
         rules = _rules(row)
@@ -181,7 +183,7 @@ def _merge_call(tx: Any, row: JSONObject) -> str | None:
         _set_rules(tx, old["seq"], rules)
         if trace_id:
             _ensure_trace(tx, trace_id, row)
-            _recount(tx, trace_id, old["outcome"], values["outcome"], bool(old["unknown"]), UNKNOWN_TOOL in rules)
+            _recount(tx, trace_id, old["outcome"], str(values["outcome"]), bool(old["unknown"]), UNKNOWN_TOOL in rules)
     elif seq < old["seq"]:  # its first row, indexed after a later one (a catch-up behind an append)
         tx.execute("DELETE FROM call_rules WHERE seq = ?", (old["seq"],))
         tx.execute(
