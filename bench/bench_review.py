@@ -99,10 +99,9 @@ def call_rows(i: int, seq: int) -> tuple[list[dict[str, Any]], str]:
 
 def load(db_path: Path, calls: int) -> None:
     """N calls' ledger rows in bulk, then the review index built over them as a gateway builds it."""
-    from gateway.ledger.review_index import catch_up
     from gateway.ledger.store import Database
 
-    db = Database.open(db_path, synchronous="OFF")
+    Database.open(db_path)  # the schema, at this gateway's version
     conn = sqlite3.connect(db_path)
     seq = conn.execute("SELECT COALESCE(max(seq), 0) FROM ledger").fetchone()[0]
     first = conn.execute("SELECT count(*) FROM calls").fetchone()[0]
@@ -122,6 +121,19 @@ def load(db_path: Path, calls: int) -> None:
     conn.close()
     wrote = time.perf_counter() - began
     print(f"ledger: {calls:,} calls ({seq:,} rows) written in {wrote:.1f} s", file=sys.stderr)
+    reindex(db_path)
+
+
+def reindex(db_path: Path) -> None:
+    """The review index built again from the store's ledger rows (the derived tables emptied, the cursor at 0)."""
+    from gateway.ledger.review_index import CURSOR, catch_up
+    from gateway.ledger.store import Database
+
+    db = Database(db_path, synchronous="OFF")
+    with db.transaction() as tx:
+        for table in ("calls", "call_rules", "call_counts", "trace_summaries", "trace_steps"):
+            tx.execute(f"DELETE FROM {table}")
+        tx.execute("UPDATE cursors SET seq = 0 WHERE name = ?", (CURSOR,))
     began = time.perf_counter()
     indexed = catch_up(db)
     took = time.perf_counter() - began
@@ -208,6 +220,7 @@ def main() -> None:
     parser.add_argument("calls", type=int, help="calls to load (0: time the queries on --store as it is)")
     parser.add_argument("--store", type=Path, help="the SQLite store to load into (default: a scratch one)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch store (its path is printed)")
+    parser.add_argument("--reindex", action="store_true", help="build the review index of --store again first")
     parser.add_argument("--repeat", type=int, default=5, help="timed runs of each query, interleaved")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
@@ -216,6 +229,8 @@ def main() -> None:
     store = args.store or Path(scratch) / "gateway.db"
     if args.calls:
         load(store, args.calls)
+    elif args.reindex:
+        reindex(store)
     figures = measure(store, args.repeat)
     if args.json:
         print(

@@ -31,7 +31,7 @@ import shlex
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -443,20 +443,46 @@ class Traces:
         filters = filters or Filters()
         if at is None:
             at = int(self.db.query("SELECT COALESCE(max(seq), 0) AS s FROM calls")[0]["s"])
-        where, params = _call_where(replace(filters, outcome=None), at)
+        others = replace(filters, outcome=None)
         counted: Counter[str] = Counter()
+        if others.rule or others.task:  # no count groups by rule or task: counted call by call, by index
+            self._tally(counted, *_call_where(others, at))
+        else:
+            self._sum_groups(counted, others, at)
+        outcomes = {o: counted[o] for o in (*FILTER_OUTCOMES, "any") if counted[o]}
+        total = counted[filters.outcome] if filters.outcome else counted["any"]
+        return at, total, outcomes
+
+    def _tally(self, counted: Counter[str], where: str, params: builtins.list[Any], sign: int = 1) -> None:
+        """Add (``sign`` 1) or take away (-1) the calls of ``where``, by outcome, allowed, approved and any."""
         for row in self.db.query(
             "SELECT outcome, count(*) AS n, sum(CASE WHEN action = 'allow' THEN 1 ELSE 0 END) AS allowed, "
             f"sum(approved) AS approved FROM calls WHERE {where} GROUP BY outcome",
             params,
         ):
-            counted[str(row["outcome"])] += int(row["n"])
-            counted["allowed"] += int(row["allowed"] or 0)
-            counted["approved"] += int(row["approved"] or 0)
-            counted["any"] += int(row["n"])
-        outcomes = {o: counted[o] for o in (*FILTER_OUTCOMES, "any") if counted[o]}
-        total = counted[filters.outcome] if filters.outcome else counted["any"]
-        return at, total, outcomes
+            _add(counted, row, sign)
+
+    def _sum_groups(self, counted: Counter[str], filters: Filters, at: int) -> None:
+        """Counts from ``call_counts`` (whole UTC days), the calls of the part-days a time range cuts (by the time
+        index), less the calls after ``at``: exact, at the cost of the groups, not of the calls."""
+        full, windows = _days(filters.since, filters.until)
+        if full is not None:
+            clauses, params = _common_where(filters)
+            for column, bound, value in (("day", ">=", full[0]), ("day", "<=", full[1])):
+                if value is not None:
+                    clauses.append(f"{column} {bound} ?")
+                    params.append(value)
+            for row in self.db.query(
+                "SELECT outcome, sum(n) AS n, sum(CASE WHEN action = 'allow' THEN n ELSE 0 END) AS allowed, "
+                "sum(CASE WHEN approved = 1 THEN n ELSE 0 END) AS approved FROM call_counts "
+                f"WHERE {' AND '.join(clauses) or '1 = 1'} GROUP BY outcome",
+                params,
+            ):
+                _add(counted, row, 1)
+        for since, until in windows:
+            self._tally(counted, *_call_where(replace(filters, since=since, until=until), None))
+        where, params = _call_where(filters, None)
+        self._tally(counted, f"{where} AND seq > ?", [*params, at], -1)  # counted in the groups, not in the view
 
     def page(
         self,
@@ -524,21 +550,13 @@ class Traces:
         return [_decode(r["body"]) for r in rows]
 
 
-def _call_where(filters: Filters, at: int | None) -> tuple[str, builtins.list[Any]]:
-    """The SQL condition on the ``calls`` index that ``filters`` set (and ``seq <= at``), with its parameters."""
+def _common_where(filters: Filters) -> tuple[builtins.list[str], builtins.list[Any]]:
+    """The conditions ``calls`` and ``call_counts`` share: kind, agent, role, tool, tier, refused."""
     clauses: builtins.list[str] = []
     params: builtins.list[Any] = []
-    if at is not None:
-        clauses.append("seq <= ?")
-        params.append(at)
     if not filters.checks:
         clauses.append("kind != 'check'")
-    for column, value in (
-        ("agent", filters.agent),
-        ("role", filters.role),
-        ("tool", filters.tool),
-        ("task", filters.task),
-    ):
+    for column, value in (("agent", filters.agent), ("role", filters.role), ("tool", filters.tool)):
         if value:
             clauses.append(f"{column} = ?")
             params.append(value)
@@ -547,6 +565,51 @@ def _call_where(filters: Filters, at: int | None) -> tuple[str, builtins.list[An
         params.append(filters.tier)
     if filters.denied:
         clauses.append("outcome IN ('denied', 'invalid')")
+    return clauses, params
+
+
+def _add(counted: Counter[str], row: Any, sign: int) -> None:
+    counted[str(row["outcome"])] += sign * int(row["n"])
+    counted["allowed"] += sign * int(row["allowed"] or 0)
+    counted["approved"] += sign * int(row["approved"] or 0)
+    counted["any"] += sign * int(row["n"])
+
+
+def _days(since: datetime | None, until: datetime | None) -> tuple[tuple[str | None, str | None] | None, Any]:
+    """A time range as whole UTC days (first, last; None: open) and the part-days at its ends [(from, to)]; no
+    whole days (None) when the range lies within one day or two."""
+    if since is None and until is None:
+        return (None, None), []
+    start = since.astimezone(UTC) if since is not None else None
+    end = until.astimezone(UTC) if until is not None else None
+    first = _midnight(start, up=True) if start is not None else None  # where the whole days begin
+    stop = _midnight(end, up=False) if end is not None else None  # and end (not included)
+    if first is not None and stop is not None and first >= stop:
+        return None, [(start, end)]
+    windows = []
+    if start is not None and first is not None and start < first:
+        windows.append((start, first))
+    if end is not None and stop is not None and stop < end:
+        windows.append((stop, end))
+    last = (stop - timedelta(days=1)).date().isoformat() if stop is not None else None
+    return (first.date().isoformat() if first is not None else None, last), windows
+
+
+def _midnight(when: datetime, up: bool) -> datetime:
+    """The UTC midnight at or before ``when`` (``up``: at or after)."""
+    down = when.replace(hour=0, minute=0, second=0, microsecond=0)
+    return down + timedelta(days=1) if up and down != when else down
+
+
+def _call_where(filters: Filters, at: int | None) -> tuple[str, builtins.list[Any]]:
+    """The SQL condition on the ``calls`` index that ``filters`` set (and ``seq <= at``), with its parameters."""
+    clauses, params = _common_where(filters)
+    if at is not None:
+        clauses.append("seq <= ?")
+        params.append(at)
+    if filters.task:
+        clauses.append("task = ?")
+        params.append(filters.task)
     if filters.since is not None:
         clauses.append("time >= ?")
         params.append(filters.since.astimezone(UTC).isoformat(timespec="microseconds"))

@@ -8,6 +8,7 @@ import json
 import sqlite3
 from collections import Counter
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -299,7 +300,15 @@ def test_a_page_of_a_big_ledger_reads_and_masks_only_what_it_shows(
 
     # the same answers as the whole ledger folded in memory, for every filter and page; one count everywhere
     everything = every_call(db)
-    for filters in FILTERS:
+    mid = sorted(c.started for c in everything)[len(everything) // 2]
+    day = mid.replace(hour=0, minute=0, second=0, microsecond=0)
+    ranges = [  # whole days from the count groups, part-days call by call
+        Filters(since=mid),
+        Filters(until=mid, outcome="denied"),
+        Filters(since=mid - timedelta(days=2), until=mid + timedelta(hours=1)),
+        Filters(agent="worker", since=day, until=day + timedelta(days=1)),
+    ]
+    for filters in [*FILTERS, *ranges]:
         matching = [c for c in everything if filters.matches(c)]
         others = [c for c in everything if replace(filters, outcome=None).matches(c)]
         for offset, size in ((0, 25), (4_000, 100)):
@@ -308,6 +317,8 @@ def test_a_page_of_a_big_ledger_reads_and_masks_only_what_it_shows(
             assert ours.total == len(matching) and ours.outcomes.get("any", 0) == len(others), filters
             if filters.outcome:
                 assert ours.outcomes.get(filters.outcome, 0) == ours.total, "the tab counts the rows it shows"
+    older = after.at - 1_000  # a view that counts from an older ledger row: the calls after it are taken away
+    assert traces.page(at=older).total == len([c for c in everything if c.seq <= older and not c.dry_run])
     listed = {s.trace_id: s for s in traces.list()}
     assert sum(s.calls for s in listed.values()) == len([c for c in everything if not c.dry_run])
     assert traces.get("T1").as_dict() == Traces(db, config.decision_log_path).get("T1").as_dict()

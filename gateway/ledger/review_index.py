@@ -7,6 +7,8 @@ be rebuilt from them at any time.
 - ``calls``: a call's first row (``seq``, its time and kind), its newest final row (``final_seq``: outcome,
   decision, approval), and what the review filters by (agent, role, task, tool, tier, action, outcome).
 - ``call_rules``: (rule, seq) for each rule a call's decision names: the rule filter, by prefix.
+- ``call_counts``: how many calls there are per UTC day and kind, agent, role, tool, tier, outcome, action and
+  approval: the outcome tabs' counts are sums over these groups, not over the calls.
 - ``trace_summaries``: per trace, its time span and its counts (calls, refused, asked, errors, dry runs,
   unknown-tool calls, checkpoints) and its side effects, kept current row by row.
 - ``trace_steps``: (trace, seq) of the rows that carry no trace id of their own but belong to one: approvals
@@ -107,7 +109,16 @@ def _rules(row: JSONObject) -> list[str]:
 
 
 def _index_call(tx: Any, row: JSONObject) -> str | None:
-    trace_id = _merge_call(tx, row)
+    select = "SELECT * FROM calls WHERE call_id = ?"
+    before = tx.execute(select, (row["call_id"],)).fetchone()
+    trace_id = _merge_call(tx, row, before)
+    after = tx.execute(select, (row["call_id"],)).fetchone()
+    old, new = _counted_as(before), _counted_as(after)
+    if old != new:  # the call counts elsewhere now (it ended, or its first row came in late)
+        if old is not None:
+            _add_count(tx, old, -1)
+        if new is not None:
+            _add_count(tx, new, 1)
     if (row.get("detail") or {}).get("safeguard"):  # the call took a checkpoint: counted once
         took = tx.execute("UPDATE calls SET checkpoint = 1 WHERE call_id = ? AND checkpoint = 0", (row["call_id"],))
         if took.rowcount and trace_id:
@@ -115,10 +126,35 @@ def _index_call(tx: Any, row: JSONObject) -> str | None:
     return trace_id
 
 
-def _merge_call(tx: Any, row: JSONObject) -> str | None:
+def _counted_as(call: Any) -> tuple[Any, ...] | None:
+    """The ``call_counts`` group a call counts in: its UTC day and what the review filters by (none: NULL)."""
+    if call is None:
+        return None
+    return (
+        str(call["time"])[:10],
+        call["kind"],
+        call["agent"] or "",
+        call["role"] or "",
+        call["tool"] or "",
+        call["tier"] or 0,
+        call["outcome"],
+        call["action"] or "",
+        call["approved"],
+    )
+
+
+def _add_count(tx: Any, group: tuple[Any, ...], n: int) -> None:
+    tx.execute(
+        "INSERT INTO call_counts (day, kind, agent, role, tool, tier, outcome, action, approved, n) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (day, kind, agent, role, tool, tier, outcome, action, "
+        "approved) DO UPDATE SET n = call_counts.n + excluded.n",
+        (*group, n),
+    )
+
+
+def _merge_call(tx: Any, row: JSONObject, old: Any) -> str | None:
     seq, call_id = row["seq"], row["call_id"]
     final = row.get("outcome") != "started"
-    old = tx.execute("SELECT * FROM calls WHERE call_id = ?", (call_id,)).fetchone()
     if old is None:
         principal = row.get("principal") or {}
         trace_id = row.get("trace_id")

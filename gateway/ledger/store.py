@@ -226,6 +226,19 @@ MIGRATIONS: list[str] = [
     CREATE INDEX calls_tier ON calls (tier, seq);
     CREATE INDEX calls_kind ON calls (kind, seq);
     CREATE TABLE call_rules (rule TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (rule, seq));
+    CREATE TABLE call_counts (
+        day TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        role TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        tier INTEGER NOT NULL,
+        outcome TEXT NOT NULL,
+        action TEXT NOT NULL,
+        approved INTEGER NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (day, kind, agent, role, tool, tier, outcome, action, approved)
+    );
     CREATE INDEX call_rules_seq ON call_rules (seq);
     CREATE TABLE trace_summaries (
         trace_id TEXT PRIMARY KEY,
