@@ -214,7 +214,7 @@ MIGRATIONS: list[str] = [
     );
     CREATE UNIQUE INDEX calls_seq ON calls (seq);
     CREATE INDEX calls_time ON calls (time, seq);
-    CREATE INDEX calls_trace ON calls (trace_id, seq);
+    CREATE INDEX calls_trace ON calls (trace_id, seq, agent, role, tool);
     CREATE INDEX calls_agent ON calls (agent, seq);
     CREATE INDEX calls_role ON calls (role, seq);
     CREATE INDEX calls_task ON calls (task, seq);
