@@ -201,7 +201,7 @@ def downgrade_to_schema_5(config: GatewayConfig) -> None:
     """The approvals table as a gateway before schema 6 left it: no channel, no confinement (and none of the
     later schemas' tables)."""
     with sqlite3.connect(config.store_path) as db:
-        for table in ("calls", "call_rules", "trace_summaries", "trace_steps"):  # schema 8
+        for table in ("calls", "call_rules", "call_counts", "trace_summaries", "trace_steps"):  # schema 8
             db.execute(f"DROP TABLE {table}")
         db.execute("DROP INDEX ledger_kind")
         db.execute("DROP INDEX tasks_trace")

@@ -378,7 +378,8 @@ def cmd_approvals(args: argparse.Namespace) -> int:
     by = args.by or os.environ.get("USER") or "cli"
     approve = args.approvals_command == "approve"
     if len(chosen) > 1 or args.agent or args.tool:  # bulk: the calls shown, then a confirmation
-        table([{**a, "command": command_of(a, 60), "reason": reason_of(a, 80)} for a in chosen], columns)
+        if not wants_json(args):
+            table([{**a, "command": command_of(a, 60), "reason": reason_of(a, 80)} for a in chosen], columns)
         if not args.yes and not confirmed(f"{args.approvals_command} these {len(chosen)} calls? [y/N] "):
             raise invalid(f"nothing settled: confirm with y, or pass --yes to {args.approvals_command} without asking")
     if len(chosen) == 1 and not (args.agent or args.tool):
