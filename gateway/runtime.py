@@ -1,8 +1,8 @@
-"""The gateway runtime: every service the pipeline runs on, assembled from one config.
+"""The gateway runtime: every service the stage stacks (gateway/judge/stacks.py) run on, assembled from one config.
 
 gateway = Gateway(GatewayConfig.load("gateway.yaml"))
 async with gateway.running():          # upstream servers connected, concurrently
-    result = await gateway.pipeline(call)
+    result = await gateway.stacks.call(call)
 """
 
 from __future__ import annotations
@@ -32,9 +32,10 @@ from gateway.judge.scope import ScopeQuestion, ask_scope
 from gateway.judge.situate import Situate, session_trace
 from gateway.judge.stacks import Stacks
 from gateway.ledger.chain import Ledger
-from gateway.ledger.leases import Leases, alive
+from gateway.ledger.leases import Leases
 from gateway.ledger.review_index import catch_up
 from gateway.ledger.store import open_store
+from gateway.locks import alive
 from gateway.notify import Notifier
 from gateway.origin import Origin
 from gateway.policy.cache import DecisionCache
@@ -43,11 +44,12 @@ from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.engine import PolicyEngine, engine_running, fired_rules
 from gateway.policy.isolated import IsolatedEngine
 from gateway.policy.reload import PolicyData, WithSettings, policy_data
+from gateway.repo import Repo
 from gateway.sandbox import Sandbox
 from gateway.supervise import Supervised
 from gateway.tasks.board import TaskBoard
 from gateway.tasks.deadletters import DeadLetters
-from gateway.tasks.verification import Verification
+from gateway.tasks.verification import Verification, clear_scratch
 from gateway.telemetry import Telemetry
 from gateway.tools import gateway_tools
 from gateway.tools.catalog import Catalog
@@ -216,11 +218,16 @@ class Gateway:
 
     def recover(self) -> None:
         """What a crash may have left: calls recorded as started that never ended, the merge queue's
-        worktree, claimed tasks without their worktree."""
+        worktree, verification checkouts, task worktrees half-made or missing and git locks in them."""
         for call_id in self.ledger.close_interrupted(alive):
             log.warning("closed a call a stopped gateway left running", call_id=call_id)
         self.queue.recover_if_idle()
-        for cleaned in self.board.repair_all():
+        scratch = clear_scratch(Repo(self.config.workspace), self.config.worktrees, self.config.state / "locks")
+        if scratch:
+            log.warning("removed verification checkouts a crash left", cleaned=scratch)
+            detail = {"what": "verification checkouts", "cleaned": scratch}
+            self.ledger.append({"kind": "recovery", "outcome": "ok", "detail": detail})
+        for cleaned in self.board.recover_worktrees():
             log.warning("recovered a task worktree", cleaned=cleaned)
 
     def visible_tools(self, principal: Principal) -> list[ToolSpec]:
