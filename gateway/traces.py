@@ -481,8 +481,10 @@ class Traces:
                 _add(counted, row, 1)
         for since, until in windows:
             self._tally(counted, *_call_where(replace(filters, since=since, until=until), None))
-        where, params = _call_where(filters, None)
-        self._tally(counted, f"{where} AND seq > ?", [*params, at], -1)  # counted in the groups, not in the view
+        newest = int(self.db.query("SELECT COALESCE(max(seq), 0) AS s FROM calls")[0]["s"])
+        if newest > at:  # calls after ``at`` are in the groups, not in the view
+            where, params = _call_where(filters, newest)
+            self._tally(counted, f"{where} AND seq > ?", [*params, at], -1)
 
     def page(
         self,

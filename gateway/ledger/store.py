@@ -222,7 +222,6 @@ MIGRATIONS: list[str] = [
     CREATE INDEX calls_outcome ON calls (outcome, seq);
     CREATE INDEX calls_action ON calls (action, seq);
     CREATE INDEX calls_approved ON calls (approved, seq);
-    CREATE INDEX calls_counts ON calls (outcome, kind, action, approved, seq);
     CREATE INDEX calls_tier ON calls (tier, seq);
     CREATE INDEX calls_kind ON calls (kind, seq);
     CREATE TABLE call_rules (rule TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (rule, seq));
