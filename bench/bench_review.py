@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sqlite3
 import statistics
 import sys
@@ -225,8 +226,8 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
     shm = Path("/dev/shm")  # memory, not the disk: the figures are the queries' cost, not the disk's
-    scratch = tempfile.mkdtemp(prefix="bench-review-", dir=shm if shm.is_dir() else None)
-    store = args.store or Path(scratch) / "gateway.db"
+    scratch = None if args.store else Path(tempfile.mkdtemp(prefix="bench-review-", dir=shm if shm.is_dir() else None))
+    store = args.store or Path(str(scratch)) / "gateway.db"
     if args.calls:
         load(store, args.calls)
     elif args.reindex:
@@ -244,8 +245,8 @@ def main() -> None:
             print(f"{name:48} {median:10.1f} {slowest:8.1f} {cpu:8.1f}  {shown}")
     if args.keep or args.store:
         print(f"store: {store}", file=sys.stderr)
-    else:
-        store.unlink(missing_ok=True)
+    elif scratch is not None:
+        shutil.rmtree(scratch)
 
 
 if __name__ == "__main__":
