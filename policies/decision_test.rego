@@ -34,3 +34,19 @@ test_tier_above_max_tier_asks if {
 		with data.roles as testing.roles
 	d.action == "ask"
 }
+
+# rules and reasons in one order: the reason beside a rule is that rule's (issue 27: a global install's rule
+# beside the sudo reason)
+test_each_reason_sits_beside_its_rule if {
+	d := decision with input as testing.with_task(
+		testing.call("worker", "shell_run", {
+			"privileged": true,
+			"packages": [{"manager": "npm", "scope": "global", "names": ["left-pad"]}],
+		}),
+		testing.live_task,
+	)
+		with data.roles as testing.roles
+	d.rules == ["tiers.global_install", "tiers.privilege"]
+	contains(d.reasons[0], "left-pad")
+	d.reasons[1] == "asks for elevated privileges (sudo, su, doas)"
+}

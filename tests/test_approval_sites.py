@@ -153,6 +153,26 @@ def test_list_and_show_name_the_channel_and_where_it_runs(live: Live) -> None:
     assert "hook:http" in shown and "Claude Code runs it itself, UNCONFINED" in shown
 
 
+def test_list_shows_the_command_and_reason_and_settles_in_bulk_after_confirmation(live: Live) -> None:
+    """`gateway approvals list` shows what would run and why (not only a digest); approve/deny take several ids,
+    or --agent/--tool, and settle several only once confirmed (--yes when no terminal asks)."""
+    first = held_id(live.hook('eval "$PAYLOAD"; echo bulk-one'))
+    second = held_id(live.hook('eval "$PAYLOAD"; echo bulk-two'))
+    listed = on_a_terminal(live.config, "approvals", "list")
+    assert "COMMAND" in listed and "REASON" in listed and "echo bulk-one" in listed and "echo bulk-two" in listed
+    row = next(line for line in listed.splitlines() if first in line)
+    assert "tiers." in row or "shell." in row or ":" in row.split("echo bulk-one", 1)[1], row
+    unasked = gateway_cli(live.config, "approvals", "deny", first, second)
+    assert unasked.returncode != 0 and "nothing settled" in unasked.stderr
+    assert {live.approval(first)["state"], live.approval(second)["state"]} == {"pending"}
+    done = gateway_cli(live.config, "approvals", "deny", first, second, "--yes", "--comment", "bulk", "--json")
+    assert done.returncode == 0, done.stderr
+    assert sorted(a["id"] for a in json.loads(done.stdout)["settled"]) == sorted([first, second])
+    assert {live.approval(first)["state"], live.approval(second)["state"]} == {"denied"}
+    again = gateway_cli(live.config, "approvals", "deny", first, second, "--yes", "--json")
+    assert [r["id"] for r in json.loads(again.stdout)["refused"]] == [first, second], "already settled: said so"
+
+
 @pytest.mark.parametrize("change", [{"mode": "off"}, {"cpu_s": 5}], ids=["sandbox-off", "limits"])
 async def test_an_approval_given_in_one_confinement_is_not_spent_in_another(
     config: GatewayConfig, change: dict[str, Any]
@@ -181,6 +201,12 @@ def downgrade_to_schema_5(config: GatewayConfig) -> None:
     """The approvals table as a gateway before schema 6 left it: no channel, no confinement (and none of the
     later schemas' tables)."""
     with sqlite3.connect(config.store_path) as db:
+        for table in ("calls", "call_rules", "call_counts", "trace_summaries", "trace_steps"):  # schema 10
+            db.execute(f"DROP TABLE {table}")
+        db.execute("DROP INDEX ledger_kind")
+        db.execute("DROP INDEX tasks_trace")
+        for table in ("artifacts", "artifact_puts", "artifact_conflicts", "attestations"):  # schemas 9 and 8
+            db.execute(f"DROP TABLE {table}")
         for table in ("upstream_pins", "upstream_changes", "upstream_locks"):  # schema 7
             db.execute(f"DROP TABLE {table}")
         db.execute("DROP INDEX approvals_call")

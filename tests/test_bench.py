@@ -24,7 +24,11 @@ BURN = "import sys, time\nwhile time.process_time() < 0.2: pass\nprint('burnt', 
 
 
 def test_the_bench_scripts_show_their_help() -> None:
-    for script, words in [("bench_gateway.py", "--only"), ("sdk_proxy.py", "--upstream")]:
+    for script, words in [
+        ("bench_gateway.py", "--only"),
+        ("sdk_proxy.py", "--upstream"),
+        ("bench_review.py", "--store"),
+    ]:
         shown = subprocess.run(
             [sys.executable, str(BENCH / script), "--help"], capture_output=True, text=True, env=ENV, timeout=120
         )

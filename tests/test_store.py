@@ -161,3 +161,29 @@ def test_a_restarted_server_is_reconnected_to_but_a_transaction_it_cut_is_not_do
         postgres.restart()
         tx.execute("INSERT INTO revocations (jti, time) VALUES (?, ?)", ("after", "now"))
     assert store.query("SELECT jti FROM revocations") == []
+
+
+@pytest.mark.both_stores
+@pytest.mark.anyio
+async def test_the_review_index_is_written_with_each_call(config: GatewayConfig) -> None:
+    """Each ledger row of a call updates the review index in its own transaction, on either store: pages, counts,
+    the trace list and a trace agree with the calls made, with no catch-up left to do."""
+    from gateway.ledger.review_index import catch_up
+    from gateway.traces import Filters, Traces
+
+    gateway = Gateway(config)
+    async with inproc_client(gateway, token(config, "developer", agent="d1")) as client:
+        for _ in range(3):
+            assert not (await client.call_tool("fs_read", {"path": "README.md"})).is_error
+        assert (await client.call_tool("fs_read", {"path": "/etc/shadow"})).is_error
+        assert (await client.call_tool("fs_raed", {"path": "README.md"})).is_error
+    assert catch_up(gateway.db) == 0, "indexed as written"
+    traces = Traces.for_config(config, gateway.db)
+    page = traces.page()
+    assert [c.tool for c in page.calls] == ["fs_raed", "fs_read", "fs_read", "fs_read", "fs_read"]
+    assert page.total == page.outcomes["any"] == 5 and page.outcomes["ok"] == 3 and page.outcomes["invalid"] == 2
+    assert [c.tool for c in traces.page(Filters(rule="gateway.unknown_tool")).calls] == ["fs_raed"]
+    assert traces.page(Filters(outcome="invalid", agent="d1")).total == 2
+    [summary] = traces.list()  # the unknown tool's call has a trace of its own: grouped as noise, not listed
+    assert (summary.calls, summary.denied, summary.agents, summary.tools) == (4, 1, ["d1"], ["fs_read"])
+    assert traces.noise() == (1, 1) and len(traces.get(summary.trace_id[:8]).calls()) == 4

@@ -7,6 +7,8 @@ import io
 import json
 import sqlite3
 from collections import Counter
+from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ import pytest
 from conftest import add_role, inproc_client, make_repo, token, workspace_for_tests
 from rich.console import Console
 
+import gateway.ledger.review_index as review_index
 import gateway.traces as traces_module
 from gateway.ledger.store import Database
 from gateway.process import gateway_cli as cli
@@ -122,11 +125,11 @@ def test_list_json_and_filters(workspace: tuple[Any, dict[str, Any]]) -> None:
     traces_model = Traces.for_config(config)
     assert [t.trace_id for t in traces_model.list(Filters(tier=3))] == [task["trace_id"], headless[0]["trace_id"]]
     rule = facts["denied_rules"][0]
-    assert [c.tool for c in traces_model.calls(Filters(rule=rule))] == ["fs_write"]
-    assert "fs_write" in [c.tool for c in traces_model.calls(Filters(rule=rule.split(".")[0]))]
-    assert {c.agent for c in traces_model.calls(Filters(agent="bot"))} == {"bot"}
-    outcomes = [c.outcome for c in traces_model.calls(Filters(task="T1"))]
-    assert outcomes[:3] == ["invalid", "denied", "asked"], "refused first (newest first), then asked"
+    assert [c.tool for c in traces_model.page(Filters(rule=rule)).calls] == ["fs_write"]
+    assert "fs_write" in [c.tool for c in traces_model.page(Filters(rule=rule.split(".")[0])).calls]
+    assert {c.agent for c in traces_model.page(Filters(agent="bot")).calls} == {"bot"}
+    outcomes = [c.outcome for c in traces_model.page(Filters(task="T1", denied=True)).calls]
+    assert outcomes == ["invalid", "denied"], "newest first"
 
 
 def test_show_prints_the_task_story_as_a_tree(workspace: tuple[Any, dict[str, Any]]) -> None:
@@ -214,7 +217,8 @@ def test_empty_workspace_lists_nothing(tmp_path: Path) -> None:
     config = workspace_for_tests(make_repo(tmp_path / "empty"))
     result = cli(config, "trace", "list")
     assert result.returncode == 0 and "no traces match" in result.stdout
-    assert json.loads(cli(config, "trace", "list", "--json").stdout) == {"traces": []}
+    listed = json.loads(cli(config, "trace", "list", "--json").stdout)
+    assert listed == {"traces": [], "unknown_tool_only": {"traces": 0, "calls": 0}}
 
 
 def big_copy(config: Any, path: Path, copies: int) -> Database:
@@ -264,36 +268,102 @@ FILTERS = [
 ]
 
 
+def every_call(db: Database) -> list[Any]:
+    """Every call the slow way, the oracle the index must agree with: the whole ledger folded in memory."""
+    rows = [json.loads(r["body"]) for r in db.query("SELECT body FROM ledger ORDER BY seq")]
+    tasks = {r["id"]: r["trace_id"] for r in db.query("SELECT id, trace_id FROM tasks")}
+    return sorted(traces_module._Index.build(rows, tasks).calls.values(), key=lambda c: c.seq, reverse=True)
+
+
 def test_a_page_of_a_big_ledger_reads_and_masks_only_what_it_shows(
     workspace: tuple[Any, dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     config, _ = workspace
-    db = big_copy(config, tmp_path / "big.db", 5_000)
-    traces = Traces(db, config.decision_log_path)  # one per process, as the web app keeps it
-    shown, decoded = counting(monkeypatch, "_shown"), counting(monkeypatch, "_decode")
+    db = big_copy(config, tmp_path / "big.db", 5_000)  # rows written past the index: caught up on first read
+    traces = Traces(db, config.decision_log_path)
     first = traces.page(size=100)
-    rows = db.query("SELECT count(*) AS n FROM ledger")[0]["n"]
+    shown, decoded = counting(monkeypatch, "_shown"), counting(monkeypatch, "_decode")
+    traces = Traces(db, config.decision_log_path)  # a new process: it reads no more than the one before
+    first = traces.page(size=100)
     assert first.total > 5_000 and len(first.calls) == 100
-    assert shown["_shown"] == 100 and decoded["_decode"] == rows  # every row parsed once, 100 calls masked
+    assert shown["_shown"] == 100 and decoded["_decode"] <= 200  # a call's first and final row, nothing else
     again = traces.page(Filters(outcome="denied"), offset=100, size=25)
-    assert shown["_shown"] == 125 and decoded["_decode"] == rows  # nothing read again
+    assert shown["_shown"] == 125 and decoded["_decode"] <= 250
     append_copies(db, 30)
     after = traces.page(size=50)
-    assert decoded["_decode"] == rows + 30 and shown["_shown"] == 175  # only the new rows
-    assert after.total == first.total + 30 and after.calls[0].call_id == f"copy-{rows + 30}"
+    assert shown["_shown"] == 175 and decoded["_decode"] <= 350
+    rows = db.query("SELECT max(seq) AS n FROM ledger")[0]["n"]
+    assert after.total == first.total + 30 and after.calls[0].call_id == f"copy-{rows}"
     assert again.total > 100 and all(c.outcome == "denied" for c in again.calls)
+    keyset = traces.page(size=25, at=after.at, before=after.calls[24].seq)
+    assert [c.call_id for c in keyset.calls] == [c.call_id for c in traces.page(size=25, offset=25, at=after.at).calls]
 
-    # the same answers as a Traces that reads the whole ledger at once, for every filter and page
-    fresh = Traces(db, config.decision_log_path)
-    everything = fresh.calls(Filters(tool="shell_run"))  # masked: the slow way, for one filter
-    for filters in FILTERS:
+    # the same answers as the whole ledger folded in memory, for every filter and page; one count everywhere
+    everything = every_call(db)
+    mid = sorted(c.started for c in everything)[len(everything) // 2]
+    day = mid.replace(hour=0, minute=0, second=0, microsecond=0)
+    ranges = [  # whole days from the count groups, part-days call by call
+        Filters(since=mid),
+        Filters(until=mid, outcome="denied"),
+        Filters(since=mid - timedelta(days=2), until=mid + timedelta(hours=1)),
+        Filters(agent="worker", since=day, until=day + timedelta(days=1)),
+    ]
+    for filters in [*FILTERS, *ranges]:
+        matching = [c for c in everything if filters.matches(c)]
+        others = [c for c in everything if replace(filters, outcome=None).matches(c)]
         for offset, size in ((0, 25), (4_000, 100)):
-            ours, theirs = traces.page(filters, offset, size), fresh.page(filters, offset, size)
-            assert [c.as_dict() for c in ours.calls] == [c.as_dict() for c in theirs.calls], filters
-            assert (ours.total, ours.outcomes, ours.at) == (theirs.total, theirs.outcomes, theirs.at), filters
-    assert fresh.page(Filters(tool="shell_run"), size=500).total == len(everything)
-    assert [s.as_dict() for s in traces.list()] == [s.as_dict() for s in fresh.list()]
-    assert traces.get("T1").as_dict() == fresh.get("T1").as_dict()
+            ours = traces.page(filters, offset, size)
+            assert [c.call_id for c in ours.calls] == [c.call_id for c in matching[offset : offset + size]], filters
+            assert ours.total == len(matching) and ours.outcomes.get("any", 0) == len(others), filters
+            if filters.outcome:
+                assert ours.outcomes.get(filters.outcome, 0) == ours.total, "the tab counts the rows it shows"
+    older = after.at - 1_000  # a view that counts from an older ledger row: the calls after it are taken away
+    assert traces.page(at=older).total == len([c for c in everything if c.seq <= older and not c.dry_run])
+    listed = {s.trace_id: s for s in traces.list()}
+    assert sum(s.calls for s in listed.values()) == len([c for c in everything if not c.dry_run])
+    assert traces.get("T1").as_dict() == Traces(db, config.decision_log_path).get("T1").as_dict()
+    assert listed[traces.get("T1").trace_id].as_dict() == traces.get("T1").summary.as_dict()
+
+
+def test_the_index_catches_up_a_batch_at_a_time_and_resumes_after_a_crash(
+    workspace: tuple[Any, dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ledger from before the index (or rows a tool wrote directly) is indexed a batch per transaction: a crash
+    mid-way keeps the batches committed, and the next start finishes from the cursor with the same answers."""
+    config, _ = workspace
+    db = big_copy(config, tmp_path / "big.db", 3_000)
+    indexed = db.query("SELECT seq FROM cursors WHERE name = 'review-index'")[0]["seq"]  # at append time
+    real, seen = review_index.index_row, Counter[str]()
+
+    def crashing(tx: Any, row: Any, advance: bool = True) -> None:
+        seen["rows"] += 1
+        if seen["rows"] == 2_500:
+            raise RuntimeError("the process died here")
+        real(tx, row, advance)
+
+    monkeypatch.setattr(review_index, "index_row", crashing)
+    with pytest.raises(RuntimeError):
+        review_index.catch_up(db, batch=1_000)
+    assert db.query("SELECT seq FROM cursors WHERE name = 'review-index'")[0]["seq"] == indexed + 2_000
+    monkeypatch.setattr(review_index, "index_row", real)
+    newest = db.query("SELECT max(seq) AS s FROM ledger")[0]["s"]
+    assert review_index.catch_up(db, batch=1_000) == newest - indexed - 2_000
+    assert review_index.catch_up(db) == 0
+    assert Traces(db).page().total == len([c for c in every_call(db) if not c.dry_run])
+
+
+def test_pages_are_found_by_index_not_by_scanning_the_ledger(
+    workspace: tuple[Any, dict[str, Any]], tmp_path: Path
+) -> None:
+    """The plans of a page's queries: each filter narrows by an index of the review tables."""
+    config, _ = workspace
+    db = big_copy(config, tmp_path / "big.db", 1_000)
+    Traces(db).page()
+    for filters in FILTERS[1:]:
+        where, params = traces_module._call_where(filters, 10**9)
+        sql = f"SELECT call_id FROM calls WHERE {where} ORDER BY seq DESC LIMIT 25"
+        plan = " ".join(str(r["detail"]) for r in db.query(f"EXPLAIN QUERY PLAN {sql}", params))
+        assert "USING" in plan and "ledger" not in plan, (filters, plan)
 
 
 def test_shown_calls_are_masked_and_carry_their_arguments(workspace: tuple[Any, dict[str, Any]]) -> None:
@@ -325,8 +395,8 @@ async def test_dry_runs_are_kept_apart_from_an_agents_real_calls(tmp_path: Path)
     [dry] = [s for s in traces.list(Filters(checks=True)) if s.kind == "dry run"]
     [call] = traces.get(dry.trace_id).calls()
     assert call.dry_run and call.kind == "check" and call.agent == "w1" and call.outcome == "denied"
-    assert traces.calls(Filters(agent="w1")) == [c for c in traces.calls(Filters(agent="w1")) if not c.dry_run]
-    assert [c.call_id for c in traces.calls(Filters(agent="w1", checks=True)) if c.dry_run] == [call.call_id]
+    assert not any(c.dry_run for c in traces.page(Filters(agent="w1")).calls)
+    assert [c.call_id for c in traces.page(Filters(agent="w1", checks=True)).calls if c.dry_run] == [call.call_id]
     assert traces.page(Filters(agent="w1")).outcomes.get("denied") is None, "a dry run counts in no tab"
     listed = cli(config, "trace", "list", "--checks")
     shown = cli(config, "trace", "show", dry.trace_id)

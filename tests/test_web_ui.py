@@ -12,6 +12,7 @@ import io
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -217,6 +218,48 @@ def test_settling_needs_confirmation_the_csrf_token_and_the_same_origin(site: di
     }, "as the CLI records it, with the comment"
 
 
+def test_bulk_answers_need_confirmation_csrf_and_each_binding(site: dict[str, Any]) -> None:
+    """Tick several approvals, answer once: the confirmation shows each call with its binding digest, and the POST
+    needs the CSRF token and every binding (a missing or foreign one settles nothing)."""
+    bot = token(site["config"], "headless", agent="bulk-bot")
+    ids = [anyio.run(ask, site["url"], bot, f"cat /etc/hostname # bulk {i}")["approval_id"] for i in range(3)]
+    gateway = Gateway(site["config"])
+    with client(site, site["admin"]) as http:
+        listed = http.get("/ui/approvals")
+        for i in range(3):
+            assert f"cat /etc/hostname # bulk {i}" in listed.text, "the command, not a digest"
+        assert "name='id' value='" + ids[0] in listed.text and "Deny selected" in listed.text
+        confirm = http.get("/ui/approvals/confirm", params=[("answer", "deny"), *[("id", i) for i in ids[:2]]])
+        assert confirm.status_code == 200 and "Deny 2 calls?" in confirm.text
+        bindings = re.findall(r'name="binding" value="(sha256:[0-9a-f]{64})"', confirm.text)
+        assert bindings == [gateway.approvals.get(i)["call_key"] for i in ids[:2]]
+        csrf = csrf_of(confirm.text)
+        form = {"answer": "deny", "comment": "bulk", "id": ids[:2], "binding": bindings}
+        assert http.post("/ui/approvals", data=form).status_code == 403, "no CSRF token"
+        short = {**form, "binding": bindings[:1], "csrf": csrf}
+        assert http.post("/ui/approvals", data=short).status_code == 400, "a binding missing"
+        foreign = {**form, "binding": [bindings[0], "sha256:" + "0" * 64], "csrf": csrf}
+        assert http.post("/ui/approvals", data=foreign).status_code == 400
+        assert {gateway.approvals.get(i)["state"] for i in ids} == {"pending"}, "nothing settled so far"
+        done = http.post("/ui/approvals", data={**form, "csrf": csrf})
+        assert done.status_code == 303 and "answer=denied" in done.headers["location"]
+        assert [gateway.approvals.get(i)["state"] for i in ids] == ["denied", "denied", "pending"]
+        assert http.get("/ui/approvals/confirm", params={"answer": "deny", "id": ids[0]}).status_code == 409
+        assert http.get("/ui/approvals/confirm", params={"answer": "deny"}).status_code == 400
+
+
+def test_a_role_added_while_the_server_runs_is_a_filter_at_once(site: dict[str, Any]) -> None:
+    with client(site, site["admin"]) as http:
+        assert http.get("/ui", params={"role": "late-role"}).status_code == 400
+        add_role(site["config"], "late-role", ["fs_read"], max_tier=1)
+        deadline = time.monotonic() + 30  # the server looks at the role files at most once a second
+        while (
+            page := http.get("/ui", params={"role": "late-role"})
+        ).status_code == 400 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert page.status_code == 200 and "<option value='late-role' selected>" in page.text
+
+
 def test_agent_strings_are_escaped(site: dict[str, Any]) -> None:
     with client(site, site["admin"]) as http:
         calls = http.get("/ui", params={"agent": "<script>alert(2)</script>"})
@@ -285,18 +328,27 @@ def test_review_in_a_browser(site: dict[str, Any]) -> None:
             assert page.locator("article.call.denied", has_text=HOSTILE).count() == 1
 
             page.click("header.top a[href='/ui/approvals']")
-            card = page.locator(f"article[data-approval-id='{approval_id}']")
+            card = page.locator(f"tr[data-approval-id='{approval_id}']")
             assert command in card.inner_text() and "browser-bot" in card.inner_text()
+            assert "mcp:tools/call" in card.inner_text(), "a compact row: command, reason, channel, agent"
             # a call asked after the page loaded appears without a reload
             later = "cat /etc/hostname /etc/hostname /etc/hostname"
             asker = threading.Thread(target=lambda: asked.append(anyio.run(ask, site["url"], bot, later)))
             asked: list[dict[str, Any]] = []
             asker.start()
             asker.join()
-            page.locator("article.pending", has_text=later).wait_for()
+            page.locator("tr.pending", has_text=later).wait_for()
             assert "updated" in page.locator("#polled").inner_text()
+            # bulk: tick the later call, Deny selected, confirm on the page that shows it
+            page.locator("tr.pending", has_text=later).locator("input[type=checkbox]").check()
+            page.click("button.deny[value=deny]")
+            page.wait_for_url(re.compile(r".*/ui/approvals/confirm\?.*answer=deny"))
+            assert later in page.locator("article.confirm").inner_text() and "Deny 1 call?" in page.content()
+            page.click("form.settle button.deny")
+            page.wait_for_url(re.compile(r".*/ui/approvals\?settled="))
+            assert f"{asked[0]['approval_id']} denied" in page.locator("p.flash").inner_text()
 
-            card = page.locator(f"article[data-approval-id='{approval_id}']")
+            card = page.locator(f"tr[data-approval-id='{approval_id}']")
             card.locator("a.button.approve").click()
             page.wait_for_url(re.compile(rf".*/ui/approvals/{approval_id}\?answer=approve"))
             stored = Gateway(site["config"]).approvals.get(approval_id)
@@ -309,7 +361,7 @@ def test_review_in_a_browser(site: dict[str, Any]) -> None:
             page.click("form.settle button.approve")
             page.wait_for_url(re.compile(r".*/ui/approvals\?settled="))
             assert f"{approval_id} approved" in page.locator("p.flash").inner_text()
-            assert page.locator(f"article[data-approval-id='{approval_id}']").count() == 0
+            assert page.locator(f"tr[data-approval-id='{approval_id}']").count() == 0
 
             page.click("header.top a[href='/ui/tasks']")
             row = page.locator("tr[data-task-id='T9']")
@@ -560,7 +612,7 @@ def test_one_masking_everywhere(triage: dict[str, Any]) -> None:
     entry = next(json.loads(x) for x in exports[0].text.splitlines() if "shell_run" in x)
     assert entry["input"]["arguments"]["command"] == "DB_PASS=*** cat .env"
     assert entry["input"]["effects"]["commands"][0]["env"] == {"DB_PASS": "***"}, "the same secret, the same mask"
-    assert entry["result"]["reasons"][-1] == reason
+    assert reason in entry["result"]["reasons"]
     assert "masker" in traces.text and "auditor" in traces.text and "shell_run" in traces.text
 
 

@@ -458,35 +458,87 @@ def cmd_policy_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_approvals(args: argparse.Namespace) -> int:
+    from gateway.approval_summary import command_of, reason_of
+    from gateway.errors import ConfigError
+
     gateway = open_gateway(args)
+    columns: list[Column] = [
+        ("id", "ID"),
+        ("created", "ASKED (UTC)", day_time),
+        ("principal", "AGENT (ROLE)", lambda p: f"{p.get('agent')} ({p.get('role')})"),
+        ("tool", "TOOL"),
+        ("command", "COMMAND"),
+        ("reason", "REASON"),
+        ("channel", "CHANNEL", lambda c: c or "none: authorises nothing"),
+        ("expires", "EXPIRES (UTC)", day_time),
+    ]
     if args.approvals_command == "list":
         approvals = gateway.approvals.list(state=None if args.all else "pending")
         if wants_json(args):
-            emit(approvals)
+            emit([{**a, "command": command_of(a), "reason": reason_of(a)} for a in approvals])
             return 0
-        columns: list[Column] = [
-            ("id", "ID"),
-            ("state", "STATE"),
-            ("created", "ASKED (UTC)", day_time),
-            ("expires", "EXPIRES (UTC)", day_time),
-            ("principal", "AGENT (ROLE)", lambda p: f"{p.get('agent')} ({p.get('role')})"),
-            ("tool", "TOOL"),
-            ("channel", "CHANNEL", lambda c: c or "none: authorises nothing"),
-            ("arguments_digest", "ARGUMENTS DIGEST", lambda d: d[:16]),
-        ]
-        table(approvals, columns, empty="no pending approvals" + ("" if args.all else " (--all lists settled ones)"))
+        shown = [{**a, "command": command_of(a, 60), "reason": reason_of(a, 80)} for a in approvals]
+        if args.all:
+            columns.insert(1, ("state", "STATE"))
+        table(shown, columns, empty="no pending approvals" + ("" if args.all else " (--all lists settled ones)"))
         return 0
-    if not args.id:
-        raise invalid(f"approvals {args.approvals_command} needs an approval id (gateway approvals list shows them)")
     if args.approvals_command == "show":
-        approval = gateway.approvals.get(args.id)
+        if len(args.ids) != 1:
+            raise invalid("approvals show needs one approval id (gateway approvals list shows them)")
+        approval = gateway.approvals.get(args.ids[0])
         emit(approval) if wants_json(args) else block(approval_fields(approval))
         return 0
+    chosen = chosen_approvals(gateway, args)
     by = args.by or os.environ.get("USER") or "cli"
     approve = args.approvals_command == "approve"
-    settled = gateway.approvals.settle(args.id, approve=approve, by=by, comment=args.comment)
-    emit(settled) if wants_json(args) else block(settled)
+    if len(chosen) > 1 or args.agent or args.tool:  # bulk: the calls shown, then a confirmation
+        if not wants_json(args):
+            table([{**a, "command": command_of(a, 60), "reason": reason_of(a, 80)} for a in chosen], columns)
+        if not args.yes and not confirmed(f"{args.approvals_command} these {len(chosen)} calls? [y/N] "):
+            raise invalid(f"nothing settled: confirm with y, or pass --yes to {args.approvals_command} without asking")
+    if len(chosen) == 1 and not (args.agent or args.tool):
+        one = gateway.approvals.settle(chosen[0]["id"], approve=approve, by=by, comment=args.comment)
+        emit(one) if wants_json(args) else block(one)
+        return 0
+    settled, refused = [], []
+    for approval in chosen:
+        try:
+            settled.append(gateway.approvals.settle(approval["id"], approve=approve, by=by, comment=args.comment))
+        except ConfigError as exc:  # settled, used or expired since it was listed: the others still go
+            refused.append({"id": approval["id"], "error": exc.message})
+    outcome = {
+        "settled": ", ".join(a["id"] for a in settled) or "-",
+        "refused": "; ".join(f"{r['id']}: {r['error']}" for r in refused) or "-",
+    }
+    emit({"settled": settled, "refused": refused}) if wants_json(args) else block(outcome)
     return 0
+
+
+def chosen_approvals(gateway: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The approvals an approve or deny names: its ids, or the pending ones of --agent and --tool."""
+    if args.ids and (args.agent or args.tool):
+        raise invalid("name approvals by id or select them with --agent/--tool, not both")
+    if args.ids:
+        return [gateway.approvals.get(approval_id) for approval_id in dict.fromkeys(args.ids)]
+    if not (args.agent or args.tool):
+        raise invalid(
+            f"approvals {args.approvals_command} needs approval ids, or --agent/--tool to select pending ones"
+        )
+    chosen = [
+        a
+        for a in gateway.approvals.list(state="pending")
+        if (not args.agent or a["principal"].get("agent") == args.agent) and (not args.tool or a["tool"] == args.tool)
+    ]
+    if not chosen:
+        raise invalid("no pending approval matches --agent/--tool")
+    return chosen
+
+
+def confirmed(question: str) -> bool:
+    """A y from a person at a terminal; no terminal, no confirmation."""
+    if not sys.stdin.isatty():
+        return False
+    return input(question).strip().lower() in ("y", "yes")
 
 
 def approval_fields(approval: dict[str, Any]) -> dict[str, Any]:
@@ -602,7 +654,11 @@ def cmd_trace(args: argparse.Namespace) -> int:
         checks=args.checks,
     )
     found = traces.list(filters, limit=args.limit)
-    emit({"traces": [s.as_dict() for s in found]}) if args.json else render_trace_list(found)
+    noise = traces.noise(args.checks) if not filters.active() else (0, 0)
+    if args.json:
+        emit({"traces": [s.as_dict() for s in found], "unknown_tool_only": {"traces": noise[0], "calls": noise[1]}})
+    else:
+        render_trace_list(found, noise=noise)
     return 0
 
 

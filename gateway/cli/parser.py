@@ -302,10 +302,17 @@ def build_parser() -> argparse.ArgumentParser:
             "gateway approvals list --all --json",
             "gateway approvals show ap-1a2b3c",
             "gateway approvals approve ap-1a2b3c --comment 'cleanup of build/ only'",
+            "gateway approvals deny ap-1a2b3c ap-4d5e6f",
+            "gateway approvals deny --agent bot-1 --tool shell_run --yes",
         ],
     )
     approvals.add_argument("approvals_command", choices=["list", "show", "approve", "deny"], help="what to do")
-    approvals.add_argument("id", nargs="?", help="show, approve, deny: the approval id")
+    approvals.add_argument("ids", nargs="*", metavar="id", help="show: the approval id; approve, deny: one or more")
+    approvals.add_argument(
+        "--agent", help="approve, deny: every pending approval of this agent (with --tool: and tool)"
+    )
+    approvals.add_argument("--tool", help="approve, deny: every pending approval of this tool")
+    approvals.add_argument("--yes", action="store_true", help="approve, deny: settle several without asking")
     approvals.add_argument("--all", action="store_true", help="list settled and used approvals too")
     approvals.add_argument("--by", help="who settles it (default: $USER)")
     approvals.add_argument("--comment", default="", help="approve, deny: why, kept with the answer in the ledger")
@@ -386,7 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="dry runs too (gateway check's calls: decided, never run; hidden otherwise)",
     )
-    trace_list.add_argument("--limit", type=int, help="at most this many traces")
+    trace_list.add_argument("--limit", type=int, default=200, help="at most this many traces (default 200)")
     trace_list.add_argument("--json", action="store_true", help="print the traces as JSON")
     trace_list.set_defaults(handler=commands.cmd_trace)
     trace_show = trace.add(

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.digests import canonical_json
+from gateway.ledger.review_index import index_row
 from gateway.ledger.store import Store, open_store
 from gateway.types import JSONObject
 from gateway.unicode import escaped_value
@@ -198,6 +199,7 @@ class Ledger:
             "INSERT INTO ledger (seq, body, prev_hash, hash, mac) VALUES (?, ?, ?, ?, ?)",
             (seq, canonical_json(body), prev, event.hash, mac),
         )
+        index_row(tx, body)  # the review's index of calls and traces commits with the row
         if self.seal is not None:
             self.db.after_commit(lambda: self._advance(seq, event.hash))
         return event

@@ -79,7 +79,7 @@ BASELINE = 5
 
 def postgresql(script: str) -> str:
     """A SQLite migration as PostgreSQL takes it (the rest of the dialect is ``translate``'s)."""
-    return re.sub(r"\bseq INTEGER\b", "seq BIGINT", script)
+    return re.sub(r"\b(\w*seq) INTEGER\b", r"\1 BIGINT", script)
 
 
 MIGRATIONS: list[tuple[int, str]] = [

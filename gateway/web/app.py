@@ -65,6 +65,8 @@ FORBIDDEN = (
 
 # The review forms are a token or a few ids: anything bigger, or of another type, is refused unread.
 MAX_FORM_BYTES = 16_384
+MAX_BULK = 100  # approvals one bulk answer settles (each id and binding digest fit the form's 16 KB)
+TRACES_SHOWN = 500  # the traces page's rows: refused first, then asked, then the newest
 TOO_LARGE = "the form must be url-encoded and smaller than 16 KB"
 
 
@@ -209,7 +211,10 @@ def ui_routes(gateway: Gateway) -> list[Route]:
 
         return endpoint
 
-    roles = sorted(gateway.roles.roles)
+    def roles() -> list[str]:
+        """The roles as configured now: a role file added while the server runs is a filter at once."""
+        return sorted(gateway.roles.roles)
+
     export_rows = gateway.config.limits.export_rows
     labels = {"app": "mcp-gateway", "version": __version__, "source": "/ui export"}
 
@@ -220,16 +225,16 @@ def ui_routes(gateway: Gateway) -> list[Route]:
 
     async def calls_page(request: Request, principal: Principal) -> Response:
         try:
-            query = CallQuery.parse(request.query_params, roles)
+            query = CallQuery.parse(request.query_params, roles())
             page = await anyio.to_thread.run_sync(
-                lambda: traces.page(query.filters, query.offset, query.size, query.at)
+                lambda: traces.page(query.filters, query.offset, query.size, query.at, query.before)
             )
             query.at = page.at
             query.check_page(page.total)
         except BadQuery as exc:
             return bad_query(request, principal, exc)
         refused = await anyio.to_thread.run_sync(lambda: traces.refused_credentials(20))
-        body = render.calls_body(page, query, roles, refused)
+        body = render.calls_body(page, query, roles(), refused)
         return html_page("Calls", body, principal=principal, csrf=reviewers.csrf(principal), wide=True)
 
     async def call_page(request: Request, principal: Principal) -> Response:
@@ -243,13 +248,13 @@ def ui_routes(gateway: Gateway) -> list[Route]:
     def exporter(kind: str) -> Handler:
         async def export(request: Request, principal: Principal) -> Response:
             try:
-                query = CallQuery.parse(request.query_params, roles)
+                query = CallQuery.parse(request.query_params, roles())
             except BadQuery as exc:
                 return bad_query(request, principal, exc)
-            page = await anyio.to_thread.run_sync(lambda: traces.page(query.filters, 0, export_rows, query.at))
-            if page.total > export_rows:
+            at, total, _ = await anyio.to_thread.run_sync(lambda: traces.count(query.filters, query.at))
+            if total > export_rows:
                 message = (
-                    f"{page.total} calls match and an export holds at most {export_rows} (limits.export_rows): "
+                    f"{total} calls match and an export holds at most {export_rows} (limits.export_rows): "
                     "narrow the time range (from, to) or add a filter"
                 )
                 reviewers.record(
@@ -257,12 +262,13 @@ def ui_routes(gateway: Gateway) -> list[Route]:
                     "export",
                     "denied",
                     format=kind,
-                    rows=page.total,
+                    rows=total,
                     query=query.raw,
                     error={"code": "too_many_rows", "message": message},
                 )
                 body = render.message_body("Too many calls to export", message)
                 return html_page("Too many calls", body, 413, principal, reviewers.csrf(principal))
+            page = await anyio.to_thread.run_sync(lambda: traces.page(query.filters, 0, export_rows, at))
             entries = [decision_entry(call, labels) for call in page.calls]
             reviewers.record(principal, "export", "ok", format=kind, rows=len(entries), at=page.at, query=query.raw)
             text, media = (
@@ -279,8 +285,9 @@ def ui_routes(gateway: Gateway) -> list[Route]:
 
     async def traces_page(request: Request, principal: Principal) -> Response:
         checks = request.query_params.get("checks") == "1"  # dry runs (gateway check) only when asked for
-        found = await anyio.to_thread.run_sync(traces.list, Filters(checks=checks))
-        body = render.traces_body(found, checks)
+        found = await anyio.to_thread.run_sync(lambda: traces.list(Filters(checks=checks), TRACES_SHOWN))
+        noise = await anyio.to_thread.run_sync(traces.noise, checks)
+        body = render.traces_body(found, checks, noise)
         return html_page("Traces", body, principal=principal, csrf=reviewers.csrf(principal))
 
     async def trace_page(request: Request, principal: Principal) -> Response:
@@ -304,6 +311,9 @@ def ui_routes(gateway: Gateway) -> list[Route]:
             flash = f"{settled} {answer}" + (
                 ": the agent's retry of exactly the same call runs once" if answer == "approved" else ""
             )
+            refused = request.query_params.get("refused")
+            bad = bool(refused)
+            flash += f"; not settled: {refused}" if refused else ""
         csrf = reviewers.csrf(principal)
         return html_page(
             "Approvals",
@@ -352,26 +362,68 @@ def ui_routes(gateway: Gateway) -> list[Route]:
         body = render.deadletter_body(letter)
         return html_page(f"Dead letter {letter['id']}", body, principal=principal, csrf=reviewers.csrf(principal))
 
+    async def confirm_many_page(request: Request, principal: Principal) -> Response:
+        """The bulk answer's confirmation: the ticked approvals, each call shown with its binding digest."""
+        answer, ids = request.query_params.get("answer"), list(dict.fromkeys(request.query_params.getlist("id")))
+        csrf = reviewers.csrf(principal)
+        if answer not in ("approve", "deny") or not ids or len(ids) > MAX_BULK:
+            message = f"tick from 1 to {MAX_BULK} approvals, then Approve selected or Deny selected"
+            return html_page("Bad request", render.message_body("Bad request", message, back="/ui/approvals"), 400,
+                             principal, csrf)  # fmt: skip
+        try:
+            chosen = await anyio.to_thread.run_sync(lambda: [gateway.approvals.get(i) for i in ids])
+        except ConfigError as exc:
+            body = render.message_body("Unknown approval", exc.message, back="/ui/approvals")
+            return html_page("Unknown approval", body, 404, principal, csrf)
+        settled = [a for a in chosen if a["state"] != "pending"]
+        if settled:
+            message = ", ".join(f"{a['id']} is already {a['state']}" for a in settled)
+            return html_page(
+                "Settled", render.message_body("Settled", message, back="/ui/approvals"), 409, principal, csrf
+            )
+        now = datetime.now(UTC).isoformat()
+        body = render.confirm_many_body(chosen, answer, csrf, now)
+        return html_page(f"{answer.title()} {len(chosen)} calls", body, principal=principal, csrf=csrf, wide=True)
+
     async def settle(request: Request, principal: Principal) -> Response:
         form = await request.form()
-        approval_id, answer = str(form.get("id") or ""), str(form.get("answer") or "")
-        binding, comment = str(form.get("binding") or ""), str(form.get("comment") or "")
-        if answer not in ("approve", "deny") or not approval_id:
+        ids, bindings = [str(i) for i in form.getlist("id")], [str(b) for b in form.getlist("binding")]
+        answer, comment = str(form.get("answer") or ""), str(form.get("comment") or "")
+        if answer not in ("approve", "deny") or not ids or not all(ids) or len(ids) > MAX_BULK:
             return await approvals_page(request, principal, "answer must be approve or deny", True, 400)
         try:
-            approval = await anyio.to_thread.run_sync(gateway.approvals.get, approval_id)
-            # the answer binds to the call the reviewer confirmed: its key must be the one on the confirmation page
-            if not hmac.compare_digest(binding.encode(), str(approval["call_key"]).encode()):
-                message = f"confirm {approval_id} first: the form must carry the binding digest the confirmation shows"
-                return await approvals_page(request, principal, message, True, 400)
-            settled = await anyio.to_thread.run_sync(
-                lambda: gateway.approvals.settle(
-                    approval_id, approve=answer == "approve", by=principal.agent, comment=comment
-                )
-            )
+            chosen = await anyio.to_thread.run_sync(lambda: [gateway.approvals.get(i) for i in ids])
         except ConfigError as exc:
             return await approvals_page(request, principal, exc.message, True, 409)
-        target = "/ui/approvals?" + render.query_string(settled=settled["id"], answer=settled["state"])
+        bindings = (bindings + [""] * len(ids))[: len(ids)]  # a missing binding is refused below, as a wrong one
+        for approval, binding in zip(chosen, bindings, strict=True):
+            # each answer binds to the call the reviewer confirmed: its key must be the one the confirmation showed
+            if not hmac.compare_digest(binding.encode(), str(approval["call_key"]).encode()):
+                message = (
+                    f"confirm {approval['id']} first: the form must carry the binding digest the confirmation shows"
+                )
+                return await approvals_page(request, principal, message, True, 400)
+
+        def settle_each() -> tuple[list[JSONObject], list[str]]:
+            done, refused = [], []
+            for approval in chosen:
+                try:
+                    done.append(
+                        gateway.approvals.settle(
+                            approval["id"], approve=answer == "approve", by=principal.agent, comment=comment
+                        )
+                    )
+                except ConfigError as exc:  # settled, used or expired since it was shown: the others still go
+                    refused.append(exc.message)
+            return done, refused
+
+        done, refused = await anyio.to_thread.run_sync(settle_each)
+        if not done:
+            return await approvals_page(request, principal, "; ".join(refused), True, 409)
+        state = "approved" if answer == "approve" else "denied"
+        target = "/ui/approvals?" + render.query_string(
+            settled=", ".join(a["id"] for a in done), answer=state, refused="; ".join(refused) or None
+        )
         return RedirectResponse(target, status_code=303)
 
     def upstream_view() -> tuple[list[JSONObject], list[JSONObject], JSONObject, set[str]]:
@@ -470,6 +522,7 @@ def ui_routes(gateway: Gateway) -> list[Route]:
         Route("/ui/trace/{trace_id}", guarded(trace_page), methods=["GET"]),
         Route("/ui/approvals", guarded(approvals_page), methods=["GET"]),
         Route("/ui/approvals.json", guarded(approvals_json), methods=["GET"]),
+        Route("/ui/approvals/confirm", guarded(confirm_many_page), methods=["GET"]),
         Route("/ui/approvals/{approval_id}", guarded(confirm_page), methods=["GET"]),
         Route("/ui/approvals", guarded(settle, post=True), methods=["POST"]),
         Route("/ui/tasks", guarded(tasks_page), methods=["GET"]),

@@ -30,7 +30,7 @@ DEFAULT_SIZE = 100
 MAX_PAGE = 1_000_000
 MAX_TEXT = 200  # characters of a free-text filter
 TEXT_FILTERS = ("agent", "task", "tool", "rule")
-KNOWN = {*TEXT_FILTERS, "role", "tier", "outcome", "from", "to", "tz", "page", "size", "at", "checks"}
+KNOWN = {*TEXT_FILTERS, "role", "tier", "outcome", "from", "to", "tz", "page", "size", "at", "before", "checks"}
 
 
 class BadQuery(InvalidRequest):
@@ -43,6 +43,7 @@ class CallQuery:
     page: int = 1
     size: int = DEFAULT_SIZE
     at: int | None = None
+    before: int | None = None  # keyset paging: the page starts below this ledger row (the "older" link sets it)
     zone: tzinfo = UTC
     zone_name: str = "UTC"
     raw: dict[str, str] = field(default_factory=dict)  # the filters as given, for the form and the links
@@ -96,9 +97,10 @@ class CallQuery:
             page=_number(raw.get("page"), "page", 1, 1, MAX_PAGE),
             size=size,
             at=_number(raw.get("at"), "at", None, 0, 2**62),
+            before=_number(raw.get("before"), "before", None, 0, 2**62),
             zone=zone,
             zone_name=zone_name,
-            raw={k: v for k, v in raw.items() if k not in ("page", "at")},
+            raw={k: v for k, v in raw.items() if k not in ("page", "at", "before")},
         )
 
     def check_page(self, total: int) -> None:
@@ -108,7 +110,8 @@ class CallQuery:
             raise BadQuery(f"page {self.page} is past the last page ({last}) of this view")
 
     def link(self, path: str = "/ui", **changes: str | int | None) -> str:
-        """This view's URL with some parameters changed (None removes one); it keeps ``at`` when paging."""
+        """This view's URL with some parameters changed (None removes one); it keeps ``at`` when paging, and
+        ``before`` only where a change sets it."""
         params: dict[str, str | int | None] = {**self.raw, "at": self.at, **changes}
         kept = {k: v for k, v in params.items() if v not in (None, "")}
         return path + ("?" + urlencode(kept) if kept else "")

@@ -16,6 +16,7 @@ from string import Template
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from gateway.approval_summary import command_of, reason_of
 from gateway.approvals import MAX_COMMENT
 from gateway.decision_log import redact
 from gateway.traces import (
@@ -29,10 +30,11 @@ from gateway.traces import (
     day_time,
     effects_summary,
     listed_names,
+    noise_words,
     outcome_is,
     short_time,
 )
-from gateway.types import CALL_OUTCOMES, FILTER_OUTCOMES, JSONObject
+from gateway.types import FILTER_OUTCOMES, JSONObject
 from gateway.web.query import PAGE_SIZES, CallQuery
 
 CSS = """
@@ -103,6 +105,10 @@ form.settle textarea{width:100%;font:inherit;margin:.3em 0}
 form.settle label{font-weight:600;color:#555}
 code.digest{word-break:break-all}
 pre.arguments{max-height:30em;overflow:auto}
+table.approvals{font-size:13px}
+table.approvals td.command{max-width:28em;word-break:break-all}
+table.approvals td.reason{max-width:28em}
+.bulk{margin:.5em 0;display:flex;gap:.6em;align-items:center}
 table.attempts td:nth-child(-n+4){white-space:nowrap}
 table.attempts pre{max-height:12em;overflow:auto;max-width:40em}
 h3{font-size:1em;margin:1em 0 .4em}
@@ -161,9 +167,8 @@ $message
 CONFIRM_FORM = Template(
     """<form method="post" action="/ui/approvals" class="settle">
 <input type="hidden" name="csrf" value="$csrf">
-<input type="hidden" name="id" value="$id">
 <input type="hidden" name="answer" value="$answer">
-<input type="hidden" name="binding" value="$binding">
+$bound
 <label for="comment">Comment (kept in the ledger and shown in the trace)</label>
 <textarea id="comment" name="comment" rows="3" maxlength="$max"></textarea>
 <p><button class="$cls" type="submit">Confirm: $verb</button> <a href="/ui/approvals">cancel</a></p>
@@ -373,9 +378,8 @@ def call_row(call: CallView, query: CallQuery) -> str:
 
 def outcome_tabs(page: CallPage, query: CallQuery) -> str:
     current = query.raw.get("outcome")
-    tabs: list[tuple[str, str | None, int]] = [
-        ("any", None, sum(n for o, n in page.outcomes.items() if o in CALL_OUTCOMES))
-    ]
+    # "any" is the calls matching every other filter: the rows the table shows under it (one count everywhere)
+    tabs: list[tuple[str, str | None, int]] = [("any", None, page.outcomes.get("any", 0))]
     tabs += [(o, o, page.outcomes.get(o, 0)) for o in FILTER_OUTCOMES if page.outcomes.get(o) or o == current]
     links = []
     for label, value, count in tabs:
@@ -389,13 +393,14 @@ def pager(page: CallPage, query: CallQuery) -> str:
     last = max(1, -(-page.total // page.size))
     first_row = page.offset + 1 if page.total else 0
     newer = (
-        f"<a rel='prev' href='{esc(query.link(page=query.page - 1))}'>← newer</a>"
+        f"<a rel='prev' href='{esc(query.link(page=query.page - 1, before=None))}'>← newer</a>"
         if query.page > 1
         else "<span class='muted'>← newer</span>"
     )
     older = (
-        f"<a rel='next' href='{esc(query.link(page=query.page + 1))}'>older →</a>"
-        if query.page < last
+        # keyset: the next page starts below the last row shown, found by index however deep it is
+        f"<a rel='next' href='{esc(query.link(page=query.page + 1, before=page.calls[-1].seq))}'>older →</a>"
+        if query.page < last and page.calls
         else "<span class='muted'>older →</span>"
     )
     exports = (
@@ -452,7 +457,7 @@ def trace_summary_line(s: TraceSummary) -> str:
     )
 
 
-def traces_body(summaries: list[TraceSummary], checks: bool = False) -> str:
+def traces_body(summaries: list[TraceSummary], checks: bool = False, noise: tuple[int, int] = (0, 0)) -> str:
     head = (
         "<tr><th>trace</th><th>task / session</th><th>agent</th><th>role</th><th>tool</th><th>first (UTC)</th>"
         "<th>last (UTC)</th><th>calls</th><th>denied</th><th>asked</th><th>side effects</th></tr>"
@@ -463,7 +468,12 @@ def traces_body(summaries: list[TraceSummary], checks: bool = False) -> str:
         if checks
         else "<a class='toggle' href='/ui/traces?checks=1'>show dry runs (gateway check)</a>"
     )
-    return f"<h1>Traces</h1><p>{toggle}</p><table>{head}{rows}</table>"
+    grouped = (
+        f"<p class='noise'>{esc(noise_words(noise))}: <a href='/ui?rule=gateway.unknown_tool'>the calls</a></p>"
+        if noise[0]
+        else ""
+    )
+    return f"<h1>Traces</h1><p>{toggle}</p>{grouped}<table>{head}{rows}</table>"
 
 
 def trace_body(trace: Trace) -> str:
@@ -561,29 +571,101 @@ def _dl(rows: list[tuple[str, str]]) -> str:
 
 
 def pending_list(pending: list[JSONObject], now: str) -> str:
-    """The pending approvals (the part /ui/approvals.json sends again when it changes)."""
+    """The pending approvals as a compact table, one call a row: what it runs, why it asks, the channel and where
+    it runs, the agent; tick rows to approve or deny them together (a confirmation page first). This is the part
+    /ui/approvals.json sends again when it changes."""
     if not pending:
         return "<p class='muted'>nothing waits for a person</p>"
-    parts = []
+    rows = []
     for approval in pending:
+        principal = approval.get("principal") or {}
         expired = approval["expires"] <= now
+        ident = esc(approval["id"])
+        pick = "" if expired else f"<input type='checkbox' name='id' value='{ident}' aria-label='select {ident}'>"
         actions = (
-            "<p class='muted'>expired: the agent must call again</p>"
+            "<span class='muted'>expired: the agent must call again</span>"
             if expired
-            else (
-                "<p class='settle'>"
-                f"<a class='button approve' href='{esc(approval_href(approval['id'], 'approve'))}'>Approve…</a> "
-                f"<a class='button deny' href='{esc(approval_href(approval['id'], 'deny'))}'>Deny…</a></p>"
-            )
+            else f"<a class='button approve' href='{esc(approval_href(approval['id'], 'approve'))}'>Approve…</a> "
+            f"<a class='button deny' href='{esc(approval_href(approval['id'], 'deny'))}'>Deny…</a>"
         )
-        parts.append(
-            f"<article class='pending' id='approval-{esc(approval['id'])}' data-approval-id='{esc(approval['id'])}'>"
-            + _approval_header(approval)
-            + _dl(_approval_rows(approval, now))
-            + actions
-            + "</article>"
+        task = f" · task {esc(principal['task'])}" if principal.get("task") else ""
+        rows.append(
+            f"<tr class='pending' id='approval-{ident}' data-approval-id='{ident}'><td>{pick}</td>"
+            f"<td class='when'>{esc(day_time(approval.get('created', '')))}</td>"
+            f"<td>{_who(approval)}{task}</td>"
+            + _call_cells(approval)
+            + f"<td class='when'>{esc(day_time(approval['expires']))}</td><td class='settle'>{actions}</td></tr>"
         )
-    return "\n".join(parts)
+    head = (
+        "<tr><th></th><th>asked (UTC)</th><th>agent (role)</th><th>tool</th><th>command</th><th>reason</th>"
+        "<th>channel · runs</th><th>expires (UTC)</th><th></th></tr>"
+    )
+    buttons = (
+        "<p class='bulk'><button class='approve' type='submit' name='answer' value='approve'>Approve selected…</button>"
+        "<button class='deny' type='submit' name='answer' value='deny'>Deny selected…</button>"
+        "<span class='muted'>the next page shows each call and asks you to confirm</span></p>"
+    )
+    return (
+        "<form method='get' action='/ui/approvals/confirm' class='bulk'>"
+        f"<table class='approvals'>{head}{''.join(rows)}</table>{buttons}</form>"
+    )
+
+
+def _who(approval: JSONObject) -> str:
+    principal = approval.get("principal") or {}
+    return f"<b>{esc(principal.get('agent'))}</b> ({esc(principal.get('role'))})"
+
+
+def _call_cells(approval: JSONObject) -> str:
+    """An approval's tool, command, reason, and channel with where it runs, as table cells."""
+    channel = approval.get("channel")
+    where = (
+        f"<code>{esc(channel)}</code><br>{_where(approval)}"
+        if channel
+        else "<b class='unconfined'>none recorded: authorises no call</b>"
+    )
+    return (
+        f"<td><code class='tool'>{esc(approval.get('tool'))}</code></td>"
+        f"<td class='command'><code>{esc(command_of(approval))}</code></td>"
+        f"<td class='reason'>{esc(reason_of(approval))}</td><td>{where}</td>"
+    )
+
+
+def confirm_form(approvals: list[JSONObject], answer: str, csrf: str) -> str:
+    """The POST that settles these approvals: each id with the binding digest its confirmation showed."""
+    bound = "\n".join(
+        f'<input type="hidden" name="id" value="{esc(a["id"])}">'
+        f'<input type="hidden" name="binding" value="{esc(a.get("call_key"))}">'
+        for a in approvals
+    )
+    verb = "Approve" if answer == "approve" else "Deny"
+    count = f" {len(approvals)} calls" if len(approvals) > 1 else ""
+    return CONFIRM_FORM.substitute(
+        csrf=esc(csrf), answer=esc(answer), bound=bound, verb=verb + count, cls=esc(answer), max=MAX_COMMENT
+    )
+
+
+def confirm_many_body(approvals: list[JSONObject], answer: str, csrf: str, now: str) -> str:
+    """The confirmation of a bulk answer: every call it binds to, one a row, with its binding digest."""
+    verb = "Approve" if answer == "approve" else "Deny"
+    rows = "".join(
+        f"<tr data-approval-id='{esc(a['id'])}'><td><code>{esc(a['id'])}</code></td><td>{_who(a)}</td>"
+        + _call_cells(a)
+        + f"<td><code class='digest binding'>{esc(a.get('call_key'))}</code></td></tr>"
+        for a in approvals
+    )
+    head = (
+        "<tr><th>approval</th><th>agent (role)</th><th>tool</th><th>command</th><th>reason</th>"
+        "<th>channel · runs</th><th>binding digest</th></tr>"
+    )
+    return (
+        f"<h1>{verb} {len(approvals)} call{'s' if len(approvals) != 1 else ''}?</h1>"
+        f"<p class='flash{'' if answer == 'approve' else ' bad'}'>{verb} binds to each call below, as it was asked: "
+        "the same agent, role, task, tool and arguments, on the same channel, in the same confinement.</p>"
+        f"<article class='pending confirm'><table class='approvals'>{head}{rows}</table>"
+        + confirm_form(approvals, answer, csrf)
+        + "</article>"
+    )
 
 
 def approvals_body(pending: list[JSONObject], now: str, flash: str | None, flash_bad: bool, nonce: str) -> str:
@@ -626,15 +708,7 @@ def confirm_body(approval: JSONObject, answer: str, csrf: str, now: str) -> str:
         ("Arguments digest", f"<code class='digest'>{esc(approval.get('arguments_digest'))}</code>"),
         ("Binding digest", f"<code class='digest binding'>{esc(approval.get('call_key'))}</code>"),
     ]
-    form = CONFIRM_FORM.substitute(
-        csrf=esc(csrf),
-        id=esc(approval["id"]),
-        answer=esc(answer),
-        binding=esc(approval.get("call_key")),
-        verb=verb,
-        cls=esc(answer),
-        max=MAX_COMMENT,
-    )
+    form = confirm_form([approval], answer, csrf)
     return (
         f"<h1>{verb} this call?</h1>"
         f"<p class='flash{'' if answer == 'approve' else ' bad'}'>{verb} binds to the call below: {esc(effect)}.</p>"
