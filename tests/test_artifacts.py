@@ -82,6 +82,11 @@ async def test_a_tasks_puts_become_canonical_with_its_merge_and_an_abandoned_tas
     assert staged["staged"] and artifacts.latest("notes/t1.md") == 0
     assert artifacts.get("notes/t1.md", task="T1")["content"] == "what T1 learnt"  # the task reads its own put
     artifacts.put("notes/shared.md", "T1's view", 0, worker)
+    # the worker's put over MCP after its report (no claim left, a token bound to no task) stays on T1 too
+    async with inproc_client(gateway, token(config, "worker", agent="worker")) as client:
+        late = await client.call_tool("artifact_put", {"key": "notes/late.md", "content": "after", "base": 0})
+    assert late.structured_content["staged"] and late.structured_content["task"] == "T1", text_of(late)
+    assert artifacts.latest("notes/late.md") == 0
     # meanwhile someone else's revision of the same key lands first: T1's put will conflict
     artifacts.put("notes/shared.md", "the planner's view", 0, {"agent": "p1", "role": "planner"})
     # an abandoned task's put
@@ -98,6 +103,7 @@ async def test_a_tasks_puts_become_canonical_with_its_merge_and_an_abandoned_tas
     assert landed["revision"] == 1 and landed["provenance"]["intent"] == intent_id
     assert landed["provenance"]["task"] == "T1"
     assert artifacts.latest("notes/t2.md") == 0  # T2 never committed
+    assert artifacts.latest("notes/late.md") == 1
 
     (conflict,) = artifacts.conflicts("notes/shared.md")
     assert (conflict["base"], conflict["current"]["revision"]) == (0, 1)
@@ -114,4 +120,4 @@ async def test_a_tasks_puts_become_canonical_with_its_merge_and_an_abandoned_tas
     final = artifacts.get("notes/shared.md")
     assert (final["revision"], final["content"], final["provenance"]["resolves"]) == (2, "both views", conflict["id"])
     steps = [r.detail["action"] for r in ledger_rows(gateway, kind="artifact")]
-    assert steps.count("staged") == 3 and "conflict" in steps and steps.count("revision") == 3
+    assert steps.count("staged") == 4 and "conflict" in steps and steps.count("revision") == 4

@@ -46,7 +46,8 @@ class ResolveArgs(Arguments):
 
 def artifact_tools(artifacts: Artifacts, board: TaskBoard) -> list[ToolSpec]:
     def provenance(inv: ToolInvocation) -> JSONObject:
-        task = board.task_for(inv.principal)
+        # a worker's puts after its report stay on its task too: only the task's merge makes them canonical
+        task = board.task_for(inv.principal) or board.unfinished_work_of(inv.principal.agent)
         return {
             "agent": inv.principal.agent,
             "role": inv.principal.role,

@@ -144,6 +144,16 @@ class TaskBoard:
             )
         return _task(rows[0]) if rows else None
 
+    def unfinished_work_of(self, agent: str) -> JSONObject | None:
+        """The task ``agent`` last worked that is neither committed nor abandoned (reported, verified, its claim
+        lapsed): what the agent produces for it belongs to that work, not to everyone, until it merges."""
+        rows = self.db.query(
+            "SELECT * FROM tasks WHERE owner = ? AND state NOT IN ('committed', 'abandoned')"
+            " ORDER BY updated DESC LIMIT 1",
+            (agent,),
+        )
+        return _task(rows[0]) if rows else None
+
     def policy_section(self, task: JSONObject) -> JSONObject:
         """The task as the policy input document shows it (input.task)."""
         manifest = task["manifest"]
