@@ -106,6 +106,9 @@ class UpstreamConfig(Strict):
     # false: its resource list entries (often generated: files, pages) are served without pins; its tools,
     # prompts, resource templates and instructions are pinned whatever this says
     pin_resources: bool = True
+    # true: what its tools, resources and prompts return is trusted content (information-flow labels,
+    # docs/flow.md); an upstream is untrusted unless the operator vouches for it here
+    trusted: bool = False
 
     @model_validator(mode="after")
     def _one_transport(self) -> UpstreamConfig:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import mcp_types as mt
 
     from gateway.effects.paths import Workspace
+    from gateway.labels import Flow
     from gateway.origin import Origin
     from gateway.sandbox import Confinement
     from gateway.tools.pins import PinStatus
@@ -73,6 +74,7 @@ class Call:
     intent: JSONObject | None = None  # input.intent: the intent a commit-protocol call names
     confinement: Confinement | None = None  # the sandbox its commands (or its upstream) run in: context.sandbox
     effects: Effects | None = None
+    flow: Flow | None = None  # the session's information-flow labels (gateway/labels.py): input.flow
     decision: Decision | None = None
     policy_input: JSONObject | None = None  # the input document the policy judged (gateway check --explain)
     safeguard: JSONObject | None = None

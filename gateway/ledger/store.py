@@ -190,6 +190,16 @@ MIGRATIONS: list[str] = [
     );
     CREATE TABLE upstream_locks (upstream TEXT PRIMARY KEY, lock_digest TEXT NOT NULL, imported_at TEXT NOT NULL)
     """,
+    # 8: information-flow labels of each session (gateway/labels.py): what raised them, and the files the
+    # session downloaded or decoded; a clean session has no row
+    """
+    CREATE TABLE flow_labels (
+        session TEXT PRIMARY KEY,
+        sources TEXT NOT NULL,
+        files TEXT NOT NULL,
+        updated TEXT NOT NULL
+    )
+    """,
 ]
 
 
