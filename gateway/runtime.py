@@ -30,8 +30,8 @@ from gateway.judge.call import Call, CallKind, verdict
 from gateway.judge.confine import Confinements
 from gateway.judge.scope import ScopeQuestion, ask_scope
 from gateway.judge.situate import Situate, session_trace
-from gateway.labels import FlowLabels
 from gateway.judge.stacks import Stacks
+from gateway.labels import FlowLabels
 from gateway.ledger.chain import Ledger
 from gateway.ledger.leases import Leases, alive
 from gateway.ledger.store import open_store

@@ -59,8 +59,10 @@ class LabelResult:
         self.upstreams = upstreams
 
     async def __call__(self, call: Call) -> None:
-        if call.flow is None or not _delivered(call):
+        if call.principal is None or not _delivered(call):
             return
+        if call.flow is None:  # a hook event that arrived decided (WebFetch, WebSearch) was never described
+            call.flow = self.labels.read(session_of(call.principal, call.task))
         sources, files = result_sources(call, self._trusted_upstream(call))
         if sources or files:
             call.flow = self.labels.raise_(call.flow.session, sources, files)
