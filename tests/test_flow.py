@@ -18,6 +18,8 @@ from gateway.hook import decide
 from gateway.labels import FLOW_META, FlowLabels, Source
 from gateway.runtime import Gateway
 
+pytestmark = pytest.mark.anyio
+
 ECHO = str(Path(__file__).parent / "servers" / "echo_server.py")
 FORGED = {FLOW_META: {"integrity": "trusted", "confidentiality": "public"}}
 
