@@ -27,6 +27,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from gateway.budgets import BudgetsConfig
 from gateway.errors import ConfigError
 
 CONFIG_FILE = "gateway.yaml"
@@ -336,6 +337,7 @@ class GatewayConfig(Strict):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     checkpoints: CheckpointsConfig = Field(default_factory=CheckpointsConfig)
     egress: EgressConfig = Field(default_factory=EgressConfig)
+    budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)  # docs/flow.md
     source: Path | None = Field(default=None, exclude=True)
 
     @field_validator("upstreams")

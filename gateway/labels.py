@@ -192,4 +192,3 @@ class FlowLabels:
     def sessions(self) -> list[Flow]:
         rows = self.store.query("SELECT session, sources, files FROM flow_labels ORDER BY updated DESC")
         return [Flow(r["session"], json.loads(r["sources"]), json.loads(r["files"])) for r in rows]
-

@@ -17,6 +17,7 @@ import structlog
 
 from gateway.addresses import AddressGuard, listening_ports
 from gateway.approvals import Approvals, RequestStateSeal
+from gateway.budgets import Budgets
 from gateway.checkpoints import Checkpoints
 from gateway.commit.intents import Intents
 from gateway.config import GatewayConfig, PolicyConfig, parse_listen
@@ -125,6 +126,8 @@ class Gateway:
         self.approvals = Approvals(self.db, self.ledger, ttl_s=config.approvals.ttl_s)
         # information-flow labels of each session, in the store: shared by every process and replica
         self.labels = FlowLabels(self.db, self.ledger)
+        # budgets of roles, agents and tasks, charged in the store (gateway.yaml budgets, manifests' budget)
+        self.budgets = Budgets(self.db, config.budgets)
         # upstream definitions as pinned (first use, the operator's lockfile, a person's approval)
         self.pins = Pins(self.db, self.ledger, config.upstream_lockfile)
         self.checkpoints = Checkpoints(self.db, self.sandbox, config, self.ledger)

@@ -56,9 +56,9 @@ async def test_untrusted_result_then_push_is_held_naming_the_source(federated: A
         ordinary = await client.call_tool("shell_run", {"command": "git status"})
         assert not ordinary.is_error and "status" not in structured(ordinary)  # local work runs as before
     rows = ledger_rows(Gateway(federated))
-    raised = [r for r in rows if r.tool == "echo__echo"][0]
+    raised = next(r for r in rows if r.tool == "echo__echo")
     assert raised.detail["flow"]["raised"][0]["what"] == "upstream:echo echo__echo"
-    assert [r for r in rows if r.call_id == held["call_id"]][0].decision["rules"] == held["rules"]
+    assert next(r for r in rows if r.call_id == held["call_id"]).decision["rules"] == held["rules"]
 
 
 async def test_confidential_read_then_egress_is_denied(federated: Any, repo: Path) -> None:

@@ -21,6 +21,7 @@ from gateway.types import Decision, Effects, JSONObject, Outcome, Principal
 if TYPE_CHECKING:
     import mcp_types as mt
 
+    from gateway.budgets import Budget
     from gateway.effects.paths import Workspace
     from gateway.labels import Flow
     from gateway.origin import Origin
@@ -71,6 +72,9 @@ class Call:
     confinement: Confinement | None = None  # the sandbox its commands (or its upstream) run in: context.sandbox
     effects: Effects | None = None
     flow: Flow | None = None  # the session's information-flow labels (gateway/labels.py): input.flow
+    budget_scopes: list[tuple[str, Budget]] | None = None  # the budgets it was charged to (gateway/budgets.py)
+    egress_bytes: list[int] | None = None  # what its egress carried, counted by the proxy
+    running_since: float | None = None  # when it was charged: its wall time runs from there
     decision: Decision | None = None
     policy_input: JSONObject | None = None  # the input document the policy judged (gateway check --explain)
     safeguard: JSONObject | None = None

@@ -21,7 +21,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from gateway.judge.call import Call, CallKind
-from gateway.labels import FLOW_META, Flow, FlowLabels, ForgedLabels, Source, forged_labels, session_of
+from gateway.judge.execute import with_meta
+from gateway.labels import FLOW_META, FlowLabels, ForgedLabels, Source, forged_labels, session_of
 
 if TYPE_CHECKING:
     from gateway.config import UpstreamConfig
@@ -72,7 +73,7 @@ class LabelResult:
                 **({"files": files} if files else {}),
             }
         if call.result is not None and (call.flow.sources or _claims_labels(call.result)):
-            call.result = _stamped(call.result, call.flow)
+            call.result = with_meta(call.result, FLOW_META, call.flow.summary())
 
     def _trusted_upstream(self, call: Call) -> bool:
         prefix = call.spec.provider.prefix if call.spec is not None else None
@@ -134,16 +135,3 @@ def _claims_labels(result: CallResult) -> bool:
         body = getattr(result, "body", None)
         meta = body.get("_meta") if isinstance(body, dict) else None
     return isinstance(meta, dict) and FLOW_META in meta
-
-
-def _stamped(result: CallResult, flow: Flow) -> CallResult:
-    """The result with the session's labels in its ``_meta`` (an upstream's own value for the key replaced)."""
-    import mcp_types as mt
-
-    from gateway.tools.forwarded import Forwarded
-
-    if isinstance(result, Forwarded):
-        return result.with_meta(FLOW_META, flow.summary())
-    if isinstance(result, mt.CallToolResult):
-        return result.model_copy(update={"meta": {**(result.meta or {}), FLOW_META: flow.summary()}})
-    return result

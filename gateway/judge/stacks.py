@@ -3,15 +3,17 @@ stack). Each stack is a list of stages run in order and its finish, which runs w
 stage is one module of this package.
 
     tools/call          authenticate -> resolve -> valid text -> validate -> describe -> read flow -> decide
-                        -> act on tier -> record intent -> execute;  finish: keep dead letters, label result, record
+                        -> charge budget -> act on tier -> record intent -> execute;
+                                                  finish: keep dead letters, label result, settle budget, record
     resources/read,     authenticate -> resolve -> valid text -> validate -> describe -> read flow -> decide
-    prompts/get         -> act on tier -> record intent -> execute;  finish: label result, record
+    prompts/get         -> charge budget -> act on tier -> record intent -> execute;
+                                                  finish: label result, settle budget, record
     check (dry run)     resolve -> valid text -> validate -> describe -> read flow -> decide -> judged;
                                                                      finish: record
     verify              the same, for the commands the gateway runs itself (verify_run's, a merge's checks)
                         and the merge ceremony's merges (kind ceremony_check)
     hook                read hook event -> [resolve -> valid text -> validate -> describe -> read flow -> decide]
-                        -> hook verdict;                             finish: label result, record
+                        -> charge budget -> hook verdict;  finish: label result, settle budget, record
     scope               scope (which of a task's files lie outside its allowed paths or acceptance files);
                                                               finish: record
 
@@ -24,6 +26,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from gateway.approvals import Approvals, RequestStateSeal
+from gateway.budgets import Budgets
 from gateway.checkpoints import Checkpoints
 from gateway.config import GatewayConfig
 from gateway.effects.paths import Workspace
@@ -32,6 +35,7 @@ from gateway.identity.tokens import Tokens
 from gateway.judge.act_on_tier import ActOnTier
 from gateway.judge.approval import Enforcement
 from gateway.judge.authenticate import Authenticate
+from gateway.judge.budget import ChargeBudget, SettleBudget
 from gateway.judge.call import Stage
 from gateway.judge.decide import Decide
 from gateway.judge.describe import Describe
@@ -93,6 +97,8 @@ class Services(Protocol):
     def request_state_seal(self) -> RequestStateSeal: ...
     @property
     def labels(self) -> FlowLabels: ...
+    @property
+    def budgets(self) -> Budgets: ...
 
 
 class Stacks:
@@ -110,17 +116,24 @@ class Stacks:
         ]
         deciding: list[Stage] = [*describing, ReadFlow(services.labels), Decide(services.engine)]
         label = LabelResult(services.labels, config.upstreams)
+        charge, settle = ChargeBudget(services.budgets), SettleBudget(services.budgets)
         self.running: list[Stage] = [
             *deciding,
+            charge,
             ActOnTier(enforcement, services.roles, services.request_state_seal, config.approvals),
             RecordIntent(services.ledger),
             Execute(),
         ]
-        self.call_finish: list[Stage] = [KeepDeadLetters(services.deadletters, services.situate), label, record]
+        self.call_finish: list[Stage] = [
+            KeepDeadLetters(services.deadletters, services.situate),
+            label,
+            settle,
+            record,
+        ]
         # a tools/call: judged, run and recorded (a malformed handoff kept as a dead letter)
         self.call = Pipeline([Authenticate(services.tokens), *self.running], finish=self.call_finish)
         # an upstream's resource read or prompt get: judged as a read of that upstream, run and recorded
-        self.read = Pipeline([Authenticate(services.tokens), *self.running], finish=[label, record])
+        self.read = Pipeline([Authenticate(services.tokens), *self.running], finish=[label, settle, record])
         # a dry run (`gateway check`): decided and recorded, never run; the caller names the principal
         self.check = Pipeline([*deciding, Judged()], finish=[record])
         # the gateway's own commands and merges, decided for the principal that asked for them before they run
@@ -130,9 +143,10 @@ class Stacks:
             [
                 ReadHookEvent(services.tokens, services.board, services.workspace),
                 UnlessDecided(deciding),
+                charge,
                 HookVerdict(enforcement),
             ],
-            finish=[label, record],
+            finish=[label, settle, record],
         )
         # the task board's scope questions: a manifest's allowed paths, a report's diff (fail closed)
         self.scope = Pipeline([Scope(services.engine)], finish=[record])
