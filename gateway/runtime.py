@@ -17,7 +17,6 @@ import structlog
 
 from gateway.addresses import AddressGuard, listening_ports
 from gateway.approvals import Approvals, RequestStateSeal
-from gateway.budgets import Budgets
 from gateway.checkpoints import Checkpoints
 from gateway.commit.intents import Intents
 from gateway.config import GatewayConfig, PolicyConfig, parse_listen
@@ -33,6 +32,7 @@ from gateway.judge.scope import ScopeQuestion, ask_scope
 from gateway.judge.situate import Situate, session_trace
 from gateway.judge.stacks import Stacks
 from gateway.labels import FlowLabels
+from gateway.ledger.budgets import Budgets
 from gateway.ledger.chain import Ledger
 from gateway.ledger.leases import Leases
 from gateway.ledger.store import open_store

@@ -10,9 +10,10 @@ import pytest
 import yaml
 from conftest import add_role, inproc_client, ledger_rows, reconfigure, token
 
-from gateway.budgets import BUDGET_META, Budget, BudgetExhausted, Budgets, BudgetsConfig, Rate, Usage
+from gateway.budgets import BUDGET_META, Budget, BudgetExhausted, BudgetsConfig, Rate, Usage
 from gateway.config import GatewayConfig
 from gateway.errors import ConfigError
+from gateway.ledger.budgets import Budgets
 from gateway.notify import notice
 from gateway.runtime import Gateway
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import time
 
-from gateway.budgets import BUDGET_META, Budget, Budgets, Usage
+from gateway.budgets import BUDGET_META, Budget, Usage
 from gateway.egress import EGRESS_BYTES
 from gateway.judge.call import Call
 from gateway.judge.execute import with_meta
+from gateway.ledger.budgets import Budgets
 
 __all__ = ["ChargeBudget", "SettleBudget"]
 

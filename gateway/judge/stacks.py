@@ -26,7 +26,6 @@ from __future__ import annotations
 from typing import Protocol
 
 from gateway.approvals import Approvals, RequestStateSeal
-from gateway.budgets import Budgets
 from gateway.checkpoints import Checkpoints
 from gateway.config import GatewayConfig
 from gateway.effects.paths import Workspace
@@ -54,6 +53,7 @@ from gateway.judge.situate import Situate
 from gateway.judge.valid_text import ValidText
 from gateway.judge.validate import Validate
 from gateway.labels import FlowLabels
+from gateway.ledger.budgets import Budgets
 from gateway.ledger.chain import Ledger
 from gateway.policy.engine import PolicyEngine
 from gateway.tasks.board import TaskBoard
