@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from gateway.judge.call import Call, CallKind
 from gateway.judge.execute import with_meta
-from gateway.labels import FLOW_META, FlowLabels, ForgedLabels, Source, forged_labels, session_of
+from gateway.labels import FLOW_META, Flow, FlowLabels, ForgedLabels, Source, forged_labels, session_of
 
 if TYPE_CHECKING:
     from gateway.config import UpstreamConfig
@@ -65,7 +65,7 @@ class LabelResult:
         if call.flow is None:  # a hook event that arrived decided (WebFetch, WebSearch) was never described
             call.flow = self.labels.read(session_of(call.principal, call.task))
         sources, files = result_sources(call, self._trusted_upstream(call))
-        if sources or files:
+        if _news(call.flow, sources, files):  # the store is written only when a label or a file is new
             call.flow = self.labels.raise_(call.flow.session, sources, files)
             call.detail["flow"] = {
                 **call.flow.summary(),
@@ -79,6 +79,12 @@ class LabelResult:
         prefix = call.spec.provider.prefix if call.spec is not None else None
         upstream = self.upstreams.get(prefix) if prefix is not None else None
         return upstream is not None and upstream.trusted
+
+
+def _news(flow: Flow, sources: list[Source], files: list[str]) -> bool:
+    """Whether a result adds a source or a file the session's labels lack."""
+    known = {(s["label"], s["what"]) for s in flow.sources}
+    return any((s.label, s.what) not in known for s in sources) or not set(files) <= set(flow.files)
 
 
 def _delivered(call: Call) -> bool:
