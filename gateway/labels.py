@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from gateway.errors import InvalidRequest
+from gateway.errors import Denied, InvalidRequest
 from gateway.ledger.chain import Ledger, utc_now
 from gateway.ledger.store import Store
 from gateway.types import JSONObject, Principal
@@ -49,11 +49,10 @@ MAX_FILES = 200  # files the session downloaded or decoded, re-labelled when rea
 Label = Literal["untrusted", "confidential"]
 
 
-class ForgedLabels(InvalidRequest):
+class ForgedLabels(Denied):
     """A request that carries flow labels of its own: labels are the gateway's to set, never the caller's."""
 
     code = "forged_labels"
-    outcome = "denied"
 
 
 @dataclass(frozen=True)
