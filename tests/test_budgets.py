@@ -9,9 +9,12 @@ from typing import Any
 import pytest
 import yaml
 from conftest import add_role, inproc_client, ledger_rows, reconfigure, token
+from test_egress import Lookups, hello, through  # noqa: F401  (hello: the fixture)
 
+from gateway.addresses import AddressGuard
 from gateway.budgets import BUDGET_META, Budget, BudgetExhausted, BudgetsConfig, Rate, Usage
 from gateway.config import GatewayConfig
+from gateway.egress import EGRESS_BYTES, Egress
 from gateway.errors import ConfigError
 from gateway.ledger.budgets import Budgets
 from gateway.notify import notice
@@ -109,3 +112,14 @@ def test_nonsense_budgets_are_a_clear_config_error(config: Any, budgets: dict[st
     config.source.write_text(yaml.safe_dump({**raw, "budgets": budgets}))
     with pytest.raises(ConfigError, match=says.replace(".", r"\.")):
         GatewayConfig.load(config.source)
+
+
+async def test_the_egress_proxy_counts_a_calls_bytes_both_ways(gateway: Any, request: pytest.FixtureRequest) -> None:
+    port, _ = request.getfixturevalue("hello")  # a real HTTP server on the loopback (tests/test_egress.py)
+    egress = Egress(gateway.ledger, AddressGuard(["127.0.0.1"], own_ports=set), Lookups({"hello.test": ["127.0.0.1"]}))
+    counter = [0]
+    EGRESS_BYTES.set(counter)  # as ChargeBudget does for the call whose command starts the proxy
+    request = f"GET http://hello.test:{port}/ HTTP/1.1\r\n\r\n".encode()
+    answer = await through(egress, [f"hello.test:{port}"], request)
+    assert answer.endswith(b"hello from the host")
+    assert counter[0] >= len(answer)  # what came back, and the request as it went on

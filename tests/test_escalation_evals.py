@@ -1,4 +1,4 @@
-"""The escalation evals (tests/evals/escalation.py) against a live gateway (gateway serve --http, a subprocess)
+"""The escalation evals (tests/evals/escalation.py) against a live gateway (gateway serve --http --workers 2)
 with scripted MCP clients, and through Claude Code's hook: every attack stopped, no ordinary call escalated.
 The report (stopped/total, the false-escalation rate) is printed whatever pytest captures."""
 
@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 async def test_escalation_evals(config: Any, repo: Any, capsys: pytest.CaptureFixture[str]) -> None:
     add_role(config, "agent", ["*"], max_tier=2)
     config = reconfigure(config, upstreams=upstreams())
-    with http_gateway(config.source, timeout=120) as url:
+    with http_gateway(config.source, timeout=120, workers=2) as url:  # labels shared by both processes
         report = await run_evals(config, repo, lambda agent: http_client(url, token(config, "agent", agent=agent)))
     with capsys.disabled():
         print("\n" + report.summary())
