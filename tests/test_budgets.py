@@ -29,7 +29,7 @@ def structured(result: Any) -> dict[str, Any]:
 
 async def test_a_budget_spent_mid_session_refuses_the_next_call_with_its_reset(config: Any) -> None:
     add_role(config, "dev", ["*"], max_tier=2)
-    config = reconfigure(config, budgets={"agent": {"calls": 3, "tier2": 1}})
+    config = reconfigure(config, budgets={"agent": {"calls": 3, "tier2": 1, "wall_s": 3600}})
     gateway = Gateway(config)
     async with inproc_client(gateway, token(config, "dev", agent="a1")) as client:
         first = await client.call_tool("fs_read", {"path": "README.md"})
@@ -44,6 +44,8 @@ async def test_a_budget_spent_mid_session_refuses_the_next_call_with_its_reset(c
     error = structured(refused)["error"]
     assert refused.is_error and error["code"] == "budget_exhausted" and error["scope"] == "agent:a1"
     assert "resets at" in error["message"] and error["resets_at"]
+    [scope] = Gateway(config).budgets.show()  # wall time settled with each call's ledger row
+    assert scope["scope"] == "agent:a1" and scope["calls"] == 3 and scope["tier2"] == 1 and scope["wall_ms"] >= 0
     row = ledger_rows(Gateway(config))[-1]
     assert row.outcome == "denied" and row.detail["error"]["code"] == "budget_exhausted"
     found = notice(row)

@@ -4,8 +4,8 @@ authorised it.
     ChargeBudget  after decide: the call, its tier-2 change or tier-3 request and a token of each rate are
                   charged in one store transaction for every scope it falls under; an exhausted scope (or a
                   store that cannot be charged) refuses it, saying what ran out and when it resets
-    SettleBudget  a finish stage, before record: the egress bytes and wall time the call used are added; what
-                  is left is in the result's ``_meta`` and the call's ledger row
+    SettleBudget  a finish stage, before record: the egress bytes and wall time the call used are added, in the
+                  transaction of the call's ledger row; what is left is in the result's ``_meta``
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class ChargeBudget:
         decision = call.decision
         usage = Usage(calls=1, tier2=int(decision.tier == 2), tier3=int(decision.action == "ask"))
         call.budget_scopes = scopes
-        call.detail["budget"] = self.budgets.charge(scopes, usage)
+        call.budget_left = self.budgets.charge(scopes, usage)
         call.egress_bytes = [0]
         EGRESS_BYTES.set(call.egress_bytes)  # this call's task: the egress proxy it starts counts into it
         call.running_since = time.perf_counter()
@@ -62,6 +62,8 @@ class SettleBudget:
         if call.outcome in ("ok", "error", "allowed"):
             ran_ms = int((time.perf_counter() - (call.running_since or call.started)) * 1000)
             egress = call.egress_bytes[0] if call.egress_bytes else 0
-            self.budgets.settle(call.budget_scopes, Usage(egress_bytes=egress, wall_ms=ran_ms))
-        if call.result is not None and "budget" in call.detail:
-            call.result = with_meta(call.result, BUDGET_META, call.detail["budget"])
+            scopes, usage = call.budget_scopes, Usage(egress_bytes=egress, wall_ms=ran_ms)
+            if self.budgets.measures(scopes):  # with the call's ledger row: one transaction, not two
+                call.recorded_with.append(lambda tx: self.budgets.settle_in(tx, scopes, usage))
+        if call.result is not None and call.budget_left is not None:
+            call.result = with_meta(call.result, BUDGET_META, call.budget_left)

@@ -68,14 +68,22 @@ class Budgets:
             ) from None
         return left
 
+    def measures(self, scopes: Sequence[tuple[str, Budget]]) -> bool:
+        """Whether any of the scopes limits what is measured after a call (egress bytes, wall time)."""
+        return any(b.egress_bytes is not None or b.wall_s is not None for _, b in scopes)
+
     def settle(self, scopes: Sequence[tuple[str, Budget]], usage: Usage) -> None:
         """Add what a call used while it ran (egress bytes, wall time) to the scopes that limit it."""
-        limited = [(s, b) for s, b in scopes if b.egress_bytes is not None or b.wall_s is not None]
-        if not limited or not usage:
+        with self.store.transaction() as tx:
+            self.settle_in(tx, scopes, usage)
+
+    def settle_in(self, tx: Any, scopes: Sequence[tuple[str, Budget]], usage: Usage) -> None:
+        """``settle`` inside a caller's transaction (the call's ledger row)."""
+        if not usage:
             return
         now = self.clock()
-        with self.store.transaction() as tx:
-            for scope, budget in limited:
+        for scope, budget in scopes:
+            if budget.egress_bytes is not None or budget.wall_s is not None:
                 row = _row(tx, scope, now, self.config.window_s, budget)
                 row["egress_bytes"] += usage.egress_bytes
                 row["wall_ms"] += usage.wall_ms
