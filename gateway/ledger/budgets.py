@@ -78,16 +78,16 @@ class Budgets:
             self.settle_in(tx, scopes, usage)
 
     def settle_in(self, tx: Any, scopes: Sequence[tuple[str, Budget]], usage: Usage) -> None:
-        """``settle`` inside a caller's transaction (the call's ledger row)."""
+        """``settle`` inside a caller's transaction (the call's ledger row): one UPDATE a scope, to the window
+        it is in now (a call that ran across the end of a window counts in the next)."""
         if not usage:
             return
-        now = self.clock()
         for scope, budget in scopes:
             if budget.egress_bytes is not None or budget.wall_s is not None:
-                row = _row(tx, scope, now, self.config.window_s, budget)
-                row["egress_bytes"] += usage.egress_bytes
-                row["wall_ms"] += usage.wall_ms
-                _write(tx, scope, row)
+                tx.execute(
+                    "UPDATE budgets SET egress_bytes = egress_bytes + ?, wall_ms = wall_ms + ? WHERE scope = ?",
+                    (usage.egress_bytes, usage.wall_ms, scope),
+                )
 
     def show(self) -> list[JSONObject]:
         return [dict(r) for r in self.store.query("SELECT * FROM budgets ORDER BY scope")]
