@@ -26,6 +26,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from gateway.budgets import BudgetsConfig
 from gateway.errors import ConfigError
 from gateway.listen import parse_listen
 from gateway.locations import absolute
@@ -108,6 +109,9 @@ class UpstreamConfig(Strict):
     # false: its resource list entries (often generated: files, pages) are served without pins; its tools,
     # prompts, resource templates and instructions are pinned whatever this says
     pin_resources: bool = True
+    # true: what its tools, resources and prompts return is trusted content (information-flow labels,
+    # docs/flow.md); an upstream is untrusted unless the operator vouches for it here
+    trusted: bool = False
 
     @model_validator(mode="after")
     def _one_transport(self) -> UpstreamConfig:
@@ -344,6 +348,7 @@ class GatewayConfig(Strict):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     checkpoints: CheckpointsConfig = Field(default_factory=CheckpointsConfig)
     egress: EgressConfig = Field(default_factory=EgressConfig)
+    budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)  # docs/flow.md
     source: Path | None = Field(default=None, exclude=True)
 
     @field_validator("upstreams")

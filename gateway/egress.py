@@ -35,6 +35,7 @@ import socket
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -337,11 +338,20 @@ async def _answer(client: SocketStream, status: int, reason: str) -> None:
         await client.send(f"{head}Connection: close\r\n\r\n".encode() + body)
 
 
+# The bytes a call's egress carried, both ways (its budget, gateway/budgets.py): the call's stage sets a
+# counter; the proxy's connections, started inside the call, see it.
+EGRESS_BYTES: ContextVar[list[int] | None] = ContextVar("egress_bytes", default=None)
+
+
 async def _pump(source: ByteReceiveStream, sink: SocketStream, scope: anyio.CancelScope) -> None:
     """Copy one direction; at its end pass the end on (the other direction may still be answering)."""
+    counter = EGRESS_BYTES.get()
     try:
         while True:
-            await sink.send(await source.receive())
+            data = await source.receive()
+            if counter is not None:
+                counter[0] += len(data)
+            await sink.send(data)
     except anyio.EndOfStream:
         try:
             await sink.send_eof()

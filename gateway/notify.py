@@ -52,6 +52,7 @@ ESCALATIONS = frozenset(
         "verification_timeout",
         "dead_letter",
         "upstream_quarantined",  # an upstream definition changed, appeared or was renamed: a person approves it
+        "budget_exhausted",  # a role's, agent's or task's budget ran out: its calls are refused until it resets
     }
 )
 CURSOR = "notify"
@@ -69,6 +70,9 @@ def notice(event: LedgerEvent) -> JSONObject | None:
     elif event.kind == "task" and detail.get("action") in ESCALATIONS:
         kind, task_id = str(detail["action"]), detail.get("task_id")
         why = str(detail.get("why") or detail.get("error") or detail.get("reason") or "")
+    elif event.kind in ("call", "hook") and (detail.get("error") or {}).get("code") == "budget_exhausted":
+        kind, task_id = "budget_exhausted", (event.principal or {}).get("task")
+        why = str(detail["error"].get("message", ""))
     elif event.kind == "upstream" and detail.get("action") == "quarantined":
         kind, task_id = "upstream_quarantined", None
         why = f"{event.tool} is {detail.get('status')}: held back until a person approves it (gateway upstreams diff)"
@@ -77,6 +81,8 @@ def notice(event: LedgerEvent) -> JSONObject | None:
     agent = (event.principal or {}).get("agent") or detail.get("owner") or detail.get("by")
     why = why[:500]
     subject = f"task {task_id}" if task_id is not None or "upstream" not in detail else f"upstream {detail['upstream']}"
+    if task_id is None and kind == "budget_exhausted":
+        subject = f"agent {agent}"
     return {
         "event": kind,
         "task_id": task_id,

@@ -51,6 +51,7 @@ class Origin:
     elicit: Callable[[str, JSONObject], Awaitable[mt.ElicitResult]] | None = None
     input_responses: JSONObject | None = None
     request_state: str | None = None
+    meta: JSONObject | None = None  # the request's own _meta, as sent (a claim of labels in it is refused)
 
     @property
     def modern(self) -> bool:

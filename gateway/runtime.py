@@ -31,6 +31,8 @@ from gateway.judge.confine import Confinements
 from gateway.judge.scope import ScopeQuestion, ask_scope
 from gateway.judge.situate import Situate, session_trace
 from gateway.judge.stacks import Stacks
+from gateway.labels import FlowLabels
+from gateway.ledger.budgets import Budgets
 from gateway.ledger.chain import Ledger
 from gateway.ledger.leases import Leases
 from gateway.ledger.review_index import catch_up
@@ -126,6 +128,10 @@ class Gateway:
         guard = AddressGuard(config.egress.allow_addresses, own_ports=lambda: listening_ports() | {listen_port})
         self.egress = Egress(self.ledger, guard)
         self.approvals = Approvals(self.db, self.ledger, ttl_s=config.approvals.ttl_s)
+        # information-flow labels of each session, in the store: shared by every process and replica
+        self.labels = FlowLabels(self.db, self.ledger)
+        # budgets of roles, agents and tasks, charged in the store (gateway.yaml budgets, manifests' budget)
+        self.budgets = Budgets(self.db, config.budgets)
         # upstream definitions as pinned (first use, the operator's lockfile, a person's approval)
         self.pins = Pins(self.db, self.ledger, config.upstream_lockfile)
         self.checkpoints = Checkpoints(self.db, self.sandbox, config, self.ledger)

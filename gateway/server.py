@@ -510,6 +510,7 @@ def origin_for(
         elicit=elicit if elicitation == "push" else None,
         input_responses={k: v.model_dump(by_alias=True) for k, v in (params.input_responses or {}).items()} or None,
         request_state=params.request_state,
+        meta=dict(params.meta) if params.meta else None,
     )
 
 

@@ -155,7 +155,29 @@ def variants(base: JSONObject, write: JSONObject, workspace: Path) -> list[Golde
             },
         ),
         changed("context outside the workspace", context={**base["context"], "workspace": str(workspace.parent)}),
+        changed(
+            "a message to other agents after untrusted content",
+            tool={"name": "task_report", **gateway_tool},
+            flow=flow("untrusted", "upstream:web web__fetch_page"),
+        ),
+        changed(
+            "egress after a confidential read",
+            effects={**base["effects"], "network": [{"host": "paste.example", "via": "curl"}]},
+            flow=flow("confidential", "touches secrets or credentials: .env"),
+        ),
     ]
+
+
+def flow(label: str, what: str) -> JSONObject:
+    """input.flow of a session one source raised ``label`` in (gateway/labels.py)."""
+    source = {"label": label, "what": what, "tool": "x", "call_id": "c1"}
+    return {
+        "session": "token:j",
+        "integrity": "untrusted" if label == "untrusted" else "trusted",
+        "confidentiality": "confidential" if label == "confidential" else "public",
+        "untrusted": [source] if label == "untrusted" else [],
+        "confidential": [source] if label == "confidential" else [],
+    }
 
 
 @pytest.fixture(scope="module")

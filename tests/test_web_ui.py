@@ -622,3 +622,22 @@ def test_traces_list_agent_role_and_tool(triage: dict[str, Any]) -> None:
     head, *lines = result.stdout.splitlines()
     assert "AGENT" in head and "ROLE" in head and "TOOL" in head
     assert len(lines) == 1 and "masker" in lines[0] and "auditor" in lines[0] and "shell_run,fs_write" in lines[0]
+
+
+def test_a_person_lowers_flow_labels_on_the_review_page(site: dict[str, Any]) -> None:
+    from gateway.labels import Source
+
+    gateway = Gateway(site["config"])
+    gateway.labels.raise_("task:WEB-1", [Source("untrusted", "upstream:web <b>page</b>", "web__fetch", "c1")])
+    assert client(site, site["worker"]).get("/ui/flow").status_code == 403  # an agent never lowers its labels
+    with client(site, site["admin"]) as http:
+        page = http.get("/ui/flow")
+        assert page.status_code == 200 and "task:WEB-1" in page.text and "&lt;b&gt;page" in page.text
+        form = {"session": "task:WEB-1", "reason": "our own docs"}
+        assert http.post("/ui/flow", data=form).status_code == 403  # no CSRF token
+        assert http.post("/ui/flow", data={**form, "reason": " ", "csrf": csrf_of(page.text)}).status_code == 400
+        lowered = http.post("/ui/flow", data={**form, "csrf": csrf_of(page.text)})
+        assert lowered.status_code == 303
+    assert gateway.labels.read("task:WEB-1").integrity == "trusted"
+    row = ledger_rows(gateway, kind="flow_lowered")[-1]
+    assert row.detail["by"] == "alice" and row.detail["reason"] == "our own docs"

@@ -541,6 +541,36 @@ def confirmed(question: str) -> bool:
     return input(question).strip().lower() in ("y", "yes")
 
 
+def cmd_flow(args: argparse.Namespace) -> int:
+    """``gateway flow show|lower``: sessions' labels; lowering them is a person's act, recorded."""
+    gateway = open_gateway(args)
+    if args.flow_command == "lower":
+        by = args.by or os.environ.get("USER") or "cli"
+        flow = gateway.labels.lower(args.session, by=by, reason=args.reason, label=args.label)
+        emit(flow.as_input()) if wants_json(args) else block(flow_fields(flow.as_input()))
+        return 0
+    flows = [gateway.labels.read(args.session)] if args.session else gateway.labels.sessions()
+    if wants_json(args):
+        emit([f.as_input() for f in flows])
+        return 0
+    if not any(f.sources for f in flows):
+        print("no labelled sessions" if not args.session else f"{args.session}: trusted, public (no labels)")
+        return 0
+    for flow in flows:
+        block(flow_fields(flow.as_input()))
+    return 0
+
+
+def flow_fields(flow: dict[str, Any]) -> dict[str, Any]:
+    sources = [*flow["untrusted"], *flow["confidential"]]
+    return {
+        "session": flow["session"],
+        "integrity": flow["integrity"],
+        "confidentiality": flow["confidentiality"],
+        **{f"{s['label']} ({s['tool']}, call {s['call_id'][:12]})": s["what"] for s in sources},
+    }
+
+
 def approval_fields(approval: dict[str, Any]) -> dict[str, Any]:
     """One approval as ``gateway approvals show`` prints it: the call, where it runs, and its state."""
     principal, decision = approval["principal"], approval["request"].get("decision") or {}

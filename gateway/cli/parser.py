@@ -166,6 +166,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     revoke.set_defaults(handler=commands.cmd_token_revoke)
 
+    flow = Commands(
+        top.add(
+            "flow",
+            "information-flow labels of sessions (docs/flow.md): show them; a person lowers them",
+            ["gateway flow show", "gateway flow lower task:T1 --reason 'the fetched page was our own docs'"],
+        ),
+        "flow_command",
+    )
+    flow_show = flow.add(
+        "show", "every labelled session, or one, with what raised its labels", ["gateway flow show task:T1 --json"]
+    )
+    flow_show.add_argument("session", nargs="?", help="task:ID, token:JTI or agent:ROLE/AGENT (default: all)")
+    json_option(flow_show, "the sessions and their sources")
+    flow_show.set_defaults(handler=commands.cmd_flow)
+    flow_lower = flow.add(
+        "lower",
+        "lower a session's labels (both, or one with --label), recorded in the ledger",
+        ["gateway flow lower task:T1 --label untrusted --reason 'reviewed the fetched page'"],
+    )
+    flow_lower.add_argument("session", help="task:ID, token:JTI or agent:ROLE/AGENT (gateway flow show lists them)")
+    flow_lower.add_argument("--label", choices=["untrusted", "confidential"], help="only this label")
+    flow_lower.add_argument("--reason", required=True, help="why, recorded in the ledger")
+    flow_lower.add_argument("--by", help="who lowers them (default: $USER)")
+    json_option(flow_lower, "the session's labels after")
+    flow_lower.set_defaults(handler=commands.cmd_flow)
+
     keys = top.add(
         "keys",
         "signing keys: list them, rotate (a new signing key), remove KID (its tokens stop verifying)",

@@ -13,7 +13,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gateway.errors import GatewayError
 from gateway.types import Decision, Effects, JSONObject, Outcome, Principal
@@ -21,7 +21,9 @@ from gateway.types import Decision, Effects, JSONObject, Outcome, Principal
 if TYPE_CHECKING:
     import mcp_types as mt
 
+    from gateway.budgets import Budget
     from gateway.effects.paths import Workspace
+    from gateway.labels import Flow
     from gateway.origin import Origin
     from gateway.sandbox import Confinement
     from gateway.tools.pins import PinStatus
@@ -69,6 +71,13 @@ class Call:
     intent: JSONObject | None = None  # input.intent: the intent a commit-protocol call names
     confinement: Confinement | None = None  # the sandbox its commands (or its upstream) run in: context.sandbox
     effects: Effects | None = None
+    flow: Flow | None = None  # the session's information-flow labels (gateway/labels.py): input.flow
+    budget_scopes: list[tuple[str, Budget]] | None = None  # the budgets it was charged to (gateway/budgets.py)
+    egress_bytes: list[int] | None = None  # what its egress carried, counted by the proxy
+    running_since: float | None = None  # when it was charged: its wall time runs from there
+    budget_left: JSONObject | None = None  # what is left of each budget it was charged to: the result's _meta
+    # writes that commit in the transaction of the call's final ledger row (a budget's measured usage)
+    recorded_with: list[Callable[[Any], None]] = field(default_factory=list)
     decision: Decision | None = None
     policy_input: JSONObject | None = None  # the input document the policy judged (gateway check --explain)
     safeguard: JSONObject | None = None

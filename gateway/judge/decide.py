@@ -44,4 +44,5 @@ def policy_input(call: Call) -> JSONObject:
         intent=call.intent,
         sandbox=call.confinement.describe() if call.confinement is not None else None,
         git_hooks=hooks_path(call.workspace.root),
+        flow=call.flow.as_input() if call.flow is not None else None,
     )

@@ -9,7 +9,7 @@ from gateway.origin import no_progress
 from gateway.tools.spec import CallResult, ToolInvocation
 from gateway.types import JSONObject
 
-__all__ = ["CHECKPOINT_META", "Execute", "with_checkpoint"]
+__all__ = ["CHECKPOINT_META", "Execute", "with_checkpoint", "with_meta"]
 
 CHECKPOINT_META = "io.github.mcp-policy-gateway/checkpoint"
 
@@ -40,6 +40,19 @@ class Execute:
         call.outcome = "error" if getattr(call.result, "is_error", False) is True else "ok"
         if call.safeguard is not None and call.method == "tools/call":
             call.result = with_checkpoint(call.result, call.safeguard, structured=not call.spec.provider.upstream)
+
+
+def with_meta(result: CallResult, key: str, value: JSONObject) -> CallResult:
+    """The result with ``_meta[key]`` set to ``value`` (an upstream's own value for the key replaced)."""
+    import mcp_types as mt
+
+    from gateway.tools.forwarded import Forwarded
+
+    if isinstance(result, Forwarded):
+        return result.with_meta(key, value)
+    if isinstance(result, mt.CallToolResult):
+        return result.model_copy(update={"meta": {**(result.meta or {}), key: value}})
+    return result
 
 
 def with_checkpoint(result: CallResult, safeguard: JSONObject, structured: bool) -> CallResult:

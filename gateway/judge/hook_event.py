@@ -38,6 +38,7 @@ class ReadHookEvent:
         await self.authenticate(call)
         assert call.principal is not None
         task = self.board.task_for(call.principal)
+        call.task = self.board.policy_section(task) if task else None  # whose labels: the task's (situate agrees)
         call.trace_id = hook_trace(task, event.get("session_id")) or call.trace_id
         worktree = self.board.workspace(task) if task else None
         root = (worktree or self.workspace).root

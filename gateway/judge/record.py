@@ -73,10 +73,26 @@ class Record:
 
     def _append(self, call: Call) -> None:
         outcome: Outcome = call.outcome or ("error" if call.error else "ok")
+        fields = ledger_fields(call, outcome)
         try:
-            self.ledger.append(ledger_fields(call, outcome))
+            if call.recorded_with:
+                self._append_with(call, fields)
+            else:
+                self.ledger.append(fields)
         except Exception:
             log.exception("could not record the outcome", call_id=call.call_id, outcome=outcome)
             if not call.intent_recorded:
                 # nothing ran, but the refusal is not recorded: say so rather than pretend
                 call.stop(ToolFailed("the gateway could not record this call; nothing was run"))
+
+    def _append_with(self, call: Call, fields: JSONObject) -> None:
+        """The row and the writes that commit with it (a budget's usage) in one transaction; if those writes
+        fail, the row alone: the call is recorded whatever its usage."""
+        try:
+            with self.ledger.db.transaction() as tx:
+                for write in call.recorded_with:
+                    write(tx)
+                self.ledger.append_in(tx, fields)
+        except Exception:
+            log.exception("could not record what the call used; recording the call alone", call_id=call.call_id)
+            self.ledger.append(fields)

@@ -2,15 +2,18 @@
 stack). Each stack is a list of stages run in order and its finish, which runs whatever happened; a
 stage is one module of this package.
 
-    tools/call          authenticate -> resolve -> valid text -> validate -> describe -> decide -> act on tier
-                        -> record intent -> execute;          finish: keep dead letters, record
-    resources/read,     authenticate -> resolve -> valid text -> validate -> describe -> decide -> act on tier
-    prompts/get         -> record intent -> execute;          finish: record
-    check (dry run)     resolve -> valid text -> validate -> describe -> decide -> judged;   finish: record
+    tools/call          authenticate -> resolve -> valid text -> validate -> describe -> read flow -> decide
+                        -> charge budget -> act on tier -> record intent -> execute;
+                                                  finish: keep dead letters, label result, settle budget, record
+    resources/read,     authenticate -> resolve -> valid text -> validate -> describe -> read flow -> decide
+    prompts/get         -> charge budget -> act on tier -> record intent -> execute;
+                                                  finish: label result, settle budget, record
+    check (dry run)     resolve -> valid text -> validate -> describe -> read flow -> decide -> judged;
+                                                                     finish: record
     verify              the same, for the commands the gateway runs itself (verify_run's, a merge's checks)
                         and the merge ceremony's merges (kind ceremony_check)
-    hook                read hook event -> [resolve -> valid text -> validate -> describe -> decide]
-                        -> hook verdict;                      finish: record
+    hook                read hook event -> [resolve -> valid text -> validate -> describe -> read flow -> decide]
+                        -> charge budget -> hook verdict;  finish: label result, settle budget, record
     scope               scope (which of a task's files lie outside its allowed paths or acceptance files);
                                                               finish: record
 
@@ -31,10 +34,12 @@ from gateway.identity.tokens import Tokens
 from gateway.judge.act_on_tier import ActOnTier
 from gateway.judge.approval import Enforcement
 from gateway.judge.authenticate import Authenticate
+from gateway.judge.budget import ChargeBudget, SettleBudget
 from gateway.judge.call import Stage
 from gateway.judge.decide import Decide
 from gateway.judge.describe import Describe
 from gateway.judge.execute import Execute
+from gateway.judge.flow import LabelResult, ReadFlow
 from gateway.judge.hook_event import ReadHookEvent, UnlessDecided
 from gateway.judge.hook_verdict import HookVerdict
 from gateway.judge.judged import Judged
@@ -47,6 +52,8 @@ from gateway.judge.scope import Scope
 from gateway.judge.situate import Situate
 from gateway.judge.valid_text import ValidText
 from gateway.judge.validate import Validate
+from gateway.labels import FlowLabels
+from gateway.ledger.budgets import Budgets
 from gateway.ledger.chain import Ledger
 from gateway.policy.engine import PolicyEngine
 from gateway.tasks.board import TaskBoard
@@ -88,6 +95,10 @@ class Services(Protocol):
     def situate(self) -> Situate: ...
     @property
     def request_state_seal(self) -> RequestStateSeal: ...
+    @property
+    def labels(self) -> FlowLabels: ...
+    @property
+    def budgets(self) -> Budgets: ...
 
 
 class Stacks:
@@ -103,18 +114,26 @@ class Stacks:
             Validate(config.limits),
             Describe(services.situate, config.policy.deadline_s),
         ]
-        deciding: list[Stage] = [*describing, Decide(services.engine)]
+        deciding: list[Stage] = [*describing, ReadFlow(services.labels), Decide(services.engine)]
+        label = LabelResult(services.labels, config.upstreams)
+        charge, settle = ChargeBudget(services.budgets), SettleBudget(services.budgets)
         self.running: list[Stage] = [
             *deciding,
+            charge,
             ActOnTier(enforcement, services.roles, services.request_state_seal, config.approvals),
             RecordIntent(services.ledger),
             Execute(),
         ]
-        self.call_finish: list[Stage] = [KeepDeadLetters(services.deadletters, services.situate), record]
+        self.call_finish: list[Stage] = [
+            KeepDeadLetters(services.deadletters, services.situate),
+            label,
+            settle,
+            record,
+        ]
         # a tools/call: judged, run and recorded (a malformed handoff kept as a dead letter)
         self.call = Pipeline([Authenticate(services.tokens), *self.running], finish=self.call_finish)
         # an upstream's resource read or prompt get: judged as a read of that upstream, run and recorded
-        self.read = Pipeline([Authenticate(services.tokens), *self.running], finish=[record])
+        self.read = Pipeline([Authenticate(services.tokens), *self.running], finish=[label, settle, record])
         # a dry run (`gateway check`): decided and recorded, never run; the caller names the principal
         self.check = Pipeline([*deciding, Judged()], finish=[record])
         # the gateway's own commands and merges, decided for the principal that asked for them before they run
@@ -124,9 +143,10 @@ class Stacks:
             [
                 ReadHookEvent(services.tokens, services.board, services.workspace),
                 UnlessDecided(deciding),
+                charge,
                 HookVerdict(enforcement),
             ],
-            finish=[record],
+            finish=[label, settle, record],
         )
         # the task board's scope questions: a manifest's allowed paths, a report's diff (fail closed)
         self.scope = Pipeline([Scope(services.engine)], finish=[record])

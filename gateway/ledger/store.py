@@ -319,6 +319,30 @@ MIGRATIONS: list[str] = [
     CREATE INDEX ledger_kind ON ledger (json_extract(body, '$.kind'), seq);
     INSERT INTO cursors (name, seq, tries) VALUES ('review-index', 0, 0) ON CONFLICT (name) DO UPDATE SET seq = 0
     """,
+    # 11: information-flow labels of each session (gateway/labels.py): what raised them, and the files the
+    # session downloaded or decoded; a clean session has no row
+    """
+    CREATE TABLE flow_labels (
+        session TEXT PRIMARY KEY,
+        sources TEXT NOT NULL,
+        files TEXT NOT NULL,
+        updated TEXT NOT NULL
+    )
+    """,
+    # 12: budgets (gateway/budgets.py): each scope's counts in its window and its token bucket
+    """
+    CREATE TABLE budgets (
+        scope TEXT PRIMARY KEY,
+        window_start DOUBLE PRECISION NOT NULL,
+        calls INTEGER NOT NULL DEFAULT 0,
+        tier2 INTEGER NOT NULL DEFAULT 0,
+        tier3 INTEGER NOT NULL DEFAULT 0,
+        egress_bytes BIGINT NOT NULL DEFAULT 0,
+        wall_ms BIGINT NOT NULL DEFAULT 0,
+        tokens DOUBLE PRECISION,
+        refilled DOUBLE PRECISION NOT NULL
+    )
+    """,
 ]
 
 

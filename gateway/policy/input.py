@@ -47,6 +47,7 @@ def input_document(
     sandbox: JSONObject | None = None,
     kind: str = "tool_call",
     git_hooks: str | None = None,
+    flow: JSONObject | None = None,
 ) -> JSONObject:
     return {
         "version": INPUT_VERSION,
@@ -57,6 +58,8 @@ def input_document(
         "effects": effects.model_dump(),
         "task": task,
         "intent": intent,
+        # the session's information-flow labels and their sources (gateway/labels.py); None outside a session
+        "flow": flow,
         "context": {
             "workspace": workspace,
             "trace_id": trace_id,

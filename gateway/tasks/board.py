@@ -169,6 +169,7 @@ class TaskBoard:
             "acceptance": manifest["acceptance"],
             "constraints": manifest["constraints"],
             "verification": manifest["verification"],
+            "budget": manifest.get("budget"),  # tighter limits for this task than gateway.yaml's (gateway/budgets.py)
             "claim": claim,
             # the coordination facts separation of duty is written against
             "submitted_by": task["submitted_by"],

@@ -16,6 +16,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from gateway.budgets import Budget
 from gateway.linear_regex import PatternRefused, glob
 
 TASK_ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
@@ -47,6 +48,11 @@ class TaskManifest(Artifact):
     max_attempts: Annotated[int, Field(ge=1, le=50, description="Attempts in all, across strategies")] = 10
     max_attempts_per_strategy: Annotated[int, Field(ge=1, le=20)] = 5
     max_strategy_shifts: Annotated[int, Field(ge=0, le=10)] = 2
+    budget: Budget | None = Field(
+        default=None,
+        description="Limits for this task (calls, tier2, tier3, egress_bytes, wall_s, rate): each can only tighten "
+        "gateway.yaml's budgets.task",
+    )
     acceptance: list[str] = Field(
         default_factory=list,
         max_length=50,

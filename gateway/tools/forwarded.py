@@ -112,11 +112,13 @@ class Forwarded:
 
     def noted(self, text: str, meta_key: str, value: JSONObject) -> Forwarded:
         """The result with one more text block and one more ``_meta`` entry (the checkpoint a tier-2 call took)."""
-        body = {
-            **self.body,
-            "content": [*self.body.get("content", []), {"type": "text", "text": text}],
-            "_meta": {**(self.body.get("_meta") or {}), meta_key: value},
-        }
+        noted = self.with_meta(meta_key, value)
+        noted.body["content"] = [*self.body.get("content", []), {"type": "text", "text": text}]
+        return noted
+
+    def with_meta(self, meta_key: str, value: JSONObject) -> Forwarded:
+        """The result with ``_meta[meta_key]`` set to ``value`` (the upstream's own value for it replaced)."""
+        body = {**self.body, "_meta": {**(self.body.get("_meta") or {}), meta_key: value}}
         return Forwarded(self.method, body, self.size)
 
 

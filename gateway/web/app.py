@@ -47,7 +47,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from gateway import __version__
-from gateway.errors import ConfigError, Unauthenticated
+from gateway.errors import ConfigError, InvalidRequest, Unauthenticated
 from gateway.runtime import Gateway
 from gateway.tasks.deadletters import DeadLetterRefused
 from gateway.traces import Filters, Step, Traces, UnknownTrace, clean
@@ -457,6 +457,24 @@ def ui_routes(gateway: Gateway) -> list[Route]:
         target = "/ui/upstreams?" + render.query_string(approved=", ".join(a["exposed"] for a in approved))
         return RedirectResponse(target, status_code=303)
 
+    async def flow_page(
+        request: Request, principal: Principal, flash: str | None = None, status: int = 200
+    ) -> Response:
+        flows = await anyio.to_thread.run_sync(lambda: [f.as_input() for f in gateway.labels.sessions()])
+        csrf = reviewers.csrf(principal)
+        lowered = request.query_params.get("lowered")
+        flash = flash or (f"lowered the labels of {lowered}" if lowered else None)
+        return html_page("Flow labels", render.flow_body(flows, csrf, flash), status, principal, csrf, wide=True)
+
+    async def lower_labels(request: Request, principal: Principal) -> Response:
+        form = await request.form()
+        session, reason = str(form.get("session") or ""), str(form.get("reason") or "")
+        try:
+            await anyio.to_thread.run_sync(lambda: gateway.labels.lower(session, by=principal.agent, reason=reason))
+        except InvalidRequest as exc:
+            return await flow_page(request, principal, exc.message, 400)
+        return RedirectResponse("/ui/flow?" + render.query_string(lowered=session), status_code=303)
+
     async def tasks_page(request: Request, principal: Principal) -> Response:
         tasks = await anyio.to_thread.run_sync(gateway.board.list)
         return html_page(
@@ -531,6 +549,8 @@ def ui_routes(gateway: Gateway) -> list[Route]:
         Route("/ui/deadletters/{deadletter_id}", guarded(deadletter_page), methods=["GET"]),
         Route("/ui/upstreams", guarded(upstreams_page), methods=["GET"]),
         Route("/ui/upstreams", guarded(approve_definition, post=True), methods=["POST"]),
+        Route("/ui/flow", guarded(flow_page), methods=["GET"]),
+        Route("/ui/flow", guarded(lower_labels, post=True), methods=["POST"]),
         Route("/ui/login", login, methods=["POST"]),
         Route("/ui/logout", guarded(logout, post=True), methods=["POST"]),
     ]

@@ -144,6 +144,7 @@ HEADER = Template(
 <a href="/ui/tasks">Tasks</a>
 <a href="/ui/deadletters">Dead letters</a>
 <a href="/ui/upstreams">Upstreams</a>
+<a href="/ui/flow">Flow labels</a>
 <span class="who">signed in as $who</span>
 <form method="post" action="/ui/logout"><input type="hidden" name="csrf" value="$csrf"><button>Sign out</button></form>
 </header>"""
@@ -907,6 +908,39 @@ UPSTREAM_APPROVE_FORM = Template(
 <p><button class="approve" type="submit">Approve this definition</button></p>
 </form>"""
 )
+
+
+FLOW_LOWER_FORM = Template(
+    """<form method="post" action="/ui/flow" class="settle">
+<input type="hidden" name="csrf" value="$csrf">
+<input type="hidden" name="session" value="$session">
+<label for="reason-$n">Why they can be lowered (kept in the ledger)</label>
+<textarea id="reason-$n" name="reason" rows="2" maxlength="2000" required></textarea>
+<p><button class="approve" type="submit">Lower this session's labels</button></p>
+</form>"""
+)
+
+
+def flow_body(flows: list[JSONObject], csrf: str, flash: str | None) -> str:
+    """Every labelled session with what raised its labels, and a form to lower them (a person's act, recorded)."""
+    parts = ["<h1>Flow labels</h1>"]
+    if flash:
+        parts.append(f"<p class='flash'>{esc(flash)}</p>")
+    labelled = [f for f in flows if f["untrusted"] or f["confidential"]]
+    if not labelled:
+        parts.append("<p class='muted'>no session has labels: every one is trusted and public</p>")
+    for n, flow in enumerate(labelled):
+        rows = "".join(
+            f"<tr><td>{esc(s['label'])}</td><td>{esc(s['what'], 300)}</td><td>{esc(s['tool'])}</td>"
+            f"<td><a href='/ui/call/{esc(s['call_id'])}'>{esc(s['call_id'][:12])}</a></td></tr>"
+            for s in [*flow["untrusted"], *flow["confidential"]]
+        )
+        parts.append(
+            f"<h2>{esc(flow['session'])}: {esc(flow['integrity'])}, {esc(flow['confidentiality'])}</h2>"
+            f"<table><tr><th>label</th><th>raised by</th><th>tool</th><th>call</th></tr>{rows}</table>"
+            + FLOW_LOWER_FORM.substitute(csrf=esc(csrf), session=esc(flow["session"]), n=n)
+        )
+    return "\n".join(parts)
 
 
 def diff_html(diff: str) -> str:

@@ -1,0 +1,127 @@
+"""Budgets (gateway/budgets.py, gateway/judge/budget.py): charged once per authorised call in the store, what is
+left in the result's _meta, an exhausted budget a clear refusal with its reset time, recorded and noticed."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import pytest
+import yaml
+from conftest import add_role, inproc_client, ledger_rows, reconfigure, token
+from test_egress import Lookups, hello, through  # noqa: F401  (hello: the fixture)
+
+from gateway.addresses import AddressGuard
+from gateway.budgets import BUDGET_META, Budget, BudgetExhausted, BudgetsConfig, Rate, Usage
+from gateway.config import GatewayConfig
+from gateway.egress import EGRESS_BYTES, Egress
+from gateway.errors import ConfigError
+from gateway.ledger.budgets import Budgets
+from gateway.notify import notice
+from gateway.runtime import Gateway
+
+pytestmark = pytest.mark.anyio
+
+
+def structured(result: Any) -> dict[str, Any]:
+    return result.structured_content or {}
+
+
+async def test_a_budget_spent_mid_session_refuses_the_next_call_with_its_reset(config: Any) -> None:
+    add_role(config, "dev", ["*"], max_tier=2)
+    config = reconfigure(config, budgets={"agent": {"calls": 3, "tier2": 1, "wall_s": 3600}})
+    gateway = Gateway(config)
+    async with inproc_client(gateway, token(config, "dev", agent="a1")) as client:
+        first = await client.call_tool("fs_read", {"path": "README.md"})
+        assert first.meta[BUDGET_META]["agent:a1"]["calls"] == 2
+        changed = await client.call_tool("fs_write", {"path": "README.md", "content": "changed\n"})
+        assert changed.meta[BUDGET_META]["agent:a1"]["tier2"] == 0
+        again = await client.call_tool("fs_write", {"path": "README.md", "content": "again\n"})
+        assert again.is_error and structured(again)["error"]["budget"] == "tier2"  # tier 1 still runs:
+        read = await client.call_tool("fs_read", {"path": "README.md"})
+        assert read.meta[BUDGET_META]["agent:a1"]["calls"] == 0
+        refused = await client.call_tool("fs_read", {"path": "README.md"})
+    error = structured(refused)["error"]
+    assert refused.is_error and error["code"] == "budget_exhausted" and error["scope"] == "agent:a1"
+    assert "resets at" in error["message"] and error["resets_at"]
+    [scope] = Gateway(config).budgets.show()  # wall time settled with each call's ledger row
+    assert scope["scope"] == "agent:a1" and scope["calls"] == 3 and scope["tier2"] == 1 and scope["wall_ms"] >= 0
+    row = ledger_rows(Gateway(config))[-1]
+    assert row.outcome == "denied" and row.detail["error"]["code"] == "budget_exhausted"
+    found = notice(row)
+    assert found is not None and found["event"] == "budget_exhausted" and "agent a1" in found["text"]
+
+
+async def test_budgets_fail_closed_when_the_store_cannot_charge(config: Any, repo: Any) -> None:
+    add_role(config, "dev", ["*"], max_tier=2)
+    config = reconfigure(config, budgets={"agent": {"calls": 100}})
+    gateway = Gateway(config)
+    with sqlite3.connect(config.store_path) as db:  # a real fault: the store lost the table (no mock)
+        db.execute("DROP TABLE budgets")
+    async with inproc_client(gateway, token(config, "dev", agent="a2")) as client:
+        result = await client.call_tool("fs_write", {"path": "new.txt", "content": "x"})
+    assert result.is_error and structured(result)["error"]["code"] == "budget_unavailable"
+    assert not (repo / "new.txt").exists()
+
+
+def test_token_bucket_and_windows_with_an_injected_clock(gateway: Any) -> None:
+    now = [1_000_000.0]
+    config = BudgetsConfig(window_s=60, agent=Budget(calls=5, rate=Rate(per_s=1, burst=2)))
+    budgets = Budgets(gateway.db, config, clock=lambda: now[0])
+    scopes = budgets.scopes("dev", "a1", None, None)
+    budgets.charge(scopes, Usage(calls=1))
+    budgets.charge(scopes, Usage(calls=1))
+    with pytest.raises(BudgetExhausted, match="rate exceeded") as refused:
+        budgets.charge(scopes, Usage(calls=1))
+    assert refused.value.details["budget"] == "rate"
+    now[0] += 1.0
+    assert budgets.charge(scopes, Usage(calls=1))["agent:a1"]["calls"] == 2
+    now[0] += 61  # a new window: counts start again
+    assert budgets.charge(scopes, Usage(calls=1))["agent:a1"]["calls"] == 4
+
+
+@pytest.mark.both_stores
+def test_measured_usage_stops_the_next_call_in_either_store(gateway: Any) -> None:
+    budgets = Budgets(gateway.db, BudgetsConfig(task=Budget(egress_bytes=1000)))
+    scopes = budgets.scopes("worker", "w1", "T1", Budget(egress_bytes=500))
+    assert scopes[0][1].egress_bytes == 500  # a manifest only tightens
+    budgets.charge(scopes, Usage(calls=1))
+    budgets.settle(scopes, Usage(egress_bytes=600))
+    with pytest.raises(BudgetExhausted, match="egress bytes"):
+        budgets.charge(scopes, Usage(calls=1))
+
+
+def test_a_manifest_never_loosens_the_operators_budget() -> None:
+    base = Budget(calls=10, rate=Rate(per_s=1, burst=5))
+    tight = base.tightened(Budget(calls=1000, tier3=2, rate=Rate(per_s=100, burst=1)))
+    assert tight.calls == 10 and tight.tier3 == 2 and tight.rate == Rate(per_s=1, burst=1)
+
+
+@pytest.mark.parametrize(
+    "budgets, says",
+    [
+        ({"agent": {"calls": -1}}, "budgets.agent.calls"),
+        ({"agent": {}}, "limits nothing"),
+        ({"task": {"calls": "lots"}}, "budgets.task.calls"),
+        ({"roles": {"worker": {"calls": 5, "cals": 5}}}, "cals"),
+        ({"agent": {"rate": {"per_s": 0, "burst": 1}}}, "per_s"),
+        ({"window_s": 0}, "window_s"),
+    ],
+)
+def test_nonsense_budgets_are_a_clear_config_error(config: Any, budgets: dict[str, Any], says: str) -> None:
+    assert config.source is not None
+    raw = yaml.safe_load(config.source.read_text())
+    config.source.write_text(yaml.safe_dump({**raw, "budgets": budgets}))
+    with pytest.raises(ConfigError, match=says.replace(".", r"\.")):
+        GatewayConfig.load(config.source)
+
+
+async def test_the_egress_proxy_counts_a_calls_bytes_both_ways(gateway: Any, request: pytest.FixtureRequest) -> None:
+    port, _ = request.getfixturevalue("hello")  # a real HTTP server on the loopback (tests/test_egress.py)
+    egress = Egress(gateway.ledger, AddressGuard(["127.0.0.1"], own_ports=set), Lookups({"hello.test": ["127.0.0.1"]}))
+    counter = [0]
+    EGRESS_BYTES.set(counter)  # as ChargeBudget does for the call whose command starts the proxy
+    request = f"GET http://hello.test:{port}/ HTTP/1.1\r\n\r\n".encode()
+    answer = await through(egress, [f"hello.test:{port}"], request)
+    assert answer.endswith(b"hello from the host")
+    assert counter[0] >= len(answer)  # what came back, and the request as it went on
