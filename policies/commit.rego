@@ -54,7 +54,13 @@ default_merge_deletions := {
 	"files_always": 500, # or more than this many files, whatever the share
 }
 
-merge_deletions := object.union(default_merge_deletions, object.get(data, ["settings", "merge_deletions"], {}))
+# data.settings, not object.get(data, ...): a rule that reads all of data depends on every rule, this one
+# included, and OPA refuses the bundle as recursive (regorus does not notice).
+default settings_merge_deletions := {}
+
+settings_merge_deletions := data.settings.merge_deletions if is_object(data.settings.merge_deletions)
+
+merge_deletions := object.union(default_merge_deletions, settings_merge_deletions)
 
 diff := intent.diff if is_object(object.get(intent, "diff", null))
 

@@ -6,6 +6,7 @@ package gateway.paths
 
 import rego.v1
 
+import data.gateway.portable
 import data.gateway.scope
 import data.gateway.tiers
 
@@ -58,20 +59,30 @@ configured_hooks := {{"path": concat("", ["/", hooks]), "kind": "hooks", "what":
 anchored(entry) if startswith(entry.path, "/")
 
 # An entry names a file or directory and everything below it: `{p,p/**}` matched where the entry can
-# start (the root for an anchored entry, every name for the others).
-own_glob(entry) := concat("", ["{", concat(",", [lower(p), concat("/", [lower(p), "**"])]), "}"]) if p := trim_prefix(entry.path, "/")
+# start (the root for an anchored entry, every name for the others). Paths are compared in lower case
+# (portable.lowered: the same on every engine).
+own_glob(entry) := concat("", ["{", g, ",", g, "/**}"]) if g := entry_glob(entry)
+
+# The screens below join every entry into one glob and one regular expression, which only works for plain
+# entries: no glob or regex syntax but `*`. A team's entry with other characters turns the screens off
+# (every path is matched against every entry), and each entry is matched as written (portable.glob_escape).
+plain_entries if not regex.match(`[\\\[\]{}?,()+|^$]`, concat("\n", [entry.path | some entry in protected]))
+
+entry_glob(entry) := portable.lowered(trim_prefix(entry.path, "/")) if plain_entries
+
+entry_glob(entry) := portable.glob_escape(portable.lowered(trim_prefix(entry.path, "/"))) if not plain_entries
 
 # Every entry as one glob of alternatives at any depth: one match per path tells apart the paths that touch
 # none (almost all of them, and a call may name thousands) before each entry is matched on its own. Built
-# by joining (no entry holds a comma or a brace), not entry by entry: it is worked out for every decision.
-anywhere := lower(concat(",", [entry.path | some entry in protected; not startswith(entry.path, "/")]))
+# by joining (plain entries hold no comma or brace), not entry by entry: it is worked out for every decision.
+anywhere := portable.lowered(concat(",", [entry.path | some entry in protected; not startswith(entry.path, "/")]))
 
-at_root := lower(concat(",", [substring(entry.path, 1, -1) | some entry in protected; startswith(entry.path, "/")]))
+at_root := portable.lowered(concat(",", [substring(entry.path, 1, -1) | some entry in protected; startswith(entry.path, "/")]))
 
 protected_glob := concat("", [
 	"{", anywhere, ",", replace(anywhere, ",", "/**,"), "/**,**/", replace(anywhere, ",", ",**/"), ",**/",
 	replace(anywhere, ",", "/**,**/"), "/**,", at_root, ",", replace(at_root, ",", "/**,"), "/**}",
-])
+]) if plain_entries
 
 # The first name of every entry, as one regular expression over whole names: a path that reaches an entry, or
 # lies on the way to one, holds one of them. Asked once of all the call's paths joined, then of each path,
@@ -80,10 +91,10 @@ first_names := regex.replace(concat(",", [anywhere, at_root]), `/[^,]*`, "")
 
 control_hint := concat("", [
 	`(^|[/\n])(`, replace(replace(replace(first_names, ".", `\.`), "*", `[^/\n]*`), ",", "|"), `)([/\n]|$)`,
-])
+]) if plain_entries
 
 # Below an exempt directory (a checkout of its own) a path is judged from that directory on.
-exempt_glob := concat("", ["{", concat(",", [concat("/", [lower(x), "**"]) | some x in data.gateway.controls.exempt]), "}"])
+exempt_glob := concat("", ["{", concat(",", [concat("/", [portable.glob_escape(portable.lowered(x)), "**"]) | some x in data.gateway.controls.exempt]), "}"])
 
 # A path and its tails after each "/": where an entry may start.
 tails(p) := [concat("/", array.slice(parts, i, count(parts))) | parts := split(p, "/"); some i in numbers.range(0, count(parts) - 1)]
@@ -113,27 +124,29 @@ somewhere_on_the_way(p) if {
 
 somewhere_on_the_way(p) if contains(concat("", [",", at_root, ","]), concat("", [",", p, "/"]))
 
+somewhere_on_the_way(p) if not plain_entries
+
 on_the_way(entry, p) if {
 	not anchored(entry)
 	some tail in tails(p)
-	startswith(lower(entry.path), concat("", [tail, "/"]))
+	startswith(portable.lowered(entry.path), concat("", [tail, "/"]))
 }
 
 on_the_way(entry, p) if {
 	anchored(entry)
-	startswith(lower(entry.path), concat("", ["/", p, "/"]))
+	startswith(portable.lowered(entry.path), concat("", ["/", p, "/"]))
 }
 
 candidates := changed | unknown_access
 
 # What a call changes, inside the workspace (outside it is tier 3 already), in lower case: the paths it
 # writes, creates or deletes, and the paths given to programs the analysis does not follow.
-changed_inside := {[p, lower(p)] | some p in candidates; not outside(p)}
+changed_inside := {[p, portable.lowered(p)] | some p in candidates; not outside(p)}
 
-removed := {lower(p) | some key in ["deletes", "recursive_deletes"]; some p in effects[key]}
+removed := {portable.lowered(p) | some key in ["deletes", "recursive_deletes"]; some p in effects[key]}
 
 # A link's source made under another name (`ln -s .claude c`): writes through `c/` reach the entry.
-linked := {[p, lower(p)] |
+linked := {[p, portable.lowered(p)] |
 	some cmd in data.gateway.tiers.commands
 	tiers.program(cmd) in link_programs
 	some p in cmd.reads
@@ -145,11 +158,21 @@ reached := changed_inside | linked
 
 might_reach_controls if regex.match(control_hint, concat("\n", [lp | some [_, lp] in reached]))
 
-hinted := {[p, lp] | might_reach_controls; some [p, lp] in reached; regex.match(control_hint, lp)}
+might_reach_controls if not plain_entries
+
+hinted := {[p, lp] | might_reach_controls; some [p, lp] in reached; hint(lp)}
+
+hint(lp) if regex.match(control_hint, lp)
+
+hint(lp) if not plain_entries
+
+screened(lp) if glob.match(protected_glob, ["/"], lp)
+
+screened(lp) if not plain_entries
 
 control_hits contains [p, entry] if {
 	some [p, lp] in hinted
-	glob.match(protected_glob, ["/"], lp)
+	screened(lp)
 	some entry in protected
 	protects(entry, lp)
 }
@@ -163,16 +186,19 @@ control_hits contains [p, entry] if {
 }
 
 # A path the analysis reports as a pattern (`cp -r x/* .github/` writes `.github/*`) reaches an entry it
-# could match: the entry's own name, or a name inside it.
+# could match: the entry's own name, or a name inside it. The pattern is read as a regular expression that
+# matches at least what it could (portable.shell_glob_regex): glob.match fails on `[z-a]`, in one engine or
+# the other, and reads `?` and `[...]` differently on non-ASCII text.
 patterns := {[p, lp] | some [p, lp] in reached; regex.match(`[*?\[]`, lp)}
 
 control_hits contains [p, entry] if {
 	some [p, lp] in patterns
-	some entry in protected
-	name := lower(replace(trim_prefix(entry.path, "/"), "*", "x"))
 	some tail in tails(lp)
+	pattern := portable.shell_glob_regex(tail)
+	some entry in protected
+	name := portable.lowered(replace(trim_prefix(entry.path, "/"), "*", "x"))
 	some example in [name, concat("/", [name, "x"])]
-	glob.match(tail, ["/"], example)
+	regex.match(pattern, example)
 }
 
 # Deleting or moving away the whole workspace takes every control with it (the hooks that judge the agent).
@@ -180,18 +206,18 @@ control_hits contains [".", {"path": ".", "kind": "agent", "what": "the workspac
 
 # Program text given to an interpreter (`python -c "open('.claude/settings.local.json', 'w')"`) that names
 # a protected path: the analysis does not follow the text, the policy reads it for the names.
-literal_names := [lower(trim_prefix(entry.path, "/")) | some entry in protected; not contains(entry.path, "*")]
+literal_names := [portable.regex_escape(portable.lowered(trim_prefix(entry.path, "/"))) | some entry in protected; not contains(entry.path, "*")]
 
-names_in_code := concat("", [`(^|[^a-z0-9_-])(`, replace(concat("|", literal_names), ".", `\.`), `)($|[^a-z0-9_-])`])
+names_in_code := concat("", [`(^|[^a-z0-9_-])(`, concat("|", literal_names), `)($|[^a-z0-9_-])`])
 
 control_hits contains [sprintf("program text given to '%s'", [cmd.program]), entry] if {
 	some cmd in data.gateway.tiers.commands
 	count(cmd.inline_code) > 0
-	code := lower(concat("\n", cmd.inline_code))
+	code := portable.lowered(concat("\n", cmd.inline_code))
 	regex.match(names_in_code, code)
 	some entry in protected
 	not contains(entry.path, "*")
-	regex.match(concat("", [`(^|[^a-z0-9_-])`, replace(lower(trim_prefix(entry.path, "/")), ".", `\.`), `($|[^a-z0-9_-])`]), code)
+	regex.match(concat("", [`(^|[^a-z0-9_-])`, portable.regex_escape(portable.lowered(trim_prefix(entry.path, "/"))), `($|[^a-z0-9_-])`]), code)
 }
 
 findings contains {"tier": 3, "rule": rule, "reason": msg} if {
@@ -291,7 +317,12 @@ deny contains {"rule": "paths.claim_not_held", "reason": msg} if {
 	msg := sprintf("the claim on task '%s' is expired or held by another agent; claim it again", [task_id])
 }
 
-in_scope(p) if scope.matches_any(object.get(input.task, "allowed_paths", []), p)
+# The task's globs as regular expressions, once per call (scope.rego: `**/` is zero or more directories).
+allowed_regexes := scope.regexes(object.get(input.task, "allowed_paths", [])) if has_task
+
+acceptance_regexes := scope.regexes(object.get(input.task, "acceptance", [])) if has_task
+
+in_scope(p) if scope.matches_one_of(allowed_regexes, p)
 
 deny contains {"rule": "paths.out_of_scope", "reason": msg} if {
 	requires_claim
@@ -307,7 +338,7 @@ deny contains {"rule": "paths.out_of_scope", "reason": msg} if {
 deny contains {"rule": "paths.acceptance", "reason": msg} if {
 	requires_claim
 	has_task
-	graded := sort([p | some p in changed; not outside(p); scope.matches_any(object.get(input.task, "acceptance", []), p)])
+	graded := sort([p | some p in changed; not outside(p); scope.matches_one_of(acceptance_regexes, p)])
 	count(graded) > 0
 	msg := sprintf("task '%s' is graded by %s: a worker may not change its acceptance files", [task_id, concat(", ", graded)])
 }

@@ -71,19 +71,27 @@ always_ask_interpreters := {
 	"make", "gmake",
 }
 
-# What a one-liner may not reach for without a person looking (no (?i), no look-ahead: RE2 and OPA).
+# What a one-liner may not reach for without a person looking (no (?i), no look-ahead: RE2 and OPA; no
+# `\b`, `\s`, `\w` or `\d`, which are ASCII in OPA and Unicode in regorus: word ends and whitespace are
+# written out, whitespace as Unicode's and JavaScript's, so `require(\u00a0'net')` counts).
+word_end := `([^A-Za-z0-9_]|$)`
+
+whitespace := `[\t\n\x0B\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}]`
+
 risky_code := concat("|", [
 	`system|exec|popen|spawn|subprocess|child_process|pty\.|os\.fork|kill`,
 	`socket|Socket|urllib|urlopen|requests|httpx|aiohttp|http\.client|https?:|ftp:|fetch\(|XMLHttpRequest`,
-	`curl|wget|LWP|HTTP::|Net::HTTP|open-uri|IO::Socket|fsockopen|createServer|serve_forever|HTTPServer|\bhttpd\b`,
+	`curl|wget|LWP|HTTP::|Net::HTTP|open-uri|IO::Socket|fsockopen|createServer|serve_forever|HTTPServer`,
+	concat("", [`(^|[^A-Za-z0-9_])httpd`, word_end]),
 	`rmtree|rmSync|rmdirSync|unlinkSync|unlink|remove|rm_rf|FileUtils|File\.delete|truncate`,
 	`eval|compile|__import__|importlib|getattr|globals\(|__builtins__|Function\(|process\.binding|import\(`,
 	`base64|b64decode|atob|Buffer\.from|codecs|marshal|pickle|ctypes|zlib|fromCharCode|chr\(|\\x[0-9a-fA-F]`,
-	`require\(\s*['"](node:)?(child_process|http|https|http2|net|dgram|tls|vm|worker_threads|cluster)['"]`,
+	concat("", [`require\(`, whitespace, `*['"](node:)?(child_process|http|https|http2|net|dgram|tls|vm|worker_threads|cluster)['"]`]),
 	`qx|%x|chmod|chown|setuid|sudo|Deno\.(run|Command|remove|connect|listen|serve|env)`,
 	"`",
 	`['"](/|~|\.\./)`,
-	`\.env\b|\.git\b|\.github|\.gitlab|\.ssh|\.aws|\.netrc|\.npmrc|\.pypirc|id_rsa|id_ed25519|credentials|hooks`,
+	concat("", [`\.env`, word_end, `|\.git`, word_end]),
+	`\.github|\.gitlab|\.ssh|\.aws|\.netrc|\.npmrc|\.pypirc|id_rsa|id_ed25519|credentials|hooks`,
 ])
 
 # The program a command runs, as the shell analysis normalised it (`/usr/bin/python3.11` -> python).
