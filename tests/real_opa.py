@@ -16,14 +16,19 @@ each checked by sha256 too:
 A process holds one Go runtime, so it loads one of the two (``load``); the other runs in a subprocess.
 
     python tests/real_opa.py install .venv/real-opa     # what `make test` runs
-    opa = RealOpa(Path("policies"), {"roles": roles})   # the bundle's modules (unit tests excluded) and data
+    opa = RealOpa.for_bundle(Path("policies"), {"roles": roles})   # the modules (unit tests excluded), data
     opa.evaluate("gateway.decision", input_doc)         # the value, None when undefined; raises OpaFailure
+    opa.query("x := data.gateway.fired", input_doc)     # the bindings of each result
+
+    # the lenient library, in a process of its own: one JSON input per line in, one answer per line out
+    python tests/real_opa.py evaluate --mode lenient --bundle DIR --data data.json --query Q < inputs.jsonl
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import shutil
 import subprocess
 import sys
@@ -45,7 +50,7 @@ MODES = tuple(LIBRARY_SHA256)
 # In main.evalCommon.func1: lea StrictBuiltinErrors.3 closure; mov %rcx,(%rax); movb $0x1,0x8(%rax) - the
 # closure's captured `yes`. The text segment is mapped at its file offset, so this is the file offset too.
 STRICT_FLAG_AT = 0x9AB0A4
-STRICT_FLAG_CODE = bytes.fromhex("488d0df5060000" "488908" "c6400801")
+STRICT_FLAG_CODE = bytes.fromhex("488d0df5060000488908c6400801")
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTALLED = Path(sys.prefix) / "real-opa"  # where `make test` puts it: in the venv the tests run from
@@ -140,17 +145,45 @@ class RealOpa:
         except self.bindings.OpaError as exc:
             raise OpaFailure(str(exc)) from None
 
+    def query(self, query: str, input_doc: Any) -> list[dict[str, Any]]:
+        """The bindings of each result of a query ([] when it has none)."""
+        try:
+            return list(self.engine.eval_query(query, input_doc))
+        except self.bindings.OpaError as exc:
+            raise OpaFailure(str(exc)) from None
+
     def close(self) -> None:
         self.engine.close()
 
 
+def evaluate_lines(opa: RealOpa, query: str, lines: Any, out: Any) -> None:
+    """One answer line per input line: {"result": [bindings...]} or {"error": why}."""
+    for line in lines:
+        try:
+            answer: dict[str, Any] = {"result": opa.query(query, json.loads(line))}
+        except OpaFailure as exc:
+            answer = {"error": str(exc)}
+        out.write(json.dumps(answer) + "\n")
+        out.flush()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["install"])
-    parser.add_argument("target", type=Path)
+    commands = parser.add_subparsers(dest="command", required=True)
+    installing = commands.add_parser("install", help="download, check and unpack the pinned wheel")
+    installing.add_argument("target", type=Path)
+    evaluating = commands.add_parser("evaluate", help="answer a query for each JSON input read from stdin")
+    evaluating.add_argument("--mode", choices=MODES, default="strict")
+    evaluating.add_argument("--bundle", type=Path, required=True)
+    evaluating.add_argument("--data", type=Path, required=True)
+    evaluating.add_argument("--query", required=True)
     args = parser.parse_args()
-    install(args.target)
-    (args.target / ".installed").touch()
+    if args.command == "install":
+        install(args.target)
+        (args.target / ".installed").touch()
+        return
+    opa = RealOpa.for_bundle(args.bundle, json.loads(args.data.read_text(encoding="utf-8")), args.mode)
+    evaluate_lines(opa, args.query, sys.stdin, sys.stdout)
 
 
 if __name__ == "__main__":

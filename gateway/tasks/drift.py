@@ -33,9 +33,11 @@ DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def matches(pattern: str, path: str) -> bool:
-    """Whether a '/'-separated path matches a frozen glob, whole: '**' matches any characters, '/' included
-    ('**/' also matches no directory at all, so 'src/**/a.py' covers 'src/a.py'); '*' and '?' stay within one
-    path segment; '[abc]' and '[!abc]' are character classes; everything else is literal.
+    """Whether a '/'-separated path matches a task's glob (allowed paths, acceptance, frozen), whole: '**' as a
+    whole segment matches any number of directories, none included ('src/**/a.py' covers 'src/a.py', '**/x'
+    covers 'x'), and at its end everything below; '*' matches any run of characters within one segment ('**'
+    inside a name too) and '?' one character; everything else, '[', '{' and '\\' included, is literal. The
+    policy reads a task's globs the same way on every Rego engine (policies/portable.rego, task_glob_regex).
 
     matches("src/*.py", "src/a.py") -> True; matches("src/*.py", "src/x/a.py") -> False
     """
@@ -44,27 +46,16 @@ def matches(pattern: str, path: str) -> bool:
 
 @functools.lru_cache(maxsize=512)
 def _compile(pattern: str) -> re.Pattern[str]:
+    segments = pattern.split("/")
     out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] in "*?":
-            out.append("[^/]*" if pattern[i] == "*" else "[^/]")
-            i += 1
-        elif pattern[i] == "[" and (end := pattern.find("]", i + 2)) > 0:
-            members = pattern[i + 1 : end]
-            # ranges (a-z) stay; what would mean something else to `re` is escaped
-            body = re.sub(r"([\\\[^&~|])", r"\\\1", members.removeprefix("!"))
-            out.append(f"[{'^' if members.startswith('!') else ''}{body}]")
-            i = end + 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
+    for i, segment in enumerate(segments):
+        last = i == len(segments) - 1
+        if segment == "**":
+            out.append(".*" if last else "(?:.*/)?")
+            continue
+        out.extend("[^/]*" if ch == "*" else "[^/]" if ch == "?" else re.escape(ch) for ch in segment)
+        if not last:
+            out.append("/")
     return re.compile("".join(out), re.DOTALL)
 
 
