@@ -157,7 +157,7 @@ async def test_the_bundle_and_roles_are_pushed_under_the_gateway_prefix(
 
 
 def test_opa_refuses_a_call_to_an_undefined_function(tmp_path: Path) -> None:
-    """OPA type-checks calls when a module is PUT; pushing paths.rego before tiers.rego is refused."""
+    """OPA type-checks calls when a module is PUT; pushing paths.rego before the modules it calls is refused."""
     paths = (ROOT / "policies" / "paths.rego").read_bytes()
     with opa_server(token=None) as url:
         request = urllib.request.Request(f"{url}/v1/policies/gateway/paths.rego", data=paths, method="PUT")
@@ -165,7 +165,8 @@ def test_opa_refuses_a_call_to_an_undefined_function(tmp_path: Path) -> None:
             urllib.request.urlopen(request, timeout=5)
         body = json.loads(refused.value.read())
         assert refused.value.code == 400 and body["errors"][0]["code"] == "rego_type_error"
-        assert "undefined function data.gateway.tiers.program" in body["errors"][0]["message"]
+        messages = {error["message"] for error in body["errors"]}  # OPA stops after ten errors
+        assert messages and all(m.startswith("undefined function data.gateway.") for m in messages), messages
         assert opa_get(url, "/v1/policies", token=None) == {"result": []}
 
 
