@@ -61,7 +61,10 @@ anchored(entry) if startswith(entry.path, "/")
 # An entry names a file or directory and everything below it: `{p,p/**}` matched where the entry can
 # start (the root for an anchored entry, every name for the others). Paths are compared in lower case
 # (portable.lowered: the same on every engine).
-own_glob(entry) := concat("", ["{", g, ",", g, "/**}"]) if g := entry_glob(entry)
+own_glob(entry) := own_globs[entry.path]
+
+# Worked out once per decision: a path is matched against every entry at each of its tails.
+own_globs := {entry.path: concat("", ["{", g, ",", g, "/**}"]) | some entry in protected; g := entry_glob(entry)}
 
 # The screens below join every entry into one glob and one regular expression, which only works for plain
 # entries: no glob or regex syntax but `*`. A team's entry with other characters turns the screens off
@@ -195,11 +198,16 @@ control_hits contains [p, entry] if {
 	some [p, lp] in patterns
 	some tail in tails(lp)
 	pattern := portable.shell_glob_regex(tail)
+	some [entry, example] in entry_examples
+	regex.match(pattern, example)
+}
+
+# Each entry's own name (a `*` in it as "x"), and a name inside it.
+entry_examples := [[entry, example] |
 	some entry in protected
 	name := portable.lowered(replace(trim_prefix(entry.path, "/"), "*", "x"))
 	some example in [name, concat("/", [name, "x"])]
-	regex.match(pattern, example)
-}
+]
 
 # Deleting or moving away the whole workspace takes every control with it (the hooks that judge the agent).
 control_hits contains [".", {"path": ".", "kind": "agent", "what": "the workspace, with every control in it"}] if "." in removed
