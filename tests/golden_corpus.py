@@ -90,32 +90,15 @@ TASKS = [
 ORDINARY = ["README.md", "src/app.py", "src/a/b/c.py", "docs/notes.md", "tests/test_app.py", "x.txt", "a b/c d.txt"]
 PLACES = ["", "a/b/c/", ".hidden/", "src/", "tests/fixtures/", ".config/", "a/"]
 # names whose look-alikes are the interesting ones (the rest are tried only as written)
+# fmt: off
 KEY_NAMES = [
-    ".env",
-    ".env.example",
-    ".kube/config",
-    ".docker/config.json",
-    ".config/gcloud/credentials.db",
-    ".azure/accesstokens.json",
-    ".ssh/id_rsa",
-    ".aws/credentials",
-    "id_ed25519",
-    "server.key",
-    "credentials.json",
-    "secrets.yml",
-    ".claude/settings.json",
-    "claude.md",
-    ".github/workflows/ci.yml",
-    ".mcp.json",
-    ".vscode/settings.json",
-    "team.code-workspace",
-    "gateway.yaml",
-    ".git/config",
-    ".envrc",
-    "src/app.py",
-    "docs/notes.md",
-    "tests/test_app.py",
+    ".env", ".env.example", ".kube/config", ".docker/config.json", ".config/gcloud/credentials.db",
+    ".azure/accesstokens.json", ".ssh/id_rsa", ".aws/credentials", "id_ed25519", "server.key",
+    "credentials.json", "secrets.yml", ".claude/settings.json", "claude.md", ".github/workflows/ci.yml",
+    ".mcp.json", ".vscode/settings.json", "team.code-workspace", "gateway.yaml", ".git/config", ".envrc",
+    "src/app.py", "docs/notes.md", "tests/test_app.py",
 ]
+# fmt: on
 LOOKALIKES = {  # what a case-insensitive or Unicode-folding reader could take for the ASCII letter
     "i": ["\u0130", "\u0131", "I"],
     "k": ["\u212a", "K"],
@@ -124,32 +107,12 @@ LOOKALIKES = {  # what a case-insensitive or Unicode-folding reader could take f
     "c": ["\u0441", "C"],  # Cyrillic es
 }
 SPACES = [" ", "\t", "\u00a0", "\u3000", "\u2028", "\n", "\u200b"]
+# fmt: off
 GLOBBY = [
-    "{}*",
-    "*{}",
-    "{}?",
-    "?{}",
-    "[!a]{}",
-    "{}[",
-    "[{}",
-    "]{}",
-    "{}[a-]",
-    "[z-a]{}",
-    "[]{}]",
-    "[!]{}",
-    "{{{}",
-    "{}}}",
-    "{}\\",
-    "\\{}",
-    "[\u00e9]{}",
-    "[\u0130]{}",
-    "{},x",
-    "**/{}",
-    "{}/**",
-    "[.]{}",
-    "{}[0-9]",
-    "[[:alpha:]]{}",
+    "{}*", "*{}", "{}?", "?{}", "[!a]{}", "{}[", "[{}", "]{}", "{}[a-]", "[z-a]{}", "[]{}]", "[!]{}", "{{{}",
+    "{}}}", "{}\\", "\\{}", "[é]{}", "[İ]{}", "{},x", "**/{}", "{}/**", "[.]{}", "{}[0-9]", "[[:alpha:]]{}",
 ]
+# fmt: on
 UNICODE_NAMES = [
     "\u0130d_rsa",
     "\u03a3\u03a3.key",
