@@ -19,6 +19,7 @@ from pathlib import Path
 
 import yaml
 
+from gateway.checkpoints import record_layout
 from gateway.config import CONFIG_FILE, GatewayConfig, default_state_root
 from gateway.errors import ConfigError
 from gateway.identity.keys import KeyRing
@@ -105,6 +106,7 @@ def init_workspace(directory: Path, force: bool = False, state_dir: Path | None 
     if not keys.kids():
         keys.create()
     open_store(config).close()
+    record_layout(config.checkpoints_dir, config.workspace)  # which kind its checkpoints are, decided now
     return config
 
 

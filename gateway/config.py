@@ -120,6 +120,7 @@ class LimitsConfig(Strict):
     shell_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 120.0
     shell_output_bytes: Annotated[int, Field(gt=0)] = 262_144
     search_results: Annotated[int, Field(gt=0)] = 200
+    search_timeout_s: Annotated[float, Field(gt=0, le=600)] = 10.0  # fs_search is refused past this
     list_entries: Annotated[int, Field(gt=0)] = 2000
     export_rows: Annotated[int, Field(gt=0, le=1_000_000)] = 10_000  # calls one /ui export may hold
     upstream_listing: ListingLimits = Field(default_factory=ListingLimits)  # an upstream's `listing` wins
@@ -228,6 +229,31 @@ class SandboxConfig(Strict):
     processes: Annotated[int, Field(gt=0)] = 1024  # RLIMIT_NPROC (Linux does not apply it to root)
     cpu_s: Annotated[int, Field(gt=0)] = 600  # CPU seconds per process (not for upstream servers)
     open_files: Annotated[int, Field(gt=0)] = 4096
+    # address space per process (RLIMIT_AS): what it reserves, not only what it uses; node's WebAssembly
+    # reserves about 10 GiB. Commands (shell_run, the gateway's git), verification commands (whole test
+    # suites), stdio upstream servers.
+    memory_mb: Annotated[int, Field(ge=64)] = 8192
+    verify_memory_mb: Annotated[int, Field(ge=64)] = 16384
+    upstream_memory_mb: Annotated[int, Field(ge=64)] = 4096
+    tmpfs_mb: Annotated[int, Field(gt=0)] = 1024  # each writable tmpfs (/tmp, each scratch dir): RAM, not disk
+    # a memory cgroup per command (shell_run, verification), limited to its memory_mb for all its processes
+    # and tmpfs files together (gateway/memory_cgroup.py): auto uses one where the machine allows it and
+    # warns where not, required runs no command without one, off never makes one
+    memory_cgroup: Literal["auto", "required", "off"] = "auto"
+    cgroup_parent: str | None = None  # where to make them (a delegated cgroup); default: found
+
+
+class CheckpointsConfig(Strict):
+    """Tier-2 checkpoints (gateway/checkpoints/): what kind they are, and how many the vault keeps."""
+
+    # git: a commit of the working tree (and, in a repository's own checkout, refs, index, stashes); files:
+    # copies of the paths a call names. auto: what the workspace's layout was when `gateway init` (or this
+    # version's first start) recorded it in the state dir, never what the tree says at the time of a call
+    kind: Literal["auto", "git", "files"] = "auto"
+    keep: Annotated[int, Field(ge=1)] = 200  # the newest checkpoints a rollback can restore (all workspaces)
+    max_age_days: Annotated[float, Field(gt=0)] = 30  # older ones are pruned even within keep
+    repository_refs: Annotated[int, Field(ge=0)] = 5  # newest checkpoints also kept as refs in the repository
+    max_copy_mb: Annotated[int, Field(gt=0)] = 64  # a files checkpoint copies at most this; more: the call fails
 
 
 class EgressConfig(Strict):
@@ -298,6 +324,7 @@ class GatewayConfig(Strict):
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    checkpoints: CheckpointsConfig = Field(default_factory=CheckpointsConfig)
     egress: EgressConfig = Field(default_factory=EgressConfig)
     source: Path | None = Field(default=None, exclude=True)
 

@@ -310,14 +310,13 @@ class Validate:
         key = id(spec.input_schema)
         cached = self._validators.get(spec.name)
         if cached is None or cached[0] != key:
-            import jsonschema  # only tools without an argument model (upstream ones) need it
+            # only tools without an argument model (upstream ones) need it, and jsonschema with it
+            from gateway.tools.upstream_schema import SchemaRefused, upstream_validator
 
-            cls = jsonschema.validators.validator_for(spec.input_schema)
             try:
-                cls.check_schema(spec.input_schema)
-            except jsonschema.SchemaError:
-                raise InvalidArguments(f"tool {spec.name!r} has an invalid input schema; refusing to call it") from None
-            cached = (key, cls(spec.input_schema))
+                cached = (key, upstream_validator(spec.input_schema))
+            except SchemaRefused as exc:
+                raise InvalidArguments(f"tool {spec.name!r}: its input schema is refused ({exc}); not called") from None
             self._validators[spec.name] = cached
         return cached[1]
 

@@ -22,10 +22,13 @@ where the gateway's state is not there to be read:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 import anyio
 
@@ -79,12 +82,91 @@ def common_dir(root: Path) -> Path | None:
     return gitdir.parent.parent if gitdir.parent.name == "worktrees" else gitdir
 
 
+class ObjectReader:
+    """``git cat-file --batch`` on the other end: ``read(id)`` is the object's bytes, None when it is missing."""
+
+    def __init__(self, ask: IO[bytes], answers: IO[bytes]) -> None:
+        self.ask, self.answers = ask, answers
+
+    def read(self, object_id: str) -> bytes | None:
+        self.ask.write(object_id.encode() + b"\n")
+        self.ask.flush()
+        header = self.answers.readline().split()
+        if len(header) != 3:
+            return None  # "<id> missing" (or ambiguous)
+        data = self.answers.read(int(header[2]))
+        self.answers.read(1)  # the newline after each object
+        return data
+
+
 class Repo:
-    def __init__(self, root: Path, wall: Wall | None = None) -> None:
+    def __init__(self, root: Path, wall: Wall | None = None, gitdir: Path | None = None) -> None:
         self.root = root
         self.wall = wall  # every command of this Repo runs inside it (the gateway's own git, confined)
+        # a git dir of the gateway's making (gateway/checkpoints/snapshot.py ``shadow``): git then reads no
+        # HEAD, index or commondir file of the work tree's, only the repository its commondir file names
+        self.gitdir = gitdir
 
-    def run(self, *args: str, check: bool = True, input: str | None = None, env: dict[str, str] | None = None) -> str:
+    def run(
+        self,
+        *args: str,
+        check: bool = True,
+        input: str | None = None,
+        env: dict[str, str] | None = None,
+        errors: str = "strict",
+    ) -> str:
+        """git's output; ``errors="surrogateescape"`` keeps a path that is not UTF-8 (os functions take it back)."""
+        proc = subprocess.run(
+            self._argv(args),
+            capture_output=True,
+            text=True,
+            env=self._environ(env),
+            input=input,
+            timeout=120,
+            errors=errors,
+        )
+        if check and proc.returncode != 0:
+            raise GitError(f"git {args[0]} failed: {proc.stderr.strip() or proc.stdout.strip()}")
+        return proc.stdout
+
+    def invocation(self, *args: str, env: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
+        """The argv (walled, if this Repo is) and environment of ``git args``, for a caller that runs it
+        itself (with its output bounded: gateway/tools/git.py)."""
+        return self._argv(args), self._environ(env)
+
+    @contextmanager
+    def objects(self) -> Iterator[ObjectReader]:
+        """Objects read by id, many through one ``git cat-file --batch``."""
+        with self.process("cat-file", "--batch") as proc:
+            assert proc.stdin is not None and proc.stdout is not None
+            yield ObjectReader(proc.stdin, proc.stdout)
+
+    @contextmanager
+    def process(self, *args: str) -> Iterator[subprocess.Popen[bytes]]:
+        """git running with pipes to its stdin and stdout (bytes), for input too large to hold at once;
+        GitError when it exits non-zero after its stdin is closed."""
+        with subprocess.Popen(
+            self._argv(args),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=self._environ(None),
+        ) as proc:
+            assert proc.stdin is not None and proc.stderr is not None
+            try:
+                yield proc
+            finally:
+                with contextlib.suppress(BrokenPipeError):
+                    proc.stdin.close()
+            code = proc.wait(120)
+            if code != 0:
+                raise GitError(f"git {args[0]} failed: {proc.stderr.read().decode(errors='replace').strip()}")
+
+    def _argv(self, args: Sequence[str]) -> list[str]:
+        argv = ["git", *SAFE_CONFIG, "-C", str(self.root), *args]
+        return self.wall(argv) if self.wall is not None else argv
+
+    def _environ(self, env: dict[str, str] | None) -> dict[str, str]:
         environ = {
             **{k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TZ")},
             "GIT_TERMINAL_PROMPT": "0",
@@ -95,21 +177,13 @@ class Repo:
             "GIT_COMMITTER_EMAIL": os.environ.get("GIT_COMMITTER_EMAIL", "gateway@localhost"),
             **(env or {}),
         }
-        common = common_dir(self.root)
-        if common is not None:
-            environ["GIT_COMMON_DIR"] = str(common)  # overrides any commondir file inside the gitdir
-        argv = ["git", *SAFE_CONFIG, "-C", str(self.root), *args]
-        proc = subprocess.run(
-            self.wall(argv) if self.wall is not None else argv,
-            capture_output=True,
-            text=True,
-            env=environ,
-            input=input,
-            timeout=120,
-        )
-        if check and proc.returncode != 0:
-            raise GitError(f"git {args[0]} failed: {proc.stderr.strip() or proc.stdout.strip()}")
-        return proc.stdout
+        if self.gitdir is not None:
+            environ.update(GIT_DIR=str(self.gitdir), GIT_WORK_TREE=str(self.root))
+        else:
+            common = common_dir(self.root)
+            if common is not None:
+                environ["GIT_COMMON_DIR"] = str(common)  # overrides any commondir file inside the gitdir
+        return environ
 
     async def arun(self, *args: str, check: bool = True) -> str:
         return await anyio.to_thread.run_sync(lambda: self.run(*args, check=check))

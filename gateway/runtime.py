@@ -58,7 +58,7 @@ from gateway.policy.engine import PolicyEngine, fired_rules
 from gateway.policy.isolated import IsolatedEngine
 from gateway.policy.reload import PolicyData, WithSettings, policy_data
 from gateway.repo import common_dir
-from gateway.sandbox import ANY_HOST, Confinement, Sandbox
+from gateway.sandbox import ANY_HOST, Confinement, Profile, Sandbox
 from gateway.tasks.board import TaskBoard, acceptance_files
 from gateway.tasks.deadletters import DeadLetters, KeepDeadLetters
 from gateway.tasks.tools import task_tools
@@ -154,14 +154,15 @@ class Gateway:
         self.approvals = Approvals(self.db, self.ledger, ttl_s=config.approvals.ttl_s)
         # upstream definitions as pinned (first use, the operator's lockfile, a person's approval)
         self.pins = Pins(self.db, self.ledger, config.upstream_lockfile)
-        self.checkpoints = Checkpoints(self.db, config.checkpoints_dir, self.sandbox)
+        self.checkpoints = Checkpoints(self.db, self.sandbox, config, self.ledger)
+        self.checkpoints.layout()  # an older state dir gets its workspace's layout recorded now, not at a call
         # the verification commands the gateway runs itself are judged by self.judge (built below) when run
         self.verification = Verification(self.judge_call, self.sandbox, config)
         self.board = TaskBoard(self.db, self.ledger, self.engine, config, self.verification)
         local = [
             *file_tools(config.limits),
             *shell_tools(config.limits, config.shell, self.sandbox, self.egress),
-            *git_tools(self.sandbox),
+            *git_tools(self.sandbox, config.limits),
             *task_tools(self.board),
         ]
         unprefixed = any(not upstream.prefixed for upstream in config.upstreams.values())
@@ -309,17 +310,23 @@ class Gateway:
             return None
         role = self.roles.roles.get(call.principal.role)
         graded = acceptance_files(call.workspace.root, (call.task or {}).get("acceptance") or [])
-        return self._command_confinement(call.workspace.root, role is None or role.requires_claim, graded)
+        profile: Profile = "verify" if call.kind == "verify" else "command"  # test suites get more memory
+        return self._command_confinement(call.workspace.root, role is None or role.requires_claim, graded, profile)
 
     @functools.lru_cache(maxsize=256)  # noqa: B019 (one Gateway per process; a few roots each)
-    def _command_confinement(self, root: Path, needs_worktree: bool, graded: tuple[Path, ...] = ()) -> Confinement:
+    def _command_confinement(
+        self, root: Path, needs_worktree: bool, graded: tuple[Path, ...] = (), profile: Profile = "command"
+    ) -> Confinement:
         writable = [] if needs_worktree and root == self.workspace.root else [root]
         # a worktree's repository stays visible, read-only, wherever it lives
         repository = common_dir(root)
         visible = [self.config.workspace, *([repository] if repository and repository.parent != root else [])]
         # a task's acceptance files (the tests that grade it) stay read-only for the commands its worker runs
         protect = [*self.protected_in(root), *graded]
-        return self.sandbox.confine(writable, cwd=root, protect=protect, pinned=self.pinned_in(root), visible=visible)
+        pinned = self.pinned_in(root)
+        return self.sandbox.confine(
+            writable, cwd=root, protect=protect, pinned=pinned, visible=visible, profile=profile
+        )
 
     def protected_in(self, root: Path) -> list[Path]:
         """What stays read-only inside a writable directory: what would run outside the sandbox later
@@ -347,7 +354,7 @@ class Gateway:
         visible = [root, *(p if p.is_dir() else p.parent for p in named), *map(Path, config.sandbox.visible)]
         protect, pinned = self.protected_in(root), self.pinned_in(root)
         confinement = self.sandbox.confine(
-            writable, cwd, protect=protect, pinned=pinned, commands=False, visible=visible
+            writable, cwd, protect=protect, pinned=pinned, profile="server", visible=visible
         )
         return confinement.allowing([ANY_HOST]) if config.sandbox.network else confinement
 
@@ -392,7 +399,7 @@ class Gateway:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Gateway]:
-        self.engine.start()
+        await anyio.to_thread.run_sync(self.engine.start)  # its decision workers up before any call
         await anyio.to_thread.run_sync(self.load_pins)
         async with anyio.create_task_group() as tg:
             await self.pool.start(tg)

@@ -14,7 +14,12 @@ bash is complete. This module is the wall that holds when the analysis is wrong.
 - no network, unless the decision for the call allowed egress (``Confinement.network``), and then only to
   the hosts it allowed, through the gateway's egress proxy (gateway/egress.py);
 - no capabilities, no new privileges, its own PID, IPC, UTS and user namespaces, and limits on file
-  size, processes, CPU time and open files (``prlimit``);
+  size, processes, CPU time, open files and address space (``prlimit``), by the kind of command
+  (``Profile``: a command, a verification command, an upstream server);
+- memory that is bounded: every tmpfs it gets has a size (RAM, not disk: ``/tmp`` and the scratch dirs
+  ``sandbox.tmpfs_mb``, the rest a few pages), RLIMIT_AS bounds each process (tmpfs pages are not charged to
+  it), a memory cgroup (where the machine gives one: gateway/memory_cgroup.py) bounds all of it together,
+  and its OOM score is the highest there is, so the kernel's OOM killer takes it before the gateway;
 - no new Unix-domain socket (gateway/seccomp.py), so no host socket is reachable by its path.
 
 If bubblewrap cannot start, nothing runs: ``SandboxUnavailable`` says how to install it. An operator can
@@ -22,8 +27,11 @@ opt out only explicitly (``sandbox.mode: off`` in gateway.yaml); every such call
 the ledger, the decision log (``input.context.sandbox``) and ``gateway trace``.
 
     sandbox = Sandbox(config.sandbox, hidden=config.secret_paths() + [config.worktrees])
-    confinement = sandbox.confine(writable=[worktree], cwd=worktree, protect=[...])
-    argv = sandbox.command(confinement, ["/bin/bash", "-c", "pytest -q"])
+    confinement = sandbox.confine(writable=[worktree], cwd=worktree, protect=[...], profile="verify")
+    async with sandbox.memory_group(confinement) as group:
+        argv = sandbox.command(confinement, ["/bin/bash", "-c", "pytest -q"], group=group)
+        ...
+        group.oom_kills() if group else 0    # what the kernel killed for its memory limit
     confinement.describe()        # the facts the policy sees as input.context.sandbox
 """
 
@@ -37,20 +45,39 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+import anyio
+import structlog
+
 from gateway import egress_inside, seccomp
 from gateway.config import SandboxConfig
 from gateway.errors import ToolFailed
+from gateway.memory_cgroup import MemoryGroup, MemoryGroups
 from gateway.repo import Wall, common_dir
 from gateway.types import JSONObject
 
+log = structlog.get_logger(__name__)
 ANY_HOST = "*"  # network: the whole network (an upstream server the operator lets out), not a host list
 EGRESS_SOCKET = "/run/gateway-egress.sock"  # where the call's egress proxy appears inside the sandbox
 SECCOMP_FD = 3  # the seccomp filter's descriptor, for bwrap (or, with egress, the launcher inside)
+MIB = 1024 * 1024
+SMALL_TMPFS = MIB  # /run and the empty directories that hide paths: mount points, nothing else
+# The kernel's OOM killer adds this (of 1000) to a process's share of memory when it picks a victim: every
+# confined process is picked before any process at the default 0, the gateway included. The launcher sets it
+# before bubblewrap starts; a process may always raise its own, and lower it back only as far as the lowest
+# value a privileged process set (root's launcher sets that floor too; an ordinary user's cannot).
+OOM_SCORE_ADJ = 1000
+LAUNCHER_FAILED = "sandbox launcher: "
+# $0: the seccomp filter file; $1: the memory cgroup's cgroup.procs, or empty; the rest: bwrap's argv
+LAUNCHER = (
+    f'echo {OOM_SCORE_ADJ} >/proc/self/oom_score_adj && {{ [ -z "$1" ] || echo $$ >"$1"; }} || '
+    f'{{ echo "{LAUNCHER_FAILED}could not set its OOM score or join its memory cgroup" >&2; exit 1; }}; '
+    f'shift; exec "$@" {SECCOMP_FD}<"$0"'
+)
 # Where credentials usually live, relative to $HOME: never visible to a confined command.
 CREDENTIAL_PATHS = (
     ".ssh",
@@ -77,6 +104,9 @@ INSTALL_HINT = (
     "or set 'sandbox: {mode: off}' in gateway.yaml to run commands unconfined (every such call is marked "
     "unconfined in the ledger)"
 )
+
+
+Profile = Literal["command", "verify", "server"]  # shell_run and the gateway's git; verification; an upstream
 
 
 class SandboxUnavailable(ToolFailed):
@@ -173,17 +203,26 @@ class Sandbox:
         writable: Sequence[Path],
         cwd: Path,
         protect: Sequence[Path] = (),
-        commands: bool = True,
+        profile: Profile = "command",
         visible: Sequence[Path] = (),
         pinned: Sequence[Path] = (),
     ) -> Confinement:
-        """A confinement with no network; ``commands`` False drops the CPU-time limit (long-lived servers)."""
+        """A confinement with no network, and the limits of its ``profile`` (a server has no CPU-time limit)."""
+        memory = {
+            "command": self.config.memory_mb,
+            "verify": self.config.verify_memory_mb,
+            "server": self.config.upstream_memory_mb,
+        }
         limits: JSONObject = {
             "file_size_mb": self.config.file_size_mb,
             "processes": self.config.processes,
             "open_files": self.config.open_files,
+            "memory_mb": memory[profile],
+            "tmpfs_mb": self.config.tmpfs_mb,
+            # the memory_mb of all its processes and tmpfs files together, not only each process's
+            "memory_cgroup": profile != "server" and self.groups is not None,
         }
-        if commands:
+        if profile != "server":
             limits["cpu_s"] = self.config.cpu_s
         # the gateway's own Python (the egress launcher runs on it), wherever it is installed
         runtime = [Path(sys.prefix), Path(sys.base_prefix), Path(egress_inside.__file__).parent]
@@ -199,13 +238,22 @@ class Sandbox:
             limits=limits,
         )
 
-    def git_wall(self, root: Path, writes: Sequence[Path] = ()) -> Wall:
+    def git_wall(
+        self,
+        root: Path,
+        writes: Sequence[Path] = (),
+        protect: Sequence[Path] = (),
+        sources: Sequence[Path] = (),
+    ) -> Wall:
         """The wall around the gateway's own git over a tree an agent can write (``Repo(root, wall=...)``).
 
         git lists a directory and then opens what it listed by path, so a directory the agent swaps for a
         symlink in between would make an unconfined git read the link's target; in here the gateway's state,
         other worktrees and key files are not there to be read. ``root`` is read-only, and so is the
-        repository, except ``writes`` (what git must write: the objects dir, a temporary index's dir).
+        repository, except ``writes`` (what git must write: the objects dir, a temporary index's dir), and
+        inside them ``protect`` again. ``sources`` are the gateway's own directories git must read although
+        they lie in a hidden one (the checkpoint vault a rollback fetches from): bound in read-only, the
+        rest stays hidden.
 
             wall = sandbox.git_wall(worktree, writes=[common / "objects", index_dir])
             Repo(worktree, wall=wall).run("add", "-A")
@@ -220,23 +268,60 @@ class Sandbox:
                 raise PathRefused(f"the gateway's git was not run: {absolute} holds or lies in a hidden path")
         real = Path(os.path.realpath(root))
         repository = common_dir(real)
-        # a task's worktree lies in the hidden worktrees dir: bound back in, then read-only again
+        # a task's worktree lies in the hidden worktrees dir: bound back in, then read-only again (and so are
+        # the gateway's sources)
         back = [real] if any(_within(real, h) for h in self.hidden) else []
+        back += [Path(os.path.realpath(p)) for p in sources]
         visible = [real, *([repository] if repository else [])]
-        confinement = self.confine(writable=[*back, *writes], cwd=real, protect=back, visible=visible)
+        confinement = self.confine(writable=[*back, *writes], cwd=real, protect=[*back, *protect], visible=visible)
         return functools.partial(self.command, confinement)
 
-    def command(self, confinement: Confinement, argv: Sequence[str], egress: Path | None = None) -> list[str]:
+    @functools.cached_property
+    def groups(self) -> MemoryGroups | None:
+        """Where commands get their memory cgroups; None where this machine gives the gateway none."""
+        if self.mode == "off" or self.config.memory_cgroup == "off":
+            return None
+        found = MemoryGroups.find(self.config.cgroup_parent)
+        if found is None and self.config.memory_cgroup == "auto":
+            log.warning(
+                "no memory cgroup: each sandboxed process is bounded (sandbox.memory_mb, RLIMIT_AS) and each "
+                "tmpfs (sandbox.tmpfs_mb), not all of a command's processes together (docs/sandbox.md)",
+                cgroup_parent=self.config.cgroup_parent,
+            )
+        return found
+
+    @contextlib.asynccontextmanager
+    async def memory_group(self, confinement: Confinement) -> AsyncIterator[MemoryGroup | None]:
+        """The memory cgroup one confined command runs in, removed afterwards (off the event loop: what the
+        command left in it is killed first); None without one."""
+        if not confinement.confined or self.groups is None:
+            yield None
+            return
+        group = self.groups.make(int(confinement.limits["memory_mb"]) * MIB)
+        try:
+            yield group
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(group.remove)
+
+    def command(
+        self,
+        confinement: Confinement,
+        argv: Sequence[str],
+        egress: Path | None = None,
+        group: MemoryGroup | None = None,
+    ) -> list[str]:
         """The argv that runs ``argv`` inside ``confinement``; raises SandboxUnavailable when it cannot.
-        A confinement with allowed hosts needs ``egress``, the socket of the call's egress proxy."""
+        A confinement with allowed hosts needs ``egress``, the socket of the call's egress proxy; ``group``
+        is the memory cgroup the command joins before bubblewrap starts."""
         if not confinement.confined:
             return list(argv)
         self.check()
-        return self._argv(confinement, argv, egress)
+        return self._argv(confinement, argv, egress, group)
 
-    def _argv(self, confinement: Confinement, argv: Sequence[str], egress: Path | None = None) -> list[str]:
-        bwrap = self._bwrap(confinement)
-        if confinement.proxied:
+    def _argv(self, c: Confinement, argv: Sequence[str], egress: Path | None, group: MemoryGroup | None) -> list[str]:
+        bwrap = self._bwrap(c)
+        if c.proxied:
             if egress is None:
                 raise SandboxUnavailable("the command was not run: its network egress needs the egress proxy")
             bwrap[bwrap.index("--chdir") : bwrap.index("--chdir")] = ["--bind", str(egress), EGRESS_SOCKET]
@@ -244,7 +329,7 @@ class Sandbox:
             argv = [sys.executable, "-I", egress_inside.__file__, EGRESS_SOCKET, str(SECCOMP_FD), "--", *argv]
         else:
             bwrap[1:1] = ["--seccomp", str(SECCOMP_FD)]
-        return self._with_filter([*bwrap, "--", *self._limits(confinement), "--", *argv])
+        return self._launched([*bwrap, "--", *self._limits(c), "--", *argv], group)
 
     def check(self) -> None:
         """Raise SandboxUnavailable, naming the fix, unless bubblewrap can start a sandbox here."""
@@ -254,11 +339,17 @@ class Sandbox:
             raise SandboxUnavailable(
                 f"the command was not run: the sandbox cannot start ({self._problem}); {INSTALL_HINT}"
             )
+        if self.groups is None and self.config.memory_cgroup == "required":
+            raise SandboxUnavailable(
+                "the command was not run: sandbox.memory_cgroup is 'required' and this machine gives the gateway "
+                "no memory cgroup (cgroup v2: run it in a delegated cgroup, e.g. systemd Delegate=yes with "
+                "DelegateSubgroup=main, or name one in sandbox.cgroup_parent; cgroup v1: as root)"
+            )
 
     def failure(self, exit_code: int | None, stderr: str) -> str | None:
         """Why bubblewrap itself failed to set up a sandbox (rather than the command failing), or None."""
         first = stderr.lstrip().splitlines()[0] if stderr.strip() else ""
-        if exit_code == 1 and first.startswith("bwrap: "):
+        if exit_code == 1 and first.startswith(("bwrap: ", LAUNCHER_FAILED)):
             return first
         return None
 
@@ -270,7 +361,7 @@ class Sandbox:
             return False, "'prlimit' (util-linux) not found on PATH"
         try:
             seccomp.program()  # a machine whose syscall numbers the filter does not know gets no sandbox
-            probe = self._argv(self.confine(writable=[], cwd=Path("/")), ["true"])
+            probe = self._argv(self.confine(writable=[], cwd=Path("/")), ["true"], None, None)
         except seccomp.UnsupportedArch as exc:
             return False, str(exc)
         try:
@@ -286,7 +377,9 @@ class Sandbox:
         args += ["--disable-userns", "--cap-drop", "ALL"]
         if ANY_HOST in c.network:
             args.append("--share-net")
-        args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run"]
+        tmpfs = int(c.limits["tmpfs_mb"]) * MIB
+        args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        args += [*_tmpfs("/tmp", tmpfs), *_tmpfs("/run", SMALL_TMPFS)]
         # Mount order matters. What must stay visible under the private /tmp (a repository, the gateway's
         # own Python) is bound back first, read-only, so that a hidden path inside it is still hidden; a
         # hidden directory that holds a writable one (the worktrees dir around the call's own worktree)
@@ -301,7 +394,7 @@ class Sandbox:
                 args += _hide(path, read_only=not any(_within(w, path) for w in c.writable))
         for path in self.scratch:
             if path.is_dir() and not any(_within(path, h) for h in c.hidden):
-                args += ["--tmpfs", str(path)]
+                args += _tmpfs(str(path), tmpfs)
         for path in c.writable:
             args += ["--bind", str(path), str(path)]
         for path in c.pinned:  # before what is read-only inside it, which would be covered otherwise
@@ -315,14 +408,16 @@ class Sandbox:
         args += ["--chdir", str(c.cwd)]
         return args
 
-    def _with_filter(self, argv: list[str]) -> list[str]:
-        """``argv`` with the seccomp filter open as SECCOMP_FD (bwrap takes it by number, not by path)."""
-        return ["/bin/sh", "-c", f'exec "$@" {SECCOMP_FD}<"$0"', _filter_file(), *argv]
+    def _launched(self, argv: list[str], group: MemoryGroup | None) -> list[str]:
+        """``argv`` with the seccomp filter open as SECCOMP_FD (bwrap takes it by number, not by path), the
+        OOM score every process in the sandbox inherits, and in ``group`` (its pid written there first)."""
+        return ["/bin/sh", "-c", LAUNCHER, _filter_file(), str(group.procs) if group else "", *argv]
 
     def _limits(self, c: Confinement) -> list[str]:
         limits = c.limits
-        args = ["prlimit", f"--fsize={int(limits['file_size_mb']) * 1024 * 1024}"]
+        args = ["prlimit", f"--fsize={int(limits['file_size_mb']) * MIB}"]
         args += [f"--nproc={limits['processes']}", f"--nofile={limits['open_files']}"]
+        args.append(f"--as={int(limits['memory_mb']) * MIB}")
         if "cpu_s" in limits:
             args.append(f"--cpu={limits['cpu_s']}")
         return args
@@ -353,10 +448,15 @@ def _remove_filter(path: str, owner: int) -> None:
 def _hide(path: Path, read_only: bool) -> list[str]:
     """A directory becomes an empty tmpfs, a file an empty one; a missing path needs nothing."""
     if path.is_dir() and not path.is_symlink():
-        return ["--tmpfs", str(path), *(["--remount-ro", str(path)] if read_only else [])]
+        return [*_tmpfs(str(path), SMALL_TMPFS), *(["--remount-ro", str(path)] if read_only else [])]
     if path.is_file():
         return ["--ro-bind", "/dev/null", str(path)]
     return []
+
+
+def _tmpfs(path: str, size: int) -> list[str]:
+    """A tmpfs of at most ``size`` bytes (RAM: without a size it may take half the host's)."""
+    return ["--size", str(size), "--tmpfs", path]
 
 
 def _within(path: Path, parent: Path) -> bool:

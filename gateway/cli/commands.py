@@ -485,16 +485,37 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 def cmd_rollback(args: argparse.Namespace) -> int:
     gateway = open_gateway(args)
-    result = gateway.checkpoints.rollback(args.checkpoint)
-    gateway.ledger.append(
-        {
-            "kind": "rollback",
-            "outcome": "ok",
-            "detail": {"checkpoint": args.checkpoint, "removed": result.get("removed", [])},
-        }
-    )
-    emit(result) if wants_json(args) else block(result)
+    result = gateway.checkpoints.rollback(args.checkpoint, dry_run=args.dry_run)
+    emit(result) if wants_json(args) else block(rollback_lines(result))
     return 0
+
+
+def rollback_lines(result: dict[str, Any]) -> dict[str, str]:
+    """A rollback's (or a dry run's) plan, for a person: what is written, removed, moved and left."""
+    would = "would " if result["dry_run"] else ""
+
+    def listed(paths: list[str]) -> str:
+        return f"{len(paths)}" + (": " + ", ".join(paths[:20]) + (" ..." if len(paths) > 20 else "") if paths else "")
+
+    lines = {
+        "checkpoint": f"{result['checkpoint']} ({result['kind']}, taken {day_time(result['taken'])})",
+        "restores": str(result["restores"]),
+        f"{would}write": listed(result["write"]),
+        f"{would}remove": listed(result["remove"]),
+        "unchanged": str(result["unchanged"]),
+    }
+    refs = result.get("refs")
+    if refs is not None:
+        moves = [f"{name} {clean(now, 12)} -> {clean(then, 12)}" for name, (now, then) in refs["move"].items()]
+        moves += [f"delete {name}" for name in refs["delete"]]
+        if refs["head"]:
+            moves.append(f"HEAD {clean(refs['head'][0])} -> {clean(refs['head'][1])}")
+        lines[f"{would}move refs"] = "; ".join(moves) or "none"
+        lines["stashes"] = f"{refs['stashes']} restored" + (", and the index" if refs["index"] else "")
+    for item in result["left"]:
+        lines.setdefault("left alone", "")
+        lines["left alone"] += f"{item['path']} ({item['why']}) "
+    return lines
 
 
 def cmd_task(args: argparse.Namespace) -> int:

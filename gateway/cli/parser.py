@@ -354,10 +354,16 @@ def build_parser() -> argparse.ArgumentParser:
     dl_replay.set_defaults(handler=commands.cmd_deadletters)
 
     rollback = top.add(
-        "rollback", "restore what a tier-2 call changed, from its checkpoint", ["gateway rollback CP-1a2b3c"]
+        "rollback",
+        "restore what a tier-2 call changed, from its checkpoint (refused, and recorded, if any of it would "
+        "leave the worktree)",
+        ["gateway rollback cp-1a2b3c --dry-run", "gateway rollback cp-1a2b3c"],
     )
     rollback.add_argument("checkpoint", help="the checkpoint id the call's result (or the hook's answer) named")
-    json_option(rollback, "what was restored")
+    rollback.add_argument(
+        "--dry-run", action="store_true", help="show what would be written, removed and moved; change nothing"
+    )
+    json_option(rollback, "what was (or would be) restored")
     rollback.set_defaults(handler=commands.cmd_rollback)
 
     hook = top.add(

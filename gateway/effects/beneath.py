@@ -29,10 +29,10 @@ from pathlib import Path
 
 from gateway.errors import PathChanged, PathOutsideWorkspace, ToolFailed
 
-_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: a FIFO put in a file's place must not hang the read (it is refused by fstat instead)
-_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+OPEN_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+OPEN_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class Beneath:
     def read(self, real: Path, limit: int | None = None) -> bytes:
         """The regular file at ``real`` (at most ``limit`` bytes when given)."""
         with self._parent(real) as parent:
-            fd = self._open(parent, real, _READ)
+            fd = self._open(parent, real, OPEN_READ)
         with os.fdopen(fd, "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 raise ToolFailed(f"{self._show(real)!r} is not a regular file")
@@ -79,7 +79,7 @@ class Beneath:
             if before is not None and not stat.S_ISREG(before.st_mode):
                 raise ToolFailed(f"{self._show(real)!r} is not a regular file")
             tmp = f".{real.name}.{secrets.token_hex(6)}.tmp"
-            fd = os.open(tmp, _CREATE, 0o666, dir_fd=parent)
+            fd = os.open(tmp, OPEN_CREATE, 0o666, dir_fd=parent)
             try:
                 with os.fdopen(fd, "wb") as handle:
                     handle.write(data)
@@ -136,7 +136,7 @@ class Beneath:
             if not entry.is_dir:
                 continue
             try:
-                child = self._open(fd, entry.path, _DIR)
+                child = self._open(fd, entry.path, OPEN_DIR)
             except PathChanged:
                 raise
             except ToolFailed:
@@ -150,13 +150,13 @@ class Beneath:
     def _directory(self, real: Path, create: bool = False) -> Iterator[int]:
         """A descriptor of the directory ``real``, walked from the root; ``create`` makes missing ones."""
         names = self._names(real)
-        fd = os.open(self.root, _DIR)
+        fd = os.open(self.root, OPEN_DIR)
         try:
             for depth, name in enumerate(names, start=1):
                 if create:
                     with contextlib.suppress(FileExistsError):
                         os.mkdir(name, dir_fd=fd)
-                step = self._open(fd, self.root.joinpath(*names[:depth]), _DIR)
+                step = self._open(fd, self.root.joinpath(*names[:depth]), OPEN_DIR)
                 os.close(fd)
                 fd = step
             yield fd

@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 import weakref
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -158,19 +159,37 @@ class WorkerPool:
             self._idle.put(worker)
 
     def start(self) -> None:
-        """Start every slot's worker now (in the background), so the first decisions do not wait."""
+        """Start every slot's worker now, side by side, and return once they are up: a gateway serves with its
+        decision workers ready, so no early decision waits for one to start against its deadline."""
 
         def warm() -> None:
-            slots = [self._idle.get() for _ in range(self.size)]
             try:
-                slots = [slot if slot is not None and slot.alive else self._spawn() for slot in slots]
+                self._adopt(self._spawn())
             except WorkerFailed as exc:
                 log.error("a decision worker did not start", error=str(exc))
-            finally:
-                for slot in slots:
-                    self._idle.put(slot)
 
-        threading.Thread(target=warm, name="decision-workers", daemon=True).start()
+        threads = [threading.Thread(target=warm, name="decision-worker", daemon=True) for _ in range(self.size)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    def _adopt(self, worker: Worker) -> None:
+        """Put a started worker in an idle slot that has none (or a dead one); discard it when a decision has
+        started one in every slot meanwhile."""
+        slots: list[Worker | None] = []
+        with suppress(queue.Empty):
+            while True:
+                slots.append(self._idle.get_nowait())
+        empty = next((i for i, slot in enumerate(slots) if slot is None or not slot.alive), None)
+        if empty is not None:
+            dead, slots[empty] = slots[empty], worker
+            if dead is not None:
+                self._discard(dead)
+        for slot in slots:
+            self._idle.put(slot)
+        if empty is None:
+            self._discard(worker)
 
     def close(self) -> None:
         """Stop every worker; the pool stays usable (a slot starts a new worker when next used)."""

@@ -27,6 +27,7 @@ from gateway.config import GatewayConfig
 from gateway.effects.paths import Workspace
 from gateway.effects.shell import describe_command
 from gateway.errors import Denied, InvalidRequest
+from gateway.filelock import exclusive
 from gateway.ledger.chain import Ledger, digest, utc_now
 from gateway.ledger.leases import Leases, LeaseTimeout
 from gateway.ledger.store import Row, Store, Transaction
@@ -45,7 +46,6 @@ from gateway.tasks.worktrees import (
     is_clean,
     prepare_worktree,
     remove_stale_locks,
-    worktree_lock,
 )
 from gateway.types import JSONObject, Outcome, Principal, ProgressFn
 
@@ -202,7 +202,7 @@ class TaskBoard:
         branch (at the attempt's base if the claim never made it), and record the repair. False when there was
         nothing to repair (any longer)."""
         path = self.config.worktrees / task["id"]
-        with worktree_lock(self._worktree_lock(task["id"])):
+        with exclusive(self._worktree_lock(task["id"])):
             task = self.get(task["id"])  # the claim (or another repair) may have made it while we waited
             if task["state"] not in ("claimed", "reported", "verified") or _usable(task["worktree"]):
                 return False
@@ -479,7 +479,7 @@ class TaskBoard:
         saved = f"{ATTEMPTS_REF}{task_id}/{attempt - 1}" if attempt > 1 else None
 
         def prepare() -> None:
-            with worktree_lock(self._worktree_lock(task_id)):
+            with exclusive(self._worktree_lock(task_id)):
                 prepare_worktree(self.repo, path, task["branch"], base, self.verification.sandbox, save_as=saved)
                 with self.db.transaction() as tx:
                     self._set(tx, task_id, worktree=str(path))

@@ -22,14 +22,15 @@ from __future__ import annotations
 
 import ast
 import functools
-import re
 from typing import Any
 
+from gateway.linear_regex import Pattern, task_glob
 from gateway.repo import GitError, Repo
 from gateway.tasks.worktrees import changed_files
 
 Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+MAX_PARSED_BYTES = 4 * 1024 * 1024
 
 
 def matches(pattern: str, path: str) -> bool:
@@ -45,18 +46,9 @@ def matches(pattern: str, path: str) -> bool:
 
 
 @functools.lru_cache(maxsize=512)
-def _compile(pattern: str) -> re.Pattern[str]:
-    segments = pattern.split("/")
-    out: list[str] = []
-    for i, segment in enumerate(segments):
-        last = i == len(segments) - 1
-        if segment == "**":
-            out.append(".*" if last else "(?:.*/)?")
-            continue
-        out.extend("[^/]*" if ch == "*" else "[^/]" if ch == "?" else re.escape(ch) for ch in segment)
-        if not last:
-            out.append("/")
-    return re.compile("".join(out), re.DOTALL)
+def _compile(pattern: str) -> Pattern:
+    # agents write the globs and name the files: RE2 matches in linear time, where nested '**' backtracked
+    return task_glob(pattern)
 
 
 def frozen_problems(repo: Repo, commit: str, frozen: list[str]) -> list[str]:
@@ -168,6 +160,9 @@ class _Trees:
 
     def _parse(self, commit: str, path: str) -> ast.Module | Unparsable | None:
         try:
+            size = int(self.repo.run("cat-file", "-s", f"{commit}:{path}"))
+            if size > MAX_PARSED_BYTES:  # an agent committed it: its tree would take the gateway's memory
+                return Unparsable(f"{path} is {size} bytes; the gateway parses Python files up to {MAX_PARSED_BYTES}")
             source = self.repo.run("cat-file", "blob", f"{commit}:{path}")
         except GitError:
             return None
@@ -177,8 +172,8 @@ class _Trees:
             return ast.parse(source, filename=path)
         except SyntaxError as e:
             return Unparsable(f"{path} does not parse: {e.msg} (line {e.lineno})")
-        except ValueError as e:  # null bytes
-            return Unparsable(f"{path} does not parse: {e}")
+        except (ValueError, RecursionError, MemoryError) as e:  # null bytes; nesting too deep for the parser
+            return Unparsable(f"{path} does not parse: {type(e).__name__} {e}")
 
 
 def _split(entry: str) -> tuple[str, str]:

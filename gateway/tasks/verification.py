@@ -32,7 +32,7 @@ from gateway.ledger.chain import digest
 from gateway.pipeline import Call, Judge
 from gateway.repo import Repo
 from gateway.sandbox import Sandbox
-from gateway.tools.shell import run_confined, sandbox_env
+from gateway.tools.shell import MemoryLimit, run_confined, sandbox_env
 from gateway.types import JSONObject, Origin, Principal, ProgressFn, ToolInvocation, ToolSpec
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def command_spec(tool: str) -> ToolSpec:
 @dataclass(frozen=True)
 class CommandRun:
     command: str
-    exit_code: int | None  # None: not run (refused by the policy) or killed on timeout
+    exit_code: int | None  # None: not run (refused by the policy), or killed on timeout or for its memory
     timed_out: bool
     output_digest: str
     output_tail: str
@@ -138,19 +138,24 @@ class Verification:
                     runs.append(CommandRun(command, None, False, "", "", f"{where} not run: {why}"))
                     continue
                 await progress(index - 1, len(commands), f"{where} {command}")
-                result = await run_confined(
-                    self.sandbox,
-                    judged.confinement,
-                    command,
-                    env,
-                    self.config.tasks.verification_timeout_s,
-                    self.config.limits.shell_output_bytes,
-                    progress,
-                    label=f"{where} ",
-                )
+                try:
+                    result = await run_confined(
+                        self.sandbox,
+                        judged.confinement,
+                        command,
+                        env,
+                        self.config.tasks.verification_timeout_s,
+                        self.config.limits.shell_output_bytes,
+                        progress,
+                        label=f"{where} ",
+                    )
+                except MemoryLimit as exc:  # killed by the kernel: a failed command, not a failed verification
+                    runs.append(CommandRun(command, None, False, "", "", exc.message))
+                    continue
                 # what is kept of the output (the verification result, the ledger, an intent's outcome) is masked
                 tail = mask_text((result.stdout + result.stderr)[-1500:])
                 note = f"{where} {command} -> exit {result.exit_code}" + (" (timed out)" if result.timed_out else "")
+                note += f" ({result.limits})" if result.limits else ""
                 runs.append(
                     CommandRun(
                         command,

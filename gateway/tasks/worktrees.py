@@ -12,12 +12,8 @@ changed_files(repo, base_commit, "task/T1")     # ["src/a.py", ...], deletions i
 
 from __future__ import annotations
 
-import fcntl
-import os
 import shutil
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from gateway.checkpoints import git_path, snapshot
@@ -26,20 +22,6 @@ from gateway.sandbox import Sandbox
 
 ATTEMPTS_REF = "refs/gateway/attempts/"
 PROCESS_STARTED = time.time()  # a git lock file older than this outlived the process that took it
-
-
-@contextmanager
-def worktree_lock(lock: Path) -> Iterator[None]:
-    """One process at a time makes or repairs a task's worktree: a claim making it and another process
-    repairing it (it saw the claim before the worktree) would both run ``git worktree add``. ``lock`` is a
-    file in the state dir, which worker processes and replicas share, so the lock holds across them."""
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
 
 
 def prepare_worktree(

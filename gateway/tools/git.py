@@ -3,7 +3,11 @@
 git reads the agent's files (status and diff compare them) behind the sandbox's wall, read-only: a
 directory the agent swaps for a symlink to the gateway's state leads nowhere in there.
 
-specs = git_tools(sandbox)
+specs = git_tools(sandbox, config.limits)
+
+What git prints for an agent is bounded like a command's output (limits.shell_output_bytes kept, the rest
+counted and dropped, undecodable bytes replaced), and so is its time: an agent's tree can make a diff of
+gigabytes, in any encoding.
 """
 
 from __future__ import annotations
@@ -13,10 +17,12 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
+from gateway.config import LimitsConfig
 from gateway.errors import InvalidArguments
-from gateway.repo import Repo
+from gateway.repo import GitError, Repo
 from gateway.sandbox import Sandbox
 from gateway.tools.base import Arguments, builtin, text_result
+from gateway.tools.shell import run_command
 from gateway.types import ToolInvocation, ToolSpec
 
 if TYPE_CHECKING:
@@ -47,12 +53,24 @@ def _revision(value: str) -> str:
     return value
 
 
-def git_tools(sandbox: Sandbox) -> list[ToolSpec]:
-    def walled(inv: ToolInvocation) -> Repo:
-        return Repo(inv.workspace.root, wall=sandbox.git_wall(inv.workspace.root))
+GIT_TIMEOUT_S = 120.0
+
+
+def git_tools(sandbox: Sandbox, limits: LimitsConfig) -> list[ToolSpec]:
+    async def git(inv: ToolInvocation, *args: str) -> str:
+        """``git args`` in the workspace, walled, its output bounded."""
+        repo = Repo(inv.workspace.root, wall=sandbox.git_wall(inv.workspace.root))
+        argv, env = repo.invocation(*args)
+        timeout = min(GIT_TIMEOUT_S, limits.shell_timeout_s)
+        done = await run_command(argv, inv.workspace.root, env, timeout, limits.shell_output_bytes, inv.progress)
+        if done.timed_out:
+            raise GitError(f"git {args[0]} took longer than {timeout:g} s and was stopped")
+        if done.exit_code != 0:
+            raise GitError(f"git {args[0]} failed: {done.stderr.strip()[:2000] or done.stdout.strip()[:2000]}")
+        return done.stdout
 
     async def git_status(args: StatusArgs, inv: ToolInvocation) -> mt.CallToolResult:
-        out = await walled(inv).arun("status", "--porcelain=v1", "--branch", "--untracked-files=all")
+        out = await git(inv, "status", "--porcelain=v1", "--branch", "--untracked-files=all")
         return text_result(out or "clean")
 
     async def git_diff(args: DiffArgs, inv: ToolInvocation) -> mt.CallToolResult:
@@ -63,14 +81,14 @@ def git_tools(sandbox: Sandbox) -> list[ToolSpec]:
             argv.append(_revision(args.ref))
         argv.append("--")
         argv += [inv.workspace.display(inv.workspace.resolve(p)) for p in args.paths]
-        out = await walled(inv).arun(*argv)
+        out = await git(inv, *argv)
         return text_result(out or "no differences")
 
     async def git_log(args: LogArgs, inv: ToolInvocation) -> mt.CallToolResult:
         argv = ["log", f"--max-count={args.max_count}", "--no-color", "--format=%H %ad %an%n    %s", "--date=iso"]
         if args.path:
             argv += ["--", inv.workspace.display(inv.workspace.resolve(args.path))]
-        out = await walled(inv).arun(*argv)
+        out = await git(inv, *argv)
         return text_result(out or "no commits")
 
     return [

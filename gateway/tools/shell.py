@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import time
@@ -25,6 +26,7 @@ from anyio.abc import ByteReceiveStream
 from pydantic import Field
 
 from gateway.config import LimitsConfig, ShellConfig
+from gateway.decision_log import mask_text
 from gateway.egress import Egress
 from gateway.errors import ToolFailed
 from gateway.sandbox import Confinement, Sandbox, SandboxUnavailable
@@ -74,15 +76,43 @@ class CommandResult:
     stderr: str
     timed_out: bool
     duration_s: float
+    limits: str | None = None  # a sandbox limit its failure looks like (limits_note)
 
     def as_dict(self) -> JSONObject:
-        return {
+        found: JSONObject = {
             "exit_code": self.exit_code,
             "stdout": self.stdout,
             "stderr": self.stderr,
             "timed_out": self.timed_out,
             "duration_s": self.duration_s,
         }
+        return found | ({"sandbox_limits": self.limits} if self.limits else {})
+
+
+class MemoryLimit(ToolFailed):
+    """The kernel killed a confined command for its memory cgroup's limit."""
+
+    code = "memory_limit"
+
+
+# What a program says when an allocation or a write fails: an address-space limit (RLIMIT_AS) and a full
+# tmpfs are counted nowhere the gateway can read, so the program's own words are the evidence.
+_OUT_OF_ROOM = re.compile(
+    r"MemoryError|Cannot allocate memory|std::bad_alloc|[Oo]ut of memory|No space left on device|"
+    r"File size limit exceeded"
+)
+
+
+def limits_note(result: CommandResult, limits: JSONObject) -> str | None:
+    """For a command whose errors read as running out of memory or room: the sandbox's limits."""
+    if not _OUT_OF_ROOM.search(result.stderr[-4096:]):
+        return None
+    total = " (and all its processes and tmpfs files together)" if limits.get("memory_cgroup") else ""
+    return (
+        f"the sandbox gives each process {limits.get('memory_mb')} MB of address space{total} (sandbox.memory_mb), "
+        f"/tmp and each scratch dir {limits.get('tmpfs_mb')} MB of memory (sandbox.tmpfs_mb), and files "
+        f"{limits.get('file_size_mb')} MB (sandbox.file_size_mb): the failure may be one of these limits"
+    )
 
 
 def sandbox_env(shell: ShellConfig, workspace: Path) -> dict[str, str]:
@@ -111,12 +141,22 @@ async def run_confined(
         socket = None
         if confinement.proxied and egress is not None:
             socket = await stack.enter_async_context(egress.serving(confinement.network, trace_id))
-        argv = sandbox.command(confinement, ["/bin/bash", "-c", command], egress=socket)
+        group = await stack.enter_async_context(sandbox.memory_group(confinement))
+        argv = sandbox.command(confinement, ["/bin/bash", "-c", command], egress=socket, group=group)
         result = await run_command(argv, confinement.cwd, env, timeout, cap, progress, label)
+        killed = group.oom_kills() if group is not None else 0
     why = sandbox.failure(result.exit_code, result.stderr)
     if why is not None:
         raise SandboxUnavailable(f"the command was not run: the sandbox did not start ({why})")
-    return result
+    if killed:
+        tail = mask_text((result.stdout + result.stderr)[-1000:])
+        raise MemoryLimit(
+            f"{label}the kernel killed {killed} of the command's processes: it ran out of the "
+            f"{confinement.limits['memory_mb']} MB of memory the sandbox gives all its processes and tmpfs files "
+            f"together (sandbox.memory_mb); it exited {result.exit_code}."
+            + (f" Its output ended:\n{tail}" if tail.strip() else "")
+        )
+    return replace(result, limits=limits_note(result, confinement.limits))
 
 
 async def run_command(

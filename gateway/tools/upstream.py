@@ -44,6 +44,7 @@ from pydantic import BaseModel, ValidationError
 
 from gateway.config import ListingLimits, UpstreamConfig
 from gateway.errors import ResultTooLarge, ToolFailed, UpstreamMalformed, UpstreamUnavailable
+from gateway.linear_regex import PatternRefused, linear
 from gateway.sandbox import Confinement, Sandbox
 from gateway.tools.forwarded import Forwarded
 from gateway.tools.jsonrpc import ConnectionLost, HttpChannel, Malformed, RemoteError, StdioChannel, TooLarge
@@ -477,9 +478,7 @@ class UpstreamPool:
             return listed[0]
         if _escapes(uri):
             return None
-        matching = [
-            spec for spec, _ in self.templates() if re.fullmatch(spec.input_schema["properties"]["uri"]["pattern"], uri)
-        ]
+        matching = [spec for spec, _ in self.templates() if _template_matches(spec, uri)]
         return matching[0] if len(matching) == 1 else None
 
     def prompt(self, name: str) -> ToolSpec | None:
@@ -541,6 +540,15 @@ def _escapes(uri: str) -> bool:
     slash or backslash, or a backslash. Never matched against a template, so never read."""
     path = uri.split("://", 1)[-1]
     return any(seg in (".", "..") for seg in re.split(r"[/?#]", path)) or bool(re.search(r"%2e|%2f|%5c|\\", uri, re.I))
+
+
+def _template_matches(spec: ToolSpec, uri: str) -> bool:
+    """Whether a template's resource spec claims ``uri``: RE2, since the upstream wrote the template and the
+    agent the URI (``{a}-{b}-{c}`` in ``re`` backtracks in the URI's length to the power of its variables)."""
+    try:
+        return linear(spec.input_schema["properties"]["uri"]["pattern"]).fullmatch(uri) is not None
+    except PatternRefused:
+        return False  # a template too large to compile claims nothing
 
 
 def template_regex(template: str) -> str:
