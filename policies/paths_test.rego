@@ -254,6 +254,17 @@ test_a_team_entry_is_protected if {
 	contains(d.reasons[0], "our agent's settings")
 }
 
+# A team's entry may hold glob or regex syntax: it is matched as written, and the other entries still are.
+test_a_team_entry_with_glob_syntax_is_matched_as_written if {
+	mine := data.gateway.controls.protected | {{"path": ".my[tool],x(1)", "kind": "agent", "what": "ours"}}
+	d := worker({"creates": ["a/.my[tool],x(1)/conf"]}, everything) with data.gateway.controls.protected as mine
+	d.rules == ["paths.agent_controls"]
+	e := worker({"creates": [".myt"]}, everything) with data.gateway.controls.protected as mine
+	e.tier == 1
+	f := worker({"creates": [".CLAUDE/settings.json"]}, everything) with data.gateway.controls.protected as mine
+	f.rules == ["paths.agent_controls"]
+}
+
 # The regular expression and the glob that screen every path must match whatever an entry matches.
 test_the_screening_glob_covers_every_entry if {
 	every entry in data.gateway.controls.protected {

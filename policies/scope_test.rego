@@ -16,3 +16,15 @@ test_single_star_stays_in_one_directory if {
 test_no_files_no_violations if {
 	scope.violations with input as {"allowed_paths": ["src/**"], "files": []} == []
 }
+
+# `**/` is zero or more directories on every engine, as the gateway reads it (gateway/tasks/drift.py).
+test_double_star_covers_no_directory_too if {
+	v := scope.violations with input as {"allowed_paths": ["src/**/*.py", "**/*.md"], "files": ["src/a.py", "README.md", "src/x/b.py", "docs/c.txt"]}
+	v == ["docs/c.txt"]
+}
+
+# Brackets and braces are literal in a task's globs.
+test_brackets_and_braces_are_literal if {
+	v := scope.violations with input as {"allowed_paths": ["src/[ab].py", "{x,y}/**"], "files": ["src/[ab].py", "src/a.py", "x/1", "{x,y}/1"]}
+	v == ["src/a.py", "x/1"]
+}

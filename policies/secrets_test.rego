@@ -23,6 +23,22 @@ test_nested_env_and_keys_ask if {
 	reads("deploy/id_ed25519").tier == 3
 }
 
+# Credential directories count at the workspace root too (`**/` alone would need a directory above on OPA).
+test_credential_directories_at_the_root_ask if {
+	every path in [".kube/config", ".docker/config.json", ".config/gcloud/credentials.db", ".azure/x", "a/.kube/config"] {
+		"secrets.access" in reads(path).rules
+	}
+}
+
+# Names are lowered alike on every engine (U+0130 is "i"), and a name that is no valid glob is no error.
+test_unicode_and_malformed_globs_decide if {
+	"secrets.access" in reads("\u0130D_RSA").rules
+	every path in ["a[", "[z-a]", "[!]", "[a-]", "x{", "\\", ".env["] {
+		reads(path).action in {"allow", "ask"}
+	}
+	"secrets.access" in reads("[z-a].key").rules
+}
+
 test_ssh_dir_outside_asks if {
 	d := reads("/root/.ssh/id_rsa")
 	"secrets.access" in d.rules
