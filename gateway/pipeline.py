@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import os
 import secrets
-import socket
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -50,6 +48,7 @@ from gateway.errors import (
 )
 from gateway.identity.roles import RoleSet
 from gateway.ledger.chain import Ledger, digest
+from gateway.locks import this_process
 from gateway.policy.engine import PolicyEngine
 from gateway.policy.input import INPUT_KINDS, input_document, tool_facts
 from gateway.tools.catalog import Catalog
@@ -74,9 +73,6 @@ if TYPE_CHECKING:
     from gateway.tools.pins import PinStatus
 
 log = structlog.get_logger("gateway.pipeline")
-
-
-PROCESS = f"{socket.gethostname()}|{os.getpid()}"
 
 
 def new_id(nbytes: int = 16) -> str:
@@ -789,7 +785,7 @@ def ledger_fields(call: Call, outcome: Outcome) -> JSONObject:
     if call.method != "tools/call":
         detail["method"] = call.method
     if outcome == "started":
-        detail["process"] = PROCESS  # whose call it is, if the process dies before the call ends
+        detail["process"] = this_process()  # whose call it is, if the process dies before the call ends
     else:
         detail["duration_ms"] = round((time.perf_counter() - call.started) * 1000, 3)
     return {

@@ -31,8 +31,9 @@ from gateway.identity.revocations import Revocations
 from gateway.identity.roles import LiveRoles
 from gateway.identity.tokens import Tokens
 from gateway.ledger.chain import Ledger
-from gateway.ledger.leases import Leases, alive
+from gateway.ledger.leases import Leases
 from gateway.ledger.store import open_store
+from gateway.locks import alive
 from gateway.notify import Notifier
 from gateway.pipeline import (
     ActOnTier,
@@ -57,12 +58,12 @@ from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.engine import PolicyEngine, fired_rules
 from gateway.policy.isolated import IsolatedEngine
 from gateway.policy.reload import PolicyData, WithSettings, policy_data
-from gateway.repo import common_dir
+from gateway.repo import Repo, common_dir
 from gateway.sandbox import ANY_HOST, Confinement, Profile, Sandbox
 from gateway.tasks.board import TaskBoard, acceptance_files
 from gateway.tasks.deadletters import DeadLetters, KeepDeadLetters
 from gateway.tasks.tools import task_tools
-from gateway.tasks.verification import Verification
+from gateway.tasks.verification import Verification, clear_scratch
 from gateway.telemetry import Telemetry
 from gateway.tools.catalog import Catalog
 from gateway.tools.files import file_tools
@@ -360,11 +361,16 @@ class Gateway:
 
     def recover(self) -> None:
         """What a crash may have left: calls recorded as started that never ended, the merge queue's
-        worktree, claimed tasks without their worktree."""
+        worktree, verification checkouts, task worktrees half-made or missing and git locks in them."""
         for call_id in self.ledger.close_interrupted(alive):
             log.warning("closed a call a stopped gateway left running", call_id=call_id)
         self.queue.recover_if_idle()
-        for cleaned in self.board.repair_all():
+        scratch = clear_scratch(Repo(self.config.workspace), self.config.worktrees, self.config.state / "locks")
+        if scratch:
+            log.warning("removed verification checkouts a crash left", cleaned=scratch)
+            detail = {"what": "verification checkouts", "cleaned": scratch}
+            self.ledger.append({"kind": "recovery", "outcome": "ok", "detail": detail})
+        for cleaned in self.board.recover_worktrees():
             log.warning("recovered a task worktree", cleaned=cleaned)
 
     def visible_tools(self, principal: Principal) -> list[ToolSpec]:
