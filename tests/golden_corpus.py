@@ -128,10 +128,10 @@ def protected_and_secret_names(config: GatewayConfig) -> list[str]:
     bundle = Bundle(config.policy_dir, {}, bundle_look(config.policy_dir, policy_data({}))())
     engine = bundle.engine()
     engine.set_input({})
-    entries = engine.eval_rule("data.gateway.controls.entries")
+    entries = engine.eval_rule("data.gateway.lib.controls.entries")
     names = [e["path"].lstrip("/").replace("*", "x") for e in entries]
     for rule in ("name_patterns", "harmless", "path_patterns", "secret_examples"):
-        for pattern in engine.eval_rule(f"data.gateway.secrets.{rule}"):
+        for pattern in engine.eval_rule(f"data.gateway.concerns.secrets.{rule}"):
             if not pattern.startswith("/"):
                 names.append(pattern.replace("**/", "").replace("/**", "/x").replace("*", "x"))
     return list(dict.fromkeys(names))

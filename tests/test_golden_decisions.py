@@ -219,7 +219,7 @@ def test_the_corpus_is_the_whole_policy_corpus(corpus: Corpus) -> None:
 
 def bundle_rules() -> set[str]:
     """Every rule name a module of the bundle can put in a decision."""
-    modules = [p for p in (ROOT / "policies").glob("*.rego") if not p.name.endswith("_test.rego")]
+    modules = [p for p in (ROOT / "policies").rglob("*.rego") if not p.name.endswith("_test.rego")]
     return {name for p in modules for name in re.findall(r'"rule": "([a-z_]+\.[a-z_]+)"', p.read_text())}
 
 

@@ -158,9 +158,9 @@ async def test_the_bundle_and_roles_are_pushed_under_the_gateway_prefix(
 
 def test_opa_refuses_a_call_to_an_undefined_function(tmp_path: Path) -> None:
     """OPA type-checks calls when a module is PUT; pushing paths.rego before the modules it calls is refused."""
-    paths = (ROOT / "policies" / "paths.rego").read_bytes()
+    paths = (ROOT / "policies" / "paths" / "paths.rego").read_bytes()
     with opa_server(token=None) as url:
-        request = urllib.request.Request(f"{url}/v1/policies/gateway/paths.rego", data=paths, method="PUT")
+        request = urllib.request.Request(f"{url}/v1/policies/gateway/paths/paths.rego", data=paths, method="PUT")
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(request, timeout=5)
         body = json.loads(refused.value.read())
@@ -186,7 +186,7 @@ async def test_status_reports_and_a_refused_module_keeps_the_last_good_one(
         status = engine.status()
         assert status == {"engine": "opa", "url": server, "directory": str(policies), "last_error": None}
 
-        tiers = policies / "tiers.rego"
+        tiers = policies / "tiers" / "tiers.rego"
         good = tiers.read_text()
         tiers.write_text(good.replace('"ls", "cat",', '"cat",') + "\nbroken := {\n")
         decision = await engine.decide(doc)

@@ -3,7 +3,7 @@ package gateway_test.secrets
 import rego.v1
 
 import data.gateway.decision
-import data.gateway.secrets
+import data.gateway.concerns.secrets
 import data.gateway_test.testing
 
 reads(path) := d if {

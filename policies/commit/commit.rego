@@ -1,6 +1,6 @@
 # The commit protocol: irreversible side effects run only through intent_commit, by a role allowed to
 # commit, for an intent a verifier approved.
-package gateway.commit
+package gateway.concerns.commit
 
 import rego.v1
 

@@ -1,9 +1,9 @@
 # Secrets: keys, credentials and environment files are tier 3 to read or write.
-package gateway.secrets
+package gateway.concerns.secrets
 
 import rego.v1
 
-import data.gateway.portable
+import data.gateway.lib.portable
 
 effects := input.effects
 
@@ -98,7 +98,7 @@ might_hold_secret(words) if regex.match(secret_hint, portable.lowered(concat("\n
 # A link's source is a read (a link to a secret is a copy of it under an innocent name); the paths given
 # to a program the analysis does not follow (`./tool .env`) may be read or written.
 findings contains {"tier": 3, "rule": "secrets.access", "reason": msg} if {
-	candidates := touched | data.gateway.paths.unknown_access
+	candidates := touched | data.gateway.concerns.paths.unknown_access
 	might_hold_secret(candidates)
 	hits := sort([p | some p in candidates; secret(p)])
 	count(hits) > 0

@@ -9,7 +9,7 @@
 # every glob that comes from a call or from data into a regular expression here, lower text with `lowered`,
 # and write regex classes out (`[ \t]`, not `\s`). tests/test_golden_decisions.py holds them to it on
 # thousands of inputs against the real OPA.
-package gateway.portable
+package gateway.lib.portable
 
 import rego.v1
 
@@ -22,7 +22,7 @@ lowered(s) := lower(replace(s, "\u0130", "i"))
 regex_escape(s) := regex.replace(s, `[\\.+*?()|\[\]{}^$]`, `\${0}`)
 
 # `s` as a glob (glob.match, "/" as the delimiter) that matches exactly `s`, except that `*` stays a wildcard
-# within one name (a run of them is one): what a protected path of data.gateway.controls may hold.
+# within one name (a run of them is one): what a protected path of data.gateway.lib.controls may hold.
 glob_escape(s) := regex.replace(regex.replace(s, `[\\\[\]{}?,]`, `\${0}`), `\*+`, "*")
 
 # A shell glob the analysis reports as a path (`cat .e?v`, `cp x/* .github/`) as an anchored regular

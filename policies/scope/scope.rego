@@ -9,7 +9,7 @@ package gateway.scope
 
 import rego.v1
 
-import data.gateway.portable
+import data.gateway.lib.portable
 
 # Whether a path matches one of a task's globs.
 matches_any(patterns, path) if matches_one_of(regexes(patterns), path)

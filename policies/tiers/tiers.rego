@@ -4,7 +4,7 @@
 #           gateway does not know (they may change the workspace: a checkpoint is taken first)
 #   tier 3  mass deletion, privilege, global installs, network egress, dangerous programs, and
 #           anything that could not be analysed
-package gateway.tiers
+package gateway.concerns.tiers
 
 import rego.v1
 

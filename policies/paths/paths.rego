@@ -2,13 +2,13 @@
 # own controls, instructions, editors, CI, git hooks, the gateway's config): tier 3.
 # For roles that work on tasks (requires_claim), every write needs a live claim on the task and must
 # stay inside the task's allowed_paths.
-package gateway.paths
+package gateway.concerns.paths
 
 import rego.v1
 
-import data.gateway.portable
+import data.gateway.lib.portable
 import data.gateway.scope
-import data.gateway.tiers
+import data.gateway.concerns.tiers
 
 effects := input.effects
 
@@ -17,7 +17,7 @@ touched := {p | some key in ["reads", "writes", "creates", "deletes", "recursive
 changed := {p | some key in ["writes", "creates", "deletes", "recursive_deletes"]; some p in effects[key]}
 
 # Paths given to programs the analysis does not follow: they may be written.
-unknown_access := {p | some cmd in data.gateway.tiers.commands; some p in object.get(cmd, "paths", [])}
+unknown_access := {p | some cmd in data.gateway.concerns.tiers.commands; some p in object.get(cmd, "paths", [])}
 
 outside(p) if startswith(p, "/")
 
@@ -46,7 +46,7 @@ kind_of(entry) := entry.kind if control_kinds[entry.kind]
 kind_of(entry) := "agent" if not control_kinds[entry.kind]
 
 # The shipped and the team's entries, and the repository's core.hooksPath when it points into the workspace.
-protected := data.gateway.controls.protected | configured_hooks
+protected := data.gateway.lib.controls.protected | configured_hooks
 
 default configured_hooks := set()
 
@@ -97,7 +97,7 @@ control_hint := concat("", [
 ]) if plain_entries
 
 # Below an exempt directory (a checkout of its own) a path is judged from that directory on.
-exempt_glob := concat("", ["{", concat(",", [concat("/", [portable.glob_escape(portable.lowered(x)), "**"]) | some x in data.gateway.controls.exempt]), "}"])
+exempt_glob := concat("", ["{", concat(",", [concat("/", [portable.glob_escape(portable.lowered(x)), "**"]) | some x in data.gateway.lib.controls.exempt]), "}"])
 
 # A path and its tails after each "/": where an entry may start.
 tails(p) := [concat("/", array.slice(parts, i, count(parts))) | parts := split(p, "/"); some i in numbers.range(0, count(parts) - 1)]
@@ -150,7 +150,7 @@ removed := {portable.lowered(p) | some key in ["deletes", "recursive_deletes"]; 
 
 # A link's source made under another name (`ln -s .claude c`): writes through `c/` reach the entry.
 linked := {[p, portable.lowered(p)] |
-	some cmd in data.gateway.tiers.commands
+	some cmd in data.gateway.concerns.tiers.commands
 	tiers.program(cmd) in link_programs
 	some p in cmd.reads
 	not outside(p)
@@ -219,7 +219,7 @@ literal_names := [portable.regex_escape(portable.lowered(trim_prefix(entry.path,
 names_in_code := concat("", [`(^|[^a-z0-9_-])(`, concat("|", literal_names), `)($|[^a-z0-9_-])`])
 
 control_hits contains [sprintf("program text given to '%s'", [cmd.program]), entry] if {
-	some cmd in data.gateway.tiers.commands
+	some cmd in data.gateway.concerns.tiers.commands
 	count(cmd.inline_code) > 0
 	code := portable.lowered(concat("\n", cmd.inline_code))
 	regex.match(names_in_code, code)
@@ -252,14 +252,14 @@ cwd_outside(cmd) if {
 }
 
 findings contains {"tier": 3, "rule": "paths.cd_outside_workspace", "reason": msg} if {
-	runs := sort({c | some cmd in data.gateway.tiers.commands; cwd_outside(cmd); c := concat(" ", cmd.argv)})
+	runs := sort({c | some cmd in data.gateway.concerns.tiers.commands; cwd_outside(cmd); c := concat(" ", cmd.argv)})
 	count(runs) > 0
 	msg := sprintf("runs outside the workspace (after a change of directory), or where the analysis lost track: %s", [concat("; ", runs)])
 }
 
 # `cd /` as the last command runs nothing there, but it is where the call leaves its shell.
 findings contains {"tier": 3, "rule": "paths.cd_outside_workspace", "reason": msg} if {
-	some cmd in data.gateway.tiers.commands
+	some cmd in data.gateway.concerns.tiers.commands
 	tiers.program(cmd) in cd_programs
 	some p in cmd.paths
 	outside(p)
@@ -271,7 +271,7 @@ findings contains {"tier": 3, "rule": "paths.cd_outside_workspace", "reason": ms
 # may touch, with the access not known. One outside the workspace reaches outside it. Printing or
 # testing a path (echo, test, which) states no paths.
 findings contains {"tier": 3, "rule": "paths.argument_outside_workspace", "reason": msg} if {
-	args := sort({p | some cmd in data.gateway.tiers.commands; not tiers.program(cmd) in cd_programs; some p in cmd.paths; outside(p)})
+	args := sort({p | some cmd in data.gateway.concerns.tiers.commands; not tiers.program(cmd) in cd_programs; some p in cmd.paths; outside(p)})
 	count(args) > 0
 	msg := sprintf("passes paths outside the workspace to a program: %s", [concat(", ", args)])
 }
@@ -282,7 +282,7 @@ link_programs := {"ln", "link"}
 
 findings contains {"tier": 3, "rule": "paths.link_outside_workspace", "reason": msg} if {
 	out := sort({p |
-		some cmd in data.gateway.tiers.commands
+		some cmd in data.gateway.concerns.tiers.commands
 		tiers.program(cmd) in link_programs
 		some p in cmd.reads
 		outside(p)

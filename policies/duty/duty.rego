@@ -1,7 +1,7 @@
 # Separation of duty: the agent that worked a task does not grade, approve or merge it. input.task
 # carries who worked it (every agent that claimed it), input.intent who proposed and approved an intent.
 # Teams that want otherwise change this file.
-package gateway.duty
+package gateway.concerns.duty
 
 import rego.v1
 

@@ -1,5 +1,5 @@
 # Roles: which role may call which tool, from the role files (data.roles).
-package gateway.roles
+package gateway.concerns.roles
 
 import rego.v1
 

@@ -2,7 +2,7 @@ package gateway_test.portable
 
 import rego.v1
 
-import data.gateway.portable
+import data.gateway.lib.portable
 
 # These run on regorus and on the real OPA (tests/test_policy_opa.py): the helpers answer alike on both.
 
