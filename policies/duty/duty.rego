@@ -12,6 +12,12 @@ worked if {
 	input.principal.agent in object.get(input.task, "workers", [])
 }
 
+# METADATA
+# title: Worker grades own work
+# description: >-
+#   separation of duty: … worked task '…' and may not … it
+# custom:
+#   rule: duty.worker_grades_own_work
 deny contains {"rule": "duty.worker_grades_own_work", "reason": msg} if {
 	input.tool.name in graders
 	worked

@@ -21,6 +21,13 @@ unknown_access := {p | some cmd in data.gateway.concerns.tiers.commands; some p 
 
 outside(p) if startswith(p, "/")
 
+# METADATA
+# title: Outside workspace
+# description: >-
+#   reaches outside the workspace: …
+# custom:
+#   rule: paths.outside_workspace
+#   tier: 3
 findings contains {"tier": 3, "rule": "paths.outside_workspace", "reason": msg} if {
 	out := sort([p | some p in touched; outside(p)])
 	count(out) > 0
@@ -228,6 +235,14 @@ control_hits contains [sprintf("program text given to '%s'", [cmd.program]), ent
 	regex.match(concat("", [`(^|[^a-z0-9_-])`, portable.regex_escape(portable.lowered(trim_prefix(entry.path, "/"))), `($|[^a-z0-9_-])`]), code)
 }
 
+# METADATA
+# title: Protected paths
+# description: >-
+#   A call that writes, deletes or names in program text a protected path (lib/controls.rego's data), one
+#   finding per kind of control, named by control_kinds.
+# custom:
+#   rules: [paths.agent_controls, paths.agent_instructions, paths.editor_config, paths.ci_config, paths.git_hooks, paths.git_internals, paths.gateway_config]
+#   tier: 3
 findings contains {"tier": 3, "rule": rule, "reason": msg} if {
 	some kind in {kind_of(entry) | some [_, entry] in control_hits}
 	rule := control_kinds[kind].rule
@@ -251,13 +266,26 @@ cwd_outside(cmd) if {
 	outside(cmd.cwd)
 }
 
+# METADATA
+# title: Cd outside workspace
+# description: >-
+#   runs outside the workspace (after a change of directory), or where the analysis lost track: …
+# custom:
+#   rule: paths.cd_outside_workspace
+#   tier: 3
 findings contains {"tier": 3, "rule": "paths.cd_outside_workspace", "reason": msg} if {
 	runs := sort({c | some cmd in data.gateway.concerns.tiers.commands; cwd_outside(cmd); c := concat(" ", cmd.argv)})
 	count(runs) > 0
 	msg := sprintf("runs outside the workspace (after a change of directory), or where the analysis lost track: %s", [concat("; ", runs)])
 }
 
-# `cd /` as the last command runs nothing there, but it is where the call leaves its shell.
+# METADATA
+# title: Cd outside workspace
+# description: >-
+#   `cd /` as the last command runs nothing there, but it is where the call leaves its shell.
+# custom:
+#   rule: paths.cd_outside_workspace
+#   tier: 3
 findings contains {"tier": 3, "rule": "paths.cd_outside_workspace", "reason": msg} if {
 	some cmd in data.gateway.concerns.tiers.commands
 	tiers.program(cmd) in cd_programs
@@ -266,10 +294,16 @@ findings contains {"tier": 3, "rule": "paths.cd_outside_workspace", "reason": ms
 	msg := sprintf("changes directory outside the workspace: %s", [concat(" ", cmd.argv)])
 }
 
-# Path-like words given to a program the analysis does not follow (`make -C /tmp`, `./tool ../../x`,
-# `pytest --basetemp=/tmp/x`, `-o/etc/x`, `DESTDIR=/x`), resolved against the command's cwd: what it
-# may touch, with the access not known. One outside the workspace reaches outside it. Printing or
-# testing a path (echo, test, which) states no paths.
+# METADATA
+# title: Argument outside workspace
+# description: >-
+#   Path-like words given to a program the analysis does not follow (`make -C /tmp`, `./tool ../../x`,
+#   `pytest --basetemp=/tmp/x`, `-o/etc/x`, `DESTDIR=/x`), resolved against the command's cwd: what it
+#   may touch, with the access not known. One outside the workspace reaches outside it. Printing or
+#   testing a path (echo, test, which) states no paths.
+# custom:
+#   rule: paths.argument_outside_workspace
+#   tier: 3
 findings contains {"tier": 3, "rule": "paths.argument_outside_workspace", "reason": msg} if {
 	args := sort({p | some cmd in data.gateway.concerns.tiers.commands; not tiers.program(cmd) in cd_programs; some p in cmd.paths; outside(p)})
 	count(args) > 0
@@ -280,6 +314,13 @@ findings contains {"tier": 3, "rule": "paths.argument_outside_workspace", "reaso
 # directory). A link to a file outside the workspace makes its content readable under an inside name.
 link_programs := {"ln", "link"}
 
+# METADATA
+# title: Link outside workspace
+# description: >-
+#   links to paths outside the workspace: …
+# custom:
+#   rule: paths.link_outside_workspace
+#   tier: 3
 findings contains {"tier": 3, "rule": "paths.link_outside_workspace", "reason": msg} if {
 	out := sort({p |
 		some cmd in data.gateway.concerns.tiers.commands
@@ -310,6 +351,12 @@ live_claim if {
 	time.parse_rfc3339_ns(claim.expires_at) > time.parse_rfc3339_ns(input.context.time)
 }
 
+# METADATA
+# title: No claim
+# description: >-
+#   role '…' must hold a claim on a task before it changes anything (task_claim)
+# custom:
+#   rule: paths.no_claim
 deny contains {"rule": "paths.no_claim", "reason": msg} if {
 	requires_claim
 	acts
@@ -317,6 +364,12 @@ deny contains {"rule": "paths.no_claim", "reason": msg} if {
 	msg := sprintf("role '%s' must hold a claim on a task before it changes anything (task_claim)", [input.principal.role])
 }
 
+# METADATA
+# title: Claim not held
+# description: >-
+#   the claim on task '…' is expired or held by another agent; claim it again
+# custom:
+#   rule: paths.claim_not_held
 deny contains {"rule": "paths.claim_not_held", "reason": msg} if {
 	requires_claim
 	acts
@@ -332,6 +385,12 @@ acceptance_regexes := scope.regexes(object.get(input.task, "acceptance", [])) if
 
 in_scope(p) if scope.matches_one_of(allowed_regexes, p)
 
+# METADATA
+# title: Out of scope
+# description: >-
+#   task '…' allows only …; this call changes …
+# custom:
+#   rule: paths.out_of_scope
 deny contains {"rule": "paths.out_of_scope", "reason": msg} if {
 	requires_claim
 	has_task
@@ -341,8 +400,13 @@ deny contains {"rule": "paths.out_of_scope", "reason": msg} if {
 	msg := sprintf("task '%s' allows only %s; this call changes %s", [task_id, allowed, concat(", ", outside_scope)])
 }
 
-# The files that grade a task (its manifest's acceptance) are not the worker's to change: it could
-# weaken the check instead of doing the work.
+# METADATA
+# title: Acceptance
+# description: >-
+#   The files that grade a task (its manifest's acceptance) are not the worker's to change: it could
+#   weaken the check instead of doing the work.
+# custom:
+#   rule: paths.acceptance
 deny contains {"rule": "paths.acceptance", "reason": msg} if {
 	requires_claim
 	has_task

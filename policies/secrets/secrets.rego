@@ -95,8 +95,14 @@ secret_hint := concat("|", [
 
 might_hold_secret(words) if regex.match(secret_hint, portable.lowered(concat("\n", words)))
 
-# A link's source is a read (a link to a secret is a copy of it under an innocent name); the paths given
-# to a program the analysis does not follow (`./tool .env`) may be read or written.
+# METADATA
+# title: Access
+# description: >-
+#   A link's source is a read (a link to a secret is a copy of it under an innocent name); the paths given
+#   to a program the analysis does not follow (`./tool .env`) may be read or written.
+# custom:
+#   rule: secrets.access
+#   tier: 3
 findings contains {"tier": 3, "rule": "secrets.access", "reason": msg} if {
 	candidates := touched | data.gateway.concerns.paths.unknown_access
 	might_hold_secret(candidates)
@@ -104,9 +110,6 @@ findings contains {"tier": 3, "rule": "secrets.access", "reason": msg} if {
 	count(hits) > 0
 	msg := sprintf("touches secrets or credentials: %s", [concat(", ", hits)])
 }
-
-# Secrets never go to another host in the arguments of a networked call.
-deny := set()
 
 # A secret's name as a command's argument (`find . -name .env -exec cat {} +`, `grep -r --include=.env x .`,
 # `git add .env`): the paths the analysis reports are directories or patterns, but the name says what
@@ -125,6 +128,13 @@ argument_words := {arg |
 	i > 0
 }
 
+# METADATA
+# title: Named
+# description: >-
+#   names secrets or credentials in its arguments: …
+# custom:
+#   rule: secrets.named
+#   tier: 3
 findings contains {"tier": 3, "rule": "secrets.named", "reason": msg} if {
 	might_hold_secret(argument_words)
 	named := sort({arg | some arg in argument_words; secret_argument(arg)})
