@@ -57,6 +57,7 @@ from gateway.policy.checked import CheckedSources
 from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.engine import PolicyEngine, fired_rules
 from gateway.policy.isolated import IsolatedEngine
+from gateway.policy.lint import flat_layout
 from gateway.policy.reload import PolicyData, WithSettings, policy_data
 from gateway.repo import Repo, common_dir
 from gateway.sandbox import ANY_HOST, Confinement, Profile, Sandbox
@@ -110,6 +111,9 @@ def make_engine(
     fixed document; gateway.yaml's ``policy.settings`` join it as ``data.settings``. ``checked`` remembers the
     policy sources that passed the load's check (the state dir's)."""
     assert config.path is not None
+    old_layout = flat_layout(config.path)
+    if old_layout:
+        log.warning("policy bundle laid out by an older version", detail=old_layout)
     if config.settings:
         data = WithSettings(policy_data(data), config.settings)
     engine: PolicyEngine

@@ -216,6 +216,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     policy_test.add_argument("dir", nargs="?", help="policy directory (default: the configured one)")
     policy_test.set_defaults(handler=commands.cmd_policy_test)
+    policy_lint = policy.add(
+        "lint",
+        "dead rules, rules without METADATA, builtins that differ between regorus and OPA",
+        ["gateway policy lint", "gateway policy lint ./policies"],
+    )
+    policy_lint.add_argument("dir", nargs="?", help="policy directory (default: the configured one)")
+    policy_lint.set_defaults(handler=commands.cmd_policy_lint)
+    policy_upgrade = policy.add(
+        "upgrade",
+        "replace a policy bundle an older version laid out flat with this version's (the old one kept beside it)",
+        ["gateway policy upgrade"],
+    )
+    policy_upgrade.set_defaults(handler=commands.cmd_policy_upgrade)
     policy_eval = policy.add(
         "eval", "the raw decision for one input document (JSON)", ["gateway policy eval --input input.json"]
     )

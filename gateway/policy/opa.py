@@ -27,6 +27,7 @@ from opa_client.opa_async import AsyncOpaClient
 from gateway.errors import ConfigError
 from gateway.policy.bundle import PACKAGE, RULE, bundle_look, policy_files
 from gateway.policy.engine import engine_error, to_decision
+from gateway.policy.lint import layout_problems
 from gateway.policy.reload import RELOAD_CHECK_S, PolicyData, Watch, policy_data, revision_of
 from gateway.types import Decision, JSONObject
 
@@ -97,6 +98,10 @@ class OpaEngine:
             f"{POLICY_PREFIX}/{path.relative_to(self.directory).as_posix()}": path.read_text(encoding="utf-8")
             for path in policy_files(self.directory)
         }
+        unreached = layout_problems([(name.removeprefix(POLICY_PREFIX + "/"), text) for name, text in modules.items()])
+        if unreached:  # as the embedded engine refuses such a bundle (gateway/policy/bundle.py)
+            self.last_error = "; ".join(str(problem) for problem in unreached[:3])
+            raise ConfigError(f"the policy bundle is refused: {self.last_error}")
         stale = [p for p in await client.get_policies_list() if p.startswith(f"{POLICY_PREFIX}/") and p not in modules]
         pending: dict[str, str | None] = {**dict.fromkeys(stale), **modules}  # None: delete
         failures: dict[str, str] = {}

@@ -110,7 +110,9 @@ exempt_glob := concat("", ["{", concat(",", [concat("/", [portable.glob_escape(p
 tails(p) := [concat("/", array.slice(parts, i, count(parts))) | parts := split(p, "/"); some i in numbers.range(0, count(parts) - 1)]
 
 entry_at(entry, tail) if {
+	# portable: lib/controls.rego's entries, escaped by portable.glob_escape (no `**/`, no classes)
 	glob.match(own_glob(entry), ["/"], tail)
+	# portable: the same, for the exempt entries
 	not glob.match(exempt_glob, ["/"], tail)
 }
 
@@ -176,6 +178,7 @@ hint(lp) if regex.match(control_hint, lp)
 
 hint(lp) if not plain_entries
 
+# portable: one glob of alternatives built from the same escaped entries
 screened(lp) if glob.match(protected_glob, ["/"], lp)
 
 screened(lp) if not plain_entries

@@ -75,6 +75,7 @@ deny contains {"rule": "roles.tool_not_granted", "reason": msg} if {
 
 granted if {
 	some pattern in role.tools
+	# portable: tool-name patterns from role files hold no "/" (no `**/`); a malformed class in a role file would differ
 	glob.match(pattern, [], tool_name)
 }
 

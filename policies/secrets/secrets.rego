@@ -51,9 +51,11 @@ path_glob := concat("", ["{", concat(",", path_patterns), "}"])
 secret(p) if {
 	name := portable.lowered(basename(p))
 	not harmless_name(name)
+	# portable: this module's own patterns (each `**/` one also written for the root; no classes)
 	glob.match(name_glob, ["/"], name)
 }
 
+# portable: this module's own patterns (each `**/` one also written for the root; no classes)
 secret(p) if glob.match(path_glob, ["/"], portable.lowered(p))
 
 # A path the shell analysis reports as a glob (`cat .e?v`, `cat *.key`) is checked as a pattern: if it
