@@ -18,8 +18,10 @@ from gateway.bootstrap import init_workspace
 from gateway.config import GatewayConfig
 from gateway.identity.roles import RoleSet
 from gateway.policy.bundle import Bundle, BundleError, LiveBundle, bundle_look
+from gateway.policy.cases import load_cases
 from gateway.policy.lint import flat_layout, lint, policy_sources, rule_ids
 from gateway.policy.reload import policy_data
+from gateway.policy.testing import run_policy_tests
 
 SHIPPED = ROOT / "policies"
 CONCERNS = sorted(p.name for p in SHIPPED.iterdir() if p.is_dir() and p.name not in {"lib", "scope"})
@@ -181,3 +183,30 @@ def test_rule_ids_the_gateway_names_are_the_bundles() -> None:
     for path in (ROOT / "gateway").rglob("*.py"):
         named |= set(re.findall(rf"\"((?:{concern})\.[a-z]+_[a-z_]+)\"", path.read_text()))
     assert named and named <= ids, sorted(named - ids)
+
+
+def test_every_concern_has_cases_and_they_hold_on_regorus_and_opa() -> None:
+    """``gateway policy test`` runs them beside the unit tests (regorus); the real OPA decides them alike."""
+    cases = load_cases(SHIPPED)
+    assert {case.concern for case in cases} == set(CONCERNS)
+    results = [r for r in run_policy_tests(SHIPPED, roles()) if r.package.endswith("cases.yaml")]
+    assert len(results) == len(cases) and all(r.status == "pass" for r in results), [
+        r for r in results if r.status != "pass"
+    ]
+    opa = RealOpa.for_bundle(SHIPPED, roles())
+    try:
+        problems = {case.name: case.problem(opa.evaluate("gateway.decision", case.document)) for case in cases}
+    finally:
+        opa.close()
+    assert not any(problems.values()), problems
+
+
+def test_a_case_that_does_not_hold_fails_gateway_policy_test(tmp_path: Path) -> None:
+    bundle = copy_of_shipped(tmp_path)
+    cases = bundle / "tiers" / "cases.yaml"
+    cases.write_text(
+        cases.read_text().replace("expect: {action: allow, tier: 1, rules: [tiers.read]}", "expect: {action: deny}")
+    )
+    failed = [r for r in run_policy_tests(bundle, roles()) if r.status != "pass"]
+    assert [(r.package, r.name) for r in failed] == [("tiers/cases.yaml", "reading a file is tier 1")]
+    assert failed[0].message == "action 'allow', not 'deny'"
