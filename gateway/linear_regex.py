@@ -84,7 +84,7 @@ def task_glob(pattern: str) -> Pattern:
     matches any number of directories, none included ('src/**/a.py' covers 'src/a.py', '**/x' covers 'x'), and
     at the end everything below; '*' matches any run of characters within one segment ('**' inside a name too)
     and '?' one character; everything else, '[', '{' and '\\' included, is literal. The policy reads a task's
-    globs the same way on every Rego engine (policies/portable.rego, task_glob_regex), which glob.match does
+    globs the same way on every Rego engine (policies/lib/portable.rego, task_glob_regex), which glob.match does
     not: its '**/' needs a directory in OPA and none in regorus."""
     segments = pattern.split("/")
     out: list[str] = ["(?s)"]

@@ -38,7 +38,7 @@ def matches(pattern: str, path: str) -> bool:
     whole segment matches any number of directories, none included ('src/**/a.py' covers 'src/a.py', '**/x'
     covers 'x'), and at its end everything below; '*' matches any run of characters within one segment ('**'
     inside a name too) and '?' one character; everything else, '[', '{' and '\\' included, is literal. The
-    policy reads a task's globs the same way on every Rego engine (policies/portable.rego, task_glob_regex).
+    policy reads a task's globs the same way on every Rego engine (policies/lib/portable.rego, task_glob_regex).
 
     matches("src/*.py", "src/a.py") -> True; matches("src/*.py", "src/x/a.py") -> False
     """
