@@ -210,3 +210,20 @@ def test_a_case_that_does_not_hold_fails_gateway_policy_test(tmp_path: Path) -> 
     failed = [r for r in run_policy_tests(bundle, roles()) if r.status != "pass"]
     assert [(r.package, r.name) for r in failed] == [("tiers/cases.yaml", "reading a file is tier 1")]
     assert failed[0].message == "action 'allow', not 'deny'"
+
+
+def test_an_install_that_is_not_a_checkout_gets_every_directory_of_the_bundle() -> None:
+    """pyproject's data-files copy a directory's files into one place each: every bundle directory is listed."""
+    import tomllib
+
+    data_files = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["data-files"]
+    directories = {p.parent for p in SHIPPED.rglob("*") if p.is_file()}
+    listed = {
+        Path(target).relative_to("share/mcp-policy-gateway"): patterns
+        for target, patterns in data_files.items()
+        if target.startswith("share/mcp-policy-gateway/policies")
+    }
+    for directory in directories:
+        patterns = listed.get(directory.relative_to(ROOT), [])
+        files = {p for pattern in patterns for p in ROOT.glob(pattern)}
+        assert files == {p for p in directory.iterdir() if p.is_file()}, directory
