@@ -277,7 +277,7 @@ def test_sources_that_passed_the_load_check_are_remembered_by_their_digest(
         tiers.read_text().replace("import rego.v1\n", "import rego.v1\n\nimport data.gateway.concerns.paths\n", 1)
         + undefined_call
     )
-    with pytest.raises(ConfigError, match=r"undefined function data\.gateway\.paths\.nope"):
+    with pytest.raises(ConfigError, match=r"undefined function data\.gateway\.concerns\.paths\.nope"):
         EmbeddedEngine(live_policies, roles, checked)
     assert len(checks) == 2 and len(list(checked.directory.iterdir())) == 1, "only passes are remembered"
 
@@ -286,7 +286,7 @@ def test_an_error_while_evaluating_is_a_deny(workspace: Path, live_policies: Pat
     engine = engine_for(workspace, live_policies)
     # two values for one rule when the arguments ask for it: a conflict regorus (and OPA) raise at evaluation
     (live_policies / "conflict.rego").write_text(
-        "package gateway.tiers\n\nimport rego.v1\n\n"
+        "package gateway.concerns.tiers\n\nimport rego.v1\n\n"
         'label := "a" if input.arguments.conflict\n\nlabel := "b" if input.arguments.conflict\n\n'
         'findings contains {"tier": 1, "rule": label, "reason": "x"} if input.arguments.conflict\n'
     )
