@@ -90,11 +90,20 @@ def test_a_concern_decision_rego_does_not_combine_is_refused(tmp_path: Path) -> 
     )
     with pytest.raises(BundleError, match=r"deny of concern 'extra' reaches nothing: decision.rego does not combine"):
         Bundle(bundle, roles(), bundle_look(bundle, policy_data(roles()))())
-    assert [p.kind for p in lint(bundle)] == ["layout"]
+    assert [p.kind for p in lint(bundle)] == ["dead_rule"]
     decision = bundle / "decision.rego"
     line = "denials contains denial if some denial in data.gateway.concerns.extra.deny\n"
     decision.write_text(decision.read_text() + "\n" + line)
     assert "extra.added_by_a_user" in LiveBundle(bundle, roles()).evaluate("data.gateway.decision", READ)["rules"]
+
+
+def test_a_rule_outside_the_concerns_is_refused(tmp_path: Path) -> None:
+    """An older version's module copied into a bundle laid out by concern (package gateway.tiers) would decide
+    nothing: refused, with the reason."""
+    bundle = copy_of_shipped(tmp_path)
+    (bundle / "tiers" / "mine.rego").write_text("package gateway.tiers\n\nimport rego.v1\n" + added_deny("tiers"))
+    with pytest.raises(BundleError, match=r"deny in package gateway.tiers, outside gateway.concerns: nothing combines"):
+        Bundle(bundle, roles(), bundle_look(bundle, policy_data(roles()))())
 
 
 def test_the_shipped_bundle_lints_clean_and_gateway_policy_lint_says_so(tmp_path: Path) -> None:

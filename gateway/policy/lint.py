@@ -6,11 +6,11 @@ A concern is a package under ``gateway.concerns`` (a directory of its own: polic
 description and ``custom.rule`` (its rule id; ``custom.rules`` when the id is computed) and, for a finding,
 ``custom.tier``.
 
-``layout_problems`` is what makes a bundle refused (gateway/policy/bundle.py): a concern decision.rego does
-not combine would decide nothing. ``lint`` reports that and more: deny or findings rules outside every
-concern (dead), rules without METADATA, and calls of builtins that decide differently on regorus and on
-OPA (docs/opa.md, "Portable Rego") outside policies/lib/ unless the line, or the one above it, says
-``# portable: <why>``.
+``layout_problems`` is what makes a bundle refused (gateway/policy/bundle.py, gateway/policy/opa.py): a deny
+or findings rule outside every concern, or of a concern decision.rego does not combine, would decide nothing.
+``lint`` reports those (dead rules) and more: rules without METADATA, and calls of builtins that decide
+differently on regorus and on OPA (docs/opa.md, "Portable Rego") outside policies/lib/ unless the line, or the
+one above it, says ``# portable: <why>``.
 
     problems = lint(Path("policies"))           # [LintProblem(file, line, kind, message), ...]
     ids = rule_ids(policy_sources(Path("policies")))   # every rule id the METADATA names
@@ -58,7 +58,7 @@ COMBINE = {"deny": "denials contains denial if some denial", "findings": "findin
 class LintProblem:
     file: str
     line: int
-    kind: str  # dead_rule | missing_metadata | divergent_builtin | layout
+    kind: str  # dead_rule | missing_metadata | divergent_builtin
     message: str
 
     def __str__(self) -> str:
@@ -124,23 +124,33 @@ def combined(sources: list[tuple[str, str]]) -> set[tuple[str, str]]:
     return {pair for _, text in sources if package_of(text) == "gateway" for pair in pattern.findall(text)}
 
 
-def layout_problems(sources: list[tuple[str, str]]) -> list[LintProblem]:
-    """A concern whose deny or findings decision.rego does not combine: its rules would reach nothing."""
+def unreached_rules(sources: list[tuple[str, str]]) -> list[LintProblem]:
+    """``deny`` and ``findings`` rules nothing combines: outside every concern, or of a concern decision.rego
+    does not name."""
     names = combined(sources)
     problems = []
     for name, text in sources:
-        concern = concern_of(package_of(text))
-        if concern is None:
-            continue
-        for rule in metadata_blocks(name, text):
-            if (concern, rule.name) not in names:
-                into = COMBINE[rule.name]
+        package = package_of(text)
+        concern = concern_of(package)
+        for rule in metadata_blocks(name, text) if package != "gateway" else []:  # decision.rego combines
+            if concern is None:
+                message = f"{rule.name} in package {package}, outside {CONCERNS}: nothing combines it"
+            elif (concern, rule.name) not in names:
                 message = (
                     f"{rule.name} of concern {concern!r} reaches nothing: decision.rego does not combine it "
-                    f"(add `{into} in data.gateway.concerns.{concern}.{rule.name}`)"
+                    f"(add `{COMBINE[rule.name]} in data.gateway.concerns.{concern}.{rule.name}`)"
                 )
-                problems.append(LintProblem(name, rule.line, "layout", message))
+            else:
+                continue
+            problems.append(LintProblem(name, rule.line, "dead_rule", message))
     return problems
+
+
+def layout_problems(sources: list[tuple[str, str]]) -> list[LintProblem]:
+    """What makes a bundle laid out by concern refused: a deny or findings rule that would decide nothing. A
+    bundle of an older version's flat layout (no concern package) is not refused: it decides as it did."""
+    laid_out = any(concern_of(package_of(text)) for _, text in sources)
+    return unreached_rules(sources) if laid_out else []
 
 
 def rule_ids(sources: list[tuple[str, str]]) -> set[str]:
@@ -194,17 +204,11 @@ def divergent_builtins(name: str, text: str) -> list[LintProblem]:
 def lint(directory: Path) -> list[LintProblem]:
     """Dead rules, missing METADATA, a concern not combined, builtins that differ between engines."""
     sources = policy_sources(directory)
-    problems = layout_problems(sources)
+    problems = unreached_rules(sources)
     for name, text in sources:
-        package = package_of(text)
-        for rule in metadata_blocks(name, text):
-            if package == "gateway":
-                continue  # decision.rego: the combination itself
-            if concern_of(package) is None:
-                message = f"{rule.name} in package {package}, outside {CONCERNS}: nothing combines it"
-                problems.append(LintProblem(name, rule.line, "dead_rule", message))
-                continue
-            problems += [LintProblem(name, rule.line, "missing_metadata", m) for m in metadata_problems(rule)]
+        if concern_of(package_of(text)) is not None:
+            rules = metadata_blocks(name, text)
+            problems += [LintProblem(name, r.line, "missing_metadata", m) for r in rules for m in metadata_problems(r)]
         problems += divergent_builtins(name, text)
     return sorted(problems, key=lambda p: (p.file, p.line, p.kind))
 
