@@ -166,6 +166,8 @@ def test_a_state_dir_with_the_flat_layout_is_told_and_upgraded(tmp_path: Path) -
     assert flat_layout(config.policy_dir) and "gateway policy upgrade" in (flat_layout(config.policy_dir) or "")
     old = LiveBundle(config.policy_dir, roles()).evaluate("data.gateway.decision", READ)
     assert old["action"] == "allow", "the flat bundle decides; the deny it has in tiers.rego is ignored, as it was"
+    before = gateway(repo, "check", "--role", "developer", "--tool", "fs_read", "--args", '{"path": "README.md"}')
+    assert json.loads(before.stdout)["action"] == "allow" and "gateway policy upgrade" in before.stderr, before.stderr
     linted = gateway(repo, "policy", "lint")
     assert linted.returncode == 1 and "flat layout of an older version" in linted.stderr
     upgraded = gateway(repo, "policy", "upgrade")
