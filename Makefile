@@ -30,6 +30,11 @@ $(HERMES)/.installed:
 	$(HERMES)/bin/pip install -q 'hermes-agent[mcp]==0.19.0'
 	touch $@
 
+# The real Open Policy Agent (v1.20.2's Go evaluator, from the opa-golib-python-bindings wheel, pinned and
+# sha256-checked in tests/real_opa.py): the golden tests decide every input on it as on the embedded engine.
+$(VENV)/real-opa/.installed: tests/real_opa.py | $(VENV)/.installed
+	$(VENV)/bin/python tests/real_opa.py install $(VENV)/real-opa
+
 demo: $(VENV)/.installed /usr/bin/bwrap
 	$(VENV)/bin/gateway demo
 
@@ -50,7 +55,7 @@ serve: $(VENV)/.installed
 postgresql:
 	if [ "$$(id -u)" = 0 ] && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then apt-get install -y -q postgresql >/dev/null || (apt-get update -q && apt-get install -y -q postgresql); fi
 
-test: $(VENV)/.installed $(NPM)/.installed $(HERMES)/.installed /usr/bin/chromium /usr/bin/bwrap postgresql
+test: $(VENV)/.installed $(VENV)/real-opa/.installed $(NPM)/.installed $(HERMES)/.installed /usr/bin/chromium /usr/bin/bwrap postgresql
 	$(VENV)/bin/ruff check gateway tests bench
 	$(VENV)/bin/ruff format --check gateway tests bench
 	$(VENV)/bin/mypy

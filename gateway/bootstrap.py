@@ -4,17 +4,20 @@ Writes DIR/gateway.yaml and the state dir: a signing key, copies of the default 
 the store. The state dir lies outside the workspace (by default ``$XDG_STATE_HOME/mcp-gateway/<name>-<hash>/
 state``, owner-only), so no command an agent runs in the workspace can read or write it; task worktrees go
 beside it. ``migrate_state`` moves the state dir of a workspace made by an older version (``DIR/.gateway``)
-out of the workspace.
+out of the workspace; ``upgrade_policies`` replaces a policy bundle an older version laid out flat.
 
     config = init_workspace(Path("repo"))
     moved = migrate_state(GatewayConfig.load("repo/gateway.yaml"))
+    upgraded = upgrade_policies(config)   # a state dir's flat policy bundle replaced by this version's
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
@@ -25,6 +28,7 @@ from gateway.errors import ConfigError
 from gateway.identity.keys import KeyRing
 from gateway.ledger.store import open_store
 from gateway.locations import default_state_root
+from gateway.policy.lint import flat_layout, policy_sources, rule_ids
 from gateway.repo import Repo
 from gateway.types import JSONObject
 
@@ -170,6 +174,23 @@ def migrate_state(config: GatewayConfig, state_dir: Path | None = None) -> JSONO
     config.source.write_text(header + yaml.safe_dump(raw, sort_keys=False))
     GatewayConfig.load(config.source).check_layout()
     return {"from": str(old), "state_dir": str(state), "worktrees_dir": str(worktrees), "worktrees": moved_trees}
+
+
+def upgrade_policies(config: GatewayConfig, now: datetime | None = None) -> JSONObject:
+    """``gateway policy upgrade``: put this version's policy bundle in place of one an older version laid out
+    flat (gateway/policy/lint.py ``flat_layout``). The old bundle is kept beside it, and the rule ids it gives
+    that this version's does not are listed: edits of your own to port into a concern's directory."""
+    directory = config.policy_dir
+    if flat_layout(directory) is None:
+        raise ConfigError(f"the policy bundle {directory} is already laid out by concern; nothing to upgrade")
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%S")
+    kept = directory.with_name(f"{directory.name}.flat-{stamp}")
+    old_ids = {i for _, text in policy_sources(directory) for i in re.findall(r'"rule":\s*"([a-z_]+\.[a-z_]+)"', text)}
+    shutil.copytree(defaults_dir() / "policies", directory.with_name(f"{directory.name}.new-{stamp}"))
+    directory.rename(kept)  # the new bundle takes its place in one rename: the gateway never reads half of one
+    directory.with_name(f"{directory.name}.new-{stamp}").rename(directory)
+    only_old = sorted(old_ids - rule_ids(policy_sources(directory)))
+    return {"policies": str(directory), "old_bundle": str(kept), "rules_only_in_the_old_bundle": only_old}
 
 
 def _private_dir(path: Path) -> None:

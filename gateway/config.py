@@ -148,7 +148,7 @@ class PolicyConfig(Strict):
     # identical decision inputs answered from memory (gateway/policy/cache.py); 0 turns the cache off
     cache_ttl_s: Annotated[float, Field(ge=0, le=3600)] = 30.0
     cache_size: Annotated[int, Field(ge=1, le=1_000_000)] = 4096
-    # what the policy reads as data.settings (thresholds: policies/commit.rego's merge_deletions)
+    # what the policy reads as data.settings (thresholds: policies/commit/commit.rego's merge_deletions)
     settings: dict[str, Any] = Field(default_factory=dict)
 
 

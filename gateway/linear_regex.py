@@ -11,6 +11,7 @@ possessive quantifiers or ``\\Z`` (RE2 spells it ``\\z``), with repetition count
     pattern = linear("def \\w+", ignore_case=True)   # raises PatternRefused
     pattern.search(line)
     glob("src/**/*.py").fullmatch("src/a/b.py")     # a glob, as RE2 runs it: '**' crosses '/', '*' does not
+    task_glob("src/**/*.py").fullmatch("src/a.py")  # a task's glob, as the policy reads it on every engine
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 import re2
 
-__all__ = ["MAX_MEMORY", "SYNTAX", "PatternRefused", "glob", "linear"]
+__all__ = ["MAX_MEMORY", "SYNTAX", "PatternRefused", "glob", "linear", "task_glob"]
 
 # What one pattern's program and match caches may use. RE2's module keeps the last 128 patterns compiled,
 # so patterns agents choose pin at most 128 times this.
@@ -75,4 +76,24 @@ def glob(pattern: str) -> Pattern:
         else:
             out.append(re2.escape(pattern[i]))
             i += 1
+    return linear("".join(out))
+
+
+def task_glob(pattern: str) -> Pattern:
+    """A task's glob (allowed paths, acceptance, frozen) as a pattern for ``fullmatch``: '**' as a whole segment
+    matches any number of directories, none included ('src/**/a.py' covers 'src/a.py', '**/x' covers 'x'), and
+    at the end everything below; '*' matches any run of characters within one segment ('**' inside a name too)
+    and '?' one character; everything else, '[', '{' and '\\' included, is literal. The policy reads a task's
+    globs the same way on every Rego engine (policies/lib/portable.rego, task_glob_regex), which glob.match does
+    not: its '**/' needs a directory in OPA and none in regorus."""
+    segments = pattern.split("/")
+    out: list[str] = ["(?s)"]
+    for i, segment in enumerate(segments):
+        last = i == len(segments) - 1
+        if segment == "**":
+            out.append(".*" if last else "(?:.*/)?")
+            continue
+        out.extend("[^/]*" if ch == "*" else "[^/]" if ch == "?" else re2.escape(ch) for ch in segment)
+        if not last:
+            out.append("/")
     return linear("".join(out))

@@ -45,6 +45,7 @@ from gateway.policy.checked import CheckedSources
 from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.engine import PolicyEngine, engine_running, fired_rules
 from gateway.policy.isolated import IsolatedEngine
+from gateway.policy.lint import flat_layout
 from gateway.policy.reload import PolicyData, WithSettings, policy_data
 from gateway.repo import Repo
 from gateway.sandbox import Sandbox
@@ -84,6 +85,9 @@ def make_engine(
     fixed document; gateway.yaml's ``policy.settings`` join it as ``data.settings``. ``checked`` remembers the
     policy sources that passed the load's check (the state dir's)."""
     assert config.path is not None
+    old_layout = flat_layout(config.path)
+    if old_layout:
+        log.warning("policy bundle laid out by an older version", detail=old_layout)
     if config.settings:
         data = WithSettings(policy_data(data), config.settings)
     engine: PolicyEngine

@@ -1,18 +1,21 @@
-# The entry point: data.gateway.decision, combining every concern's findings.
+# The entry point: data.gateway.decision, combining every concern's denials and findings.
 #
-# Each concern package contributes two sets:
+# A concern is a package under gateway.concerns, in a directory of its own (policies/<concern>/), and it
+# may contribute two sets:
 #   deny     {"rule", "reason"}          the call must not run
 #   findings {"tier", "rule", "reason"}  why the call is as risky as it is
+# Each concern's two sets are combined below, both named whether or not the concern has rules of that kind
+# today, so a deny rule added to any concern takes effect. A new concern is one line each here: the gateway
+# refuses a bundle holding a concern package this module does not combine (gateway/policy/layout.py), and
+# `gateway policy lint` says which. (Walking data.gateway.concerns[_] would need no list, but regorus
+# evaluates every rule of every package it walks: three times the cost of a decision.)
+# Helpers shared by concerns live under gateway.lib (policies/lib/).
 # The tier is the highest finding (1 when there is none). Any denial denies; otherwise a tier above
 # the role's max_tier asks a human, and the rest is allowed. Reasons and rules are those of the
 # findings at that tier, so a person reads why the call is tier 3, not every tier-1 fact about it.
 package gateway
 
 import rego.v1
-
-# Other packages' rules are named by their full path (data.gateway.tiers.findings), not through an
-# import (tiers.findings): regorus evaluates every rule of a package read through an import, only the
-# rule named by a full path. Functions (tiers.program) cost nothing extra through an import.
 
 default decision := {
 	"action": "deny",
@@ -21,9 +24,33 @@ default decision := {
 	"rules": ["gateway.default"],
 }
 
-denials := ((((data.gateway.roles.deny | data.gateway.paths.deny) | data.gateway.secrets.deny) | data.gateway.commit.deny) | data.gateway.duty.deny) | data.gateway.flow.deny
+denials contains denial if some denial in data.gateway.concerns.commit.deny
 
-findings := ((((data.gateway.roles.findings | data.gateway.tiers.findings) | data.gateway.paths.findings) | data.gateway.secrets.findings) | data.gateway.commit.findings) | data.gateway.flow.findings
+denials contains denial if some denial in data.gateway.concerns.duty.deny
+
+denials contains denial if some denial in data.gateway.concerns.flow.deny
+
+denials contains denial if some denial in data.gateway.concerns.paths.deny
+
+denials contains denial if some denial in data.gateway.concerns.roles.deny
+
+denials contains denial if some denial in data.gateway.concerns.secrets.deny
+
+denials contains denial if some denial in data.gateway.concerns.tiers.deny
+
+findings contains finding if some finding in data.gateway.concerns.commit.findings
+
+findings contains finding if some finding in data.gateway.concerns.duty.findings
+
+findings contains finding if some finding in data.gateway.concerns.flow.findings
+
+findings contains finding if some finding in data.gateway.concerns.paths.findings
+
+findings contains finding if some finding in data.gateway.concerns.roles.findings
+
+findings contains finding if some finding in data.gateway.concerns.secrets.findings
+
+findings contains finding if some finding in data.gateway.concerns.tiers.findings
 
 tier := max({1} | {f.tier | some f in findings})
 

@@ -1,9 +1,9 @@
-"""A stand-in for OPA's REST API, backed by regorus. It is NOT OPA.
+"""OPA's REST API in front of the real OPA evaluator (tests/real_opa.py): what the OPA engine's tests talk to.
 
-No OPA binary can be installed on this machine (see /work/shared/notes/rego-engines-and-shell-parsing.md),
-so the OPA engine's tests talk to this small server instead. It speaks the parts of OPA's documented
-REST API (https://www.openpolicyagent.org/docs/rest-api) that ``gateway.policy.opa.OpaEngine`` and
-opa-python-client use, with OPA's status codes and response shapes:
+No OPA binary can be installed on this machine, but OPA's Go engine can (tests/real_opa.py), so this small
+server puts the parts of OPA's documented REST API (https://www.openpolicyagent.org/docs/rest-api) that
+``gateway.policy.opa.OpaEngine`` and opa-python-client use in front of it, with OPA's status codes and
+response shapes. The decisions are OPA's own (v1.20.2); the HTTP layer is this file's:
 
     GET    /health                       200 {}
     GET    /v1/policies                  200 {"result": [{"id", "raw"}]}
@@ -18,14 +18,19 @@ opa-python-client use, with OPA's status codes and response shapes:
     POST   /v1/query {"query", "input"}  200 {"result": [bindings]}
     GET    /v1/config                    200 {"result": {...}}
 
-Like OPA, a policy is compiled together with every other module when it is PUT, and a module that does
-not compile (a syntax error, or a call to a function no module defines) is refused with 400 while the
-previous modules stay in force. "Compiling" here means loading the modules into a fresh regorus engine
-and evaluating all of ``data`` once, which is where regorus reports unknown functions and unsafe
-variables. With ``--token`` every /v1 request needs ``Authorization: Bearer TOKEN`` (OPA's
-``--authentication=token`` with an authorization policy that checks it); /health stays open.
+As in OPA, a policy is compiled together with every other module when it is PUT, and a module that does
+not compile (a syntax error, a call to a function no module defines, a recursive rule) is refused with 400
+while the previous modules stay in force.
 
-    python tests/opa_rest_server.py --port 8181 [--host 127.0.0.1] [--token SECRET]
+Builtin errors: OPA's server evaluates a request leniently unless it asks for ``strict-builtin-errors`` (a
+failing builtin makes its expression undefined). The bridge decides that per process, not per request, so
+this server runs in one mode (``--builtin-errors lenient``, the default, as ``opa run --server`` answers a
+client that does not ask; or ``strict``) whatever a request asks. It counts the requests that asked for
+strict errors (``GET /v1/config``, ``stand_in``), so a test can see that the gateway asks. With ``--token``
+every /v1 request needs ``Authorization: Bearer TOKEN`` (OPA's ``--authentication=token`` with an
+authorization policy that checks it); /health stays open.
+
+    python tests/opa_rest_server.py --port 8181 [--host 127.0.0.1] [--token SECRET] [--builtin-errors strict]
 """
 
 from __future__ import annotations
@@ -34,180 +39,84 @@ import argparse
 import copy
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
-import regorus
 import uvicorn
+from real_opa import MODES, OPA_VERSION, load  # beside this script: its directory is first on sys.path
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-LOCATION = re.compile(r"-->\s*(?P<file>[^\s:]+):(?P<row>\d+):(?P<col>\d+)")
-
-
-def engine_message(exc: BaseException) -> str:
-    text = str(exc).split("Stack backtrace:")[0].strip() or type(exc).__name__
-    return " ".join(line.strip() for line in text.splitlines() if line.strip())
+# "gateway/tiers.rego:12: rego_parse_error: unexpected eof token" in the bridge's error messages
+ERROR = re.compile(r"(?P<file>[^\s:]+\.rego):(?P<row>\d+): (?P<code>rego_[a-z_]+): (?P<message>[^\n]*)")
 
 
 class CompileError(Exception):
-    """A module OPA would refuse, with OPA's error code and the location regorus reported."""
+    """Modules OPA refuses, with OPA's own errors (code, message, file and row)."""
 
-    def __init__(self, file: str, exc: BaseException, code: str = "") -> None:
-        self.message = engine_message(exc)
-        found = LOCATION.search(str(exc))
-        self.file = found.group("file") if found else file
-        self.row = int(found.group("row")) if found else 0
-        self.col = int(found.group("col")) if found else 0
-        parse = any(word in self.message for word in ("expecting", "unexpected", "invalid", "unterminated"))
-        self.code = code or ("rego_parse_error" if parse else "rego_compile_error")
-        super().__init__(self.message)
+    def __init__(self, text: str, fallback_file: str) -> None:
+        self.errors = [
+            {
+                "code": found["code"],
+                "message": found["message"].strip(),
+                "location": {"file": found["file"], "row": int(found["row"]), "col": 0},
+            }
+            for found in ERROR.finditer(text)
+        ] or [{"code": "rego_compile_error", "message": text, "location": {"file": fallback_file, "row": 0, "col": 0}}]
+        super().__init__(text)
 
     def body(self) -> dict[str, Any]:
-        return {
-            "code": "invalid_parameter",
-            "message": "error(s) occurred while compiling module(s)",
-            "errors": [
-                {
-                    "code": self.code,
-                    "message": self.message,
-                    "location": {"file": self.file, "row": self.row, "col": self.col},
-                }
-            ],
-        }
+        message = "error(s) occurred while compiling module(s)"
+        return {"code": "invalid_parameter", "message": message, "errors": self.errors}
 
 
 class Store:
-    """Policies and data, and the regorus engine compiled from them (used on the event loop thread only:
-    regorus engines are bound to the thread that made them)."""
+    """Policies and data, and the OPA engine compiled from them."""
 
-    def __init__(self) -> None:
+    def __init__(self, mode: str) -> None:
+        self.bindings = load(mode)
+        self.mode = mode
         self.policies: dict[str, str] = {}
         self.data: dict[str, Any] = {}
+        self.asked = {"strict": 0, "lenient": 0}  # requests by the builtin errors they asked for
         self.engine = self.compile(self.policies, self.data)
 
-    @staticmethod
-    def compile(policies: dict[str, str], data: dict[str, Any], changed: str = "") -> regorus.Engine:
-        engine = regorus.Engine()
-        for policy_id, raw in policies.items():
-            try:
-                engine.add_policy(policy_id, raw)
-            except Exception as exc:
-                raise CompileError(policy_id, exc) from None
-        undefined = undefined_calls(json.loads(engine.get_ast_as_json()))
-        if undefined:
-            file, row, col, name = undefined[0]
-            problem = Exception(f"--> {file}:{row}:{col}\nundefined function {name}")
-            raise CompileError(file, problem, code="rego_type_error")
-        engine.add_data(copy.deepcopy(data))
-        engine.set_input({})
+    def compile(self, policies: dict[str, str], data: dict[str, Any], changed: str = "") -> Any:
+        engine = self.bindings.OpaEngine()
         try:
-            engine.eval_query_as_json("data")  # unknown functions and unsafe variables of reached rules surface here
-        except Exception as exc:
-            raise CompileError(changed, exc) from None
+            for policy_id, raw in policies.items():
+                engine.add_policy(policy_id, raw)
+            engine.add_data(copy.deepcopy(data))
+            engine.eval_query("true")  # compiles every module: type errors and recursion surface here
+        except self.bindings.OpaError as exc:
+            engine.close()
+            raise CompileError(exc.message, changed) from None
         return engine
 
-    def put_policy(self, policy_id: str, raw: str) -> None:
-        policies = {**self.policies, policy_id: raw}
-        self.engine = self.compile(policies, self.data, changed=policy_id)
-        self.policies = policies
-
-    def delete_policy(self, policy_id: str) -> None:
-        policies = {k: v for k, v in self.policies.items() if k != policy_id}
-        self.engine = self.compile(policies, self.data, changed=policy_id)
-        self.policies = policies
-
-    def set_data(self, data: dict[str, Any]) -> None:
-        self.engine = self.compile(self.policies, data)
-        self.data = data
+    def replace(self, policies: dict[str, str], data: dict[str, Any], changed: str = "") -> None:
+        engine = self.compile(policies, data, changed)
+        self.engine.close()
+        self.engine, self.policies, self.data = engine, policies, data
 
     def evaluate(self, path: list[str], input_doc: Any = None) -> tuple[bool, Any]:
-        """(defined, value) of data.<path>; input is undefined unless given."""
-        query = "data" + "".join(f"[{json.dumps(segment)}]" for segment in path)
-        self.engine.set_input(input_doc if input_doc is not None else {})
-        results = self.engine.eval_query(query)["result"]
-        if not results:
+        """(defined, value) of data.<path>; raises the bridge's OpaError on an evaluation error."""
+        try:
+            return True, self.engine.eval_document(".".join(path), input_doc)
+        except self.bindings.OpaUndefinedError:
             return False, None
-        return True, results[0]["expressions"][0]["value"]
-
-
-# --- OPA's type check of calls: every call to a function under data must name a defined function ------
-
-
-def dotted(node: Any) -> list[str] | None:
-    """A reference made of names (``a.b.c``) as a list, or None for anything else."""
-    if "Var" in node:
-        return [node["Var"]["value"]]
-    if "RefDot" in node:
-        head = dotted(node["RefDot"]["refr"])
-        return None if head is None else [*head, node["RefDot"]["field"][1]]
-    return None
-
-
-def walk_calls(node: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(node, dict):
-        if "Call" in node and isinstance(node["Call"], dict) and "fcn" in node["Call"]:
-            yield node["Call"]
-        for value in node.values():
-            yield from walk_calls(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from walk_calls(value)
-
-
-def undefined_calls(modules: list[dict[str, Any]]) -> list[tuple[str, int, int, str]]:
-    """Calls like ``alias.f(x)`` or ``data.pkg.f(x)`` whose function no module defines. OPA refuses such a
-    module when it is PUT (rego_type_error); regorus only notices when an evaluation reaches the call."""
-    defined: set[str] = set()
-    for module in modules:
-        package = ".".join(dotted(module["ast"]["package"]["refr"]) or [])
-        for rule in module["ast"]["rules"]:
-            head = rule.get("Spec", {}).get("head", {})
-            if "Func" in head:
-                defined.add(f"data.{package}." + ".".join(dotted(head["Func"]["refr"]) or []))
-    problems = []
-    for module in modules:
-        source = module["source"]["contents"]
-        aliases = {}
-        for imported in module["ast"]["imports"]:
-            path = dotted(imported["refr"]) or []
-            if path[:1] == ["data"]:
-                alias = source[imported["as"]["start"] : imported["as"]["end"]] if imported.get("as") else path[-1]
-                aliases[alias] = ".".join(path)
-        for call in walk_calls(module["ast"]["rules"]):
-            name = dotted(call["fcn"])
-            if not name or (name[0] != "data" and name[0] not in aliases):
-                continue  # a builtin, or a function of the same package (regorus checks those)
-            full = ".".join([aliases.get(name[0], "data"), *name[1:]])
-            if full not in defined:
-                span = call["span"]
-                problems.append((module["source"]["file"], span["line"], span["col"], full))
-    return problems
 
 
 def segments(request: Request) -> list[str]:
     return [s for s in request.path_params.get("path", "").split("/") if s]
 
 
-def jsonable(value: Any) -> Any:
-    """regorus returns Rego sets as Python sets; OPA renders them as JSON arrays."""
-    if isinstance(value, set | frozenset):
-        return sorted((jsonable(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
-    if isinstance(value, dict):
-        return {k: jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    return value
-
-
 def error(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"code": code, "message": message}, status_code=status)
 
 
-def build_app(token: str | None = None) -> Starlette:
-    store = Store()
+def build_app(token: str | None = None, mode: str = "lenient") -> Starlette:
+    store = Store(mode)
 
     async def health(request: Request) -> Response:
         return JSONResponse({})
@@ -220,7 +129,7 @@ def build_app(token: str | None = None) -> Starlette:
         if request.method == "PUT":
             raw = (await request.body()).decode("utf-8")
             try:
-                store.put_policy(policy_id, raw)
+                store.replace({**store.policies, policy_id: raw}, store.data, changed=policy_id)
             except CompileError as exc:
                 return JSONResponse(exc.body(), status_code=400)
             return JSONResponse({})
@@ -228,7 +137,7 @@ def build_app(token: str | None = None) -> Starlette:
             return error(404, "resource_not_found", f'storage_not_found_error: policy id "{policy_id}"')
         if request.method == "DELETE":
             try:
-                store.delete_policy(policy_id)
+                store.replace({k: v for k, v in store.policies.items() if k != policy_id}, store.data, policy_id)
             except CompileError as exc:
                 return JSONResponse(exc.body(), status_code=400)
             return JSONResponse({})
@@ -246,11 +155,13 @@ def build_app(token: str | None = None) -> Starlette:
                     except json.JSONDecodeError as exc:
                         return error(400, "invalid_parameter", f"body contains malformed input document: {exc}")
                     input_doc = parsed.get("input") if isinstance(parsed, dict) else None
+            asked = request.query_params.get("strict-builtin-errors", "").lower() == "true"
+            store.asked["strict" if asked else "lenient"] += 1
             try:
                 defined, value = store.evaluate(path, input_doc)
-            except Exception as exc:
-                return error(500, "internal_error", engine_message(exc))
-            return JSONResponse({"result": jsonable(value)} if defined else {})
+            except store.bindings.OpaError as exc:
+                return error(500, "internal_error", exc.message)
+            return JSONResponse({"result": value} if defined else {})
         new = copy.deepcopy(store.data)
         if request.method == "DELETE":
             parent = walk(new, path[:-1], create=False)
@@ -276,22 +187,22 @@ def build_app(token: str | None = None) -> Starlette:
                 else:
                     parent[target[-1]] = op["value"]
         try:
-            store.set_data(new)
+            store.replace(store.policies, new)
         except CompileError as exc:
             return JSONResponse(exc.body(), status_code=400)
         return Response(status_code=204)
 
     async def query(request: Request) -> Response:
         body = json.loads(await request.body() or b"{}")
-        store.engine.set_input(body.get("input", {}))
         try:
-            results = store.engine.eval_query(body["query"])["result"]
-        except Exception as exc:
-            return error(400, "invalid_parameter", engine_message(exc))
-        return JSONResponse({"result": [jsonable(r["bindings"]) for r in results]})
+            results = store.engine.eval_query(body["query"], body.get("input"))
+        except store.bindings.OpaError as exc:
+            return error(400, "invalid_parameter", exc.message)
+        return JSONResponse({"result": results})
 
     async def config(request: Request) -> Response:
-        return JSONResponse({"result": {"labels": {"id": "regorus-stand-in", "version": "not-opa"}}})
+        labels = {"id": "opa-golib-stand-in", "version": OPA_VERSION}
+        return JSONResponse({"result": {"labels": labels, "stand_in": {"builtin_errors": mode, "asked": store.asked}}})
 
     app = Starlette(
         routes=[
@@ -334,12 +245,14 @@ def walk(tree: dict[str, Any], path: list[str], create: bool) -> dict[str, Any] 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="a regorus-backed stand-in for OPA's REST API (not OPA)")
+    parser = argparse.ArgumentParser(description="OPA's REST API in front of the real OPA evaluator")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8181)
     parser.add_argument("--token", help="require Authorization: Bearer TOKEN on /v1")
+    parser.add_argument("--builtin-errors", choices=MODES, default="lenient")
     args = parser.parse_args()
-    uvicorn.run(build_app(args.token), host=args.host, port=args.port, log_level="warning", access_log=False)
+    app = build_app(args.token, args.builtin_errors)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
 
 
 if __name__ == "__main__":

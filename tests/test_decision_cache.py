@@ -42,7 +42,7 @@ async def test_the_same_facts_are_answered_from_the_cache(config: Any) -> None:
 async def test_a_policy_edit_ends_what_was_cached(config: Any) -> None:
     async with started(config) as gateway:
         assert (await gateway.check(DEVELOPER, "fs_read", {"path": "README.md"}))["action"] == "allow"
-        duty = config.policy_dir / "duty.rego"
+        duty = config.policy_dir / "duty" / "duty.rego"
         duty.write_text(duty.read_text() + EDIT)
         with anyio.fail_after(30):  # the files are looked at once a second: wait for the edit to be seen
             while (answer := await gateway.check(DEVELOPER, "fs_read", {"path": "README.md"}))["action"] == "allow":

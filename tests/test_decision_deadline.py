@@ -15,7 +15,7 @@ from gateway.runtime import Gateway
 
 pytestmark = pytest.mark.anyio
 
-SLOW_RULE = """package gateway.tiers
+SLOW_RULE = """package gateway.concerns.tiers
 
 import rego.v1
 
@@ -30,7 +30,7 @@ findings contains {"tier": 1, "rule": "tiers.slow", "reason": "slow"} if {
 @pytest.fixture
 def slow_policy(config: Any) -> tuple[Gateway, str]:
     config = reconfigure(config, policy={"engine": "embedded", "deadline_s": 0.5})  # the production deadline
-    (config.policy_dir / "slow.rego").write_text(SLOW_RULE)
+    (config.policy_dir / "tiers" / "slow.rego").write_text(SLOW_RULE)
     add_role(config, "reader", ["fs_read", "shell_run"], max_tier=2)
     return Gateway(config), token(config, "reader", agent="r1")
 

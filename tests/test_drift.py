@@ -95,8 +95,12 @@ def edited(*changes: tuple[str, str]) -> str:
         ("src/schema.json", "src/schema_json", False),
         ("v?.txt", "v1.txt", True),
         ("v?.txt", "v/.txt", False),
-        ("[a-c].py", "b.py", True),
-        ("[!a-c].py", "b.py", False),
+        ("**/a.py", "a.py", True),
+        ("src/**", "src", False),
+        ("src/a**", "src/ab/c", False),  # `**` inside a name is `*`
+        ("[a-c].py", "b.py", False),  # brackets and braces are literal, as the policy reads them
+        ("[a-c].py", "[a-c].py", True),
+        ("{a,b}.py", "a.py", False),
     ],
 )
 def test_matches(pattern: str, path: str, expected: bool) -> None:

@@ -1,59 +1,79 @@
-"""Golden decisions: the embedded engine and the OPA engine decide one corpus of input documents identically.
+"""Golden decisions: the embedded engine (regorus) and the real Open Policy Agent decide every input alike.
 
-The corpus is every case of tests/policy_corpus.yaml (shell commands, paths, a worker with and without a
-claim, the known gaps), each as the input document the gateway's own stages built for it, plus a few
-documents changed by hand to reach the rules the corpus calls do not (separation of duty, the commit rules,
-an unknown role or tool). Every rule the bundle can name is fired by at least one of them.
+The inputs are policy input documents built by the gateway's own stages (what ``gateway check --explain``
+shows): every case of tests/policy_corpus.yaml, a few documents changed by hand to reach the rules no call
+reaches (separation of duty, the commit rules, an unknown role or tool), and the generated corpus of
+tests/golden_corpus.py - thousands of documents: every tool of every role, path edge cases (``**/`` at the
+root, names that are not valid globs, dot-dirs, Unicode look-alikes, whitespace), shell commands, Claude Code
+hook events, upstream calls pinned and not, task scopes and acceptance files, commit intents with their
+merge's diff. Each is decided, and every rule it fires listed (``data.gateway.fired``), by
 
-Each document is decided by the embedded engine (regorus, in this process) and by ``OpaEngine`` over OPA's
-REST API; the decisions (action, tier, reasons, rules) and the fired rules (what ``gateway check --explain``
-shows) must be equal. The OPA side runs twice:
+- regorus, as the embedded engine loads the bundle;
+- OPA v1.20.2's own evaluator in this process (tests/real_opa.py), with strict builtin errors, as the gateway
+  asks an OPA server for them (gateway/policy/opa.py) - an error is a difference;
+- the same evaluator with lenient builtin errors (what an OPA server answers a client that does not ask), in
+  a process of its own;
 
-- against tests/opa_rest_server.py, the stand-in (always; it evaluates with regorus too, so this proves the
-  REST path: push, query, answer parsing, not OPA's evaluator), and
-- against a real OPA when ``GATEWAY_TEST_OPA_URL`` (and ``GATEWAY_TEST_OPA_TOKEN`` if it wants one) is set;
-  skipped otherwise. ``make test`` never needs OPA.
+and the answers must be equal: action, tier, reasons, rules, and the fired denials and findings. The scope
+check (``data.gateway.scope.violations``) is compared on every engine and against the gateway's own reading
+of a task's globs (gateway/tasks/drift.py ``matches``). Each comparison prints how many inputs it decided
+and how many differed (``-s`` shows it).
 
+Every input costs each engine about 5 ms of CPU, so ``make test`` decides a representative sample (every
+document of the policy corpus, every hand-made one, and every fourth generated one of each group: about 1,900
+inputs; lenient OPA a fourth of them) in well under a minute of CPU. The whole generated corpus (about 4,500
+inputs) and the large one (about 15,000) run on all three engines with ``GATEWAY_TEST_GOLDEN=full``:
+minutes of CPU, for a change to the policies or to the generator.
+
+The OPA engine's REST path (push, query, answer parsing) is compared too: ``OpaEngine`` against
+tests/opa_rest_server.py (OPA's REST API in front of the same evaluator), and against an OPA server of yours
+when ``GATEWAY_TEST_OPA_URL`` (and ``GATEWAY_TEST_OPA_TOKEN`` if it wants one) is set; skipped otherwise.
+
+    .venv/bin/pytest -q -s tests/test_golden_decisions.py
+    GATEWAY_TEST_GOLDEN=full .venv/bin/pytest -q -s tests/test_golden_decisions.py
     GATEWAY_TEST_OPA_URL=http://127.0.0.1:8181 .venv/bin/pytest -q tests/test_golden_decisions.py
 """
 
 from __future__ import annotations
 
 import copy
+import json
+import os
 import re
+import subprocess
+import sys
+import threading
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from golden_corpus import Corpus, Golden, build_corpus
+from real_opa import OpaFailure, RealOpa
 from test_policy_corpus import CASES, build_world
 from test_policy_opa import REAL_OPA, ROOT, TOKEN, opa_server, roles_data
 
 from gateway.config import GatewayConfig
 from gateway.judge.scope import SCOPE_RULE
+from gateway.policy.bundle import engine_message
 from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.engine import fired_rules
 from gateway.policy.opa import OpaEngine
+from gateway.tasks.drift import matches
 from gateway.types import JSONObject
 
-pytestmark = pytest.mark.anyio
+# Deciding thousands of documents on three engines takes minutes of wall time on a loaded two-core machine.
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(900)]
+
+FULL = os.environ.get("GATEWAY_TEST_GOLDEN") == "full"
+SAMPLED = 4  # the default run decides every SAMPLED-th generated input of each group (all with FULL)
+LENIENT_SAMPLED = 4  # and asks lenient OPA every LENIENT_SAMPLED-th input decided
 
 MASS_DELETION = {"added": 0, "changed": 1, "deleted": 4000, "tracked": 6000, "deleted_share": 0.6667}
 MASS_DELETION |= {"lines_added": 1, "lines_deleted": 90000}
-NO_REAL_OPA = "GATEWAY_TEST_OPA_URL is not set: no real OPA to compare with (docs/opa.md, section 6)"
-
-
-@dataclass(frozen=True)
-class Golden:
-    label: str
-    document: JSONObject
-
-
-@dataclass(frozen=True)
-class Corpus:
-    config: GatewayConfig
-    documents: list[Golden]
+NO_REAL_OPA = "GATEWAY_TEST_OPA_URL is not set: no real OPA to compare with (docs/opa.md, section 7)"
 
 
 def variants(base: JSONObject, write: JSONObject, workspace: Path) -> list[Golden]:
@@ -72,7 +92,7 @@ def variants(base: JSONObject, write: JSONObject, workspace: Path) -> list[Golde
         document["principal"].update(principal or {})
         document["tool"].update(tool or {})
         document.update(rest)
-        return Golden(label, document)
+        return Golden("changed by hand", label, document)
 
     gateway_tool = {"provider": "gateway", "annotations": None, "commit_class": False}
     task = {"id": "T1", "state": "submitted", "workers": ["w1"], "allowed_paths": ["src/**"], "attempt": 1}
@@ -81,7 +101,7 @@ def variants(base: JSONObject, write: JSONObject, workspace: Path) -> list[Golde
     return [
         changed("a role without a role file", {"role": "nosuch"}),
         changed("a tool with no provider", tool={"name": "nosuch", "provider": None}),
-        Golden("a document without a tool", {k: v for k, v in copy.deepcopy(base).items() if k != "tool"}),
+        Golden("changed by hand", "a document without a tool", {k: v for k, v in base.items() if k != "tool"}),
         changed("a commit-class upstream tool", committer, {"name": "tickets__create", "commit_class": True}),
         changed("intent_commit by a worker, no intent", {"agent": "w1", "role": "worker"}, {"name": "intent_commit"}),
         changed(
@@ -187,13 +207,18 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Corpus]:
     world = next(build_world(tmp_path_factory.mktemp("golden"), explain=True))
     config = GatewayConfig.load(world.workspace / "gateway.yaml")
     documents = [
-        Golden(f"[{case.group}] {case.label}", world.decisions[id(case)]["input"])
+        Golden(case.group, f"[{case.group}] {case.label}", world.decisions[id(case)]["input"])
         for case in CASES
         if world.decisions[id(case)]["input"] is not None
     ]
     read = next(g.document for g in documents if g.label.endswith("] fs_read {'path': 'README.md'}"))
     write = next(g.document for g in documents if g.label == "[worker (claimed)] fs_write {'path': 'src/new.py'}")
     yield Corpus(config, documents + variants(read, write, world.workspace))
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
+    return build_corpus(tmp_path_factory.mktemp("generated"))
 
 
 @pytest.fixture(scope="module", params=["stand-in", "real OPA"])
@@ -216,31 +241,28 @@ def test_the_corpus_is_the_whole_policy_corpus(corpus: Corpus) -> None:
 
 def bundle_rules() -> set[str]:
     """Every rule name a module of the bundle can put in a decision."""
-    modules = [p for p in (ROOT / "policies").glob("*.rego") if not p.name.endswith("_test.rego")]
+    modules = [p for p in (ROOT / "policies").rglob("*.rego") if not p.name.endswith("_test.rego")]
     return {name for p in modules for name in re.findall(r'"rule": "([a-z_]+\.[a-z_]+)"', p.read_text())}
 
 
-def fired_names(decision: JSONObject | list[JSONObject] | None) -> set[str]:
-    return {str(rule["rule"]) for rule in decision or []}
-
-
-async def test_every_rule_of_the_bundle_is_golden(corpus: Corpus) -> None:
+def test_every_rule_of_the_bundle_is_golden(answers: Answers) -> None:
     """A rule no golden document fires could decide differently on OPA without a test noticing."""
-    embedded = EmbeddedEngine(corpus.config.policy_dir, roles_data(corpus.config))
-    fired: set[str] = set()
-    for golden in corpus.documents:
-        fired |= fired_names(await fired_rules(embedded, golden.document))
-        fired |= set((await embedded.decide(golden.document)).rules)
+    fired = {rule for answer in answers.embedded if "decision" in answer for rule in answer["decision"]["rules"]}
+    for answer in answers.embedded:
+        fired |= {f["rule"] for key in ("denials", "findings") for f in answer.get("fired", {}).get(key, [])}
     assert len(bundle_rules()) >= 30
     assert bundle_rules() <= fired, f"rules no golden document fires: {sorted(bundle_rules() - fired)}"
 
 
 async def test_embedded_and_opa_decide_the_golden_corpus_identically(opa: str, corpus: Corpus) -> None:
+    """Through the OPA engine's REST path (push, query, answer parsing): every eighth case of the policy corpus
+    and every document changed by hand. Every document's decision is compared on OPA's evaluator below."""
     embedded = EmbeddedEngine(corpus.config.policy_dir, roles_data(corpus.config))
     engine = OpaEngine(corpus.config.policy_dir, roles_data(corpus.config), url=opa, token=TOKEN)
     differences = []
+    sample = [g for i, g in enumerate(corpus.documents) if i % 8 == 0 or g.group == "changed by hand"]
     try:
-        for golden in corpus.documents:
+        for golden in sample:
             ours, theirs = await embedded.decide(golden.document), await engine.decide(golden.document)
             if ours != theirs:
                 differences.append(f"{golden.label}\n  embedded {ours}\n  opa      {theirs}")
@@ -272,3 +294,191 @@ async def test_scope_violations_are_identical(opa: str, corpus: Corpus) -> None:
         await engine.aclose()
     assert answers[0][0] == ["docs/b.md"]
     assert [ours for ours, _ in answers] == [theirs for _, theirs in answers]
+
+
+# --- every input on regorus and on the real OPA, with strict and lenient builtin errors --------------------
+
+# The decision and every rule fired, in one evaluation: the decision reuses what fired computes.
+ANSWER = "answer := [data.gateway.decision, data.gateway.fired]"
+
+
+def comparable(bindings: list[JSONObject]) -> JSONObject:
+    """An engine's answer, with what a set leaves in no order (the fired denials and findings) sorted."""
+    if len(bindings) != 1:
+        return {"error": f"{len(bindings)} results"}
+    decision, fired = bindings[0]["answer"]
+    canonical = {key: sorted(values, key=lambda v: json.dumps(v, sort_keys=True)) for key, values in fired.items()}
+    return {"decision": decision, "fired": canonical}
+
+
+def embedded_answers(config: GatewayConfig, documents: list[Golden]) -> list[JSONObject]:
+    """regorus, as the embedded engine loads the bundle; an error is an answer of its own."""
+    engine = EmbeddedEngine(config.policy_dir, roles_data(config)).live.current().engine()
+    answers = []
+    for golden in documents:
+        engine.set_input_json(json.dumps(golden.document))
+        try:
+            rows = json.loads(engine.eval_query_as_json(ANSWER))["result"]
+        except RuntimeError as exc:
+            answers.append({"error": engine_message(exc)})
+            continue
+        answers.append(comparable([row["bindings"] for row in rows]))
+    return answers
+
+
+def opa_answers(config: GatewayConfig, documents: list[Golden]) -> list[JSONObject]:
+    """OPA's evaluator in this process, strict builtin errors (a failing builtin is an error answer)."""
+    opa = RealOpa.for_bundle(config.policy_dir, roles_data(config))
+    answers = []
+    for golden in documents:
+        try:
+            answers.append(comparable(opa.query(ANSWER, golden.document)))
+        except OpaFailure as exc:
+            answers.append({"error": str(exc)})
+    opa.close()
+    return answers
+
+
+class LenientOpa:
+    """OPA's evaluator with lenient builtin errors, in a process of its own (one Go runtime per process, and
+    this one holds the strict library): it decides while this process does, on the other core."""
+
+    def __init__(self, config: GatewayConfig, documents: list[Golden], scratch: Path) -> None:
+        data = scratch / "data.json"
+        data.write_text(json.dumps(roles_data(config)), encoding="utf-8")
+        command = [sys.executable, str(Path(__file__).with_name("real_opa.py")), "evaluate", "--mode", "lenient"]
+        command += ["--bundle", str(config.policy_dir), "--data", str(data), "--query", ANSWER]
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        lines = "".join(json.dumps(g.document) + "\n" for g in documents)
+        self.output: list[tuple[str, str]] = []
+        self.thread = threading.Thread(target=lambda: self.output.append(self.process.communicate(lines)))
+        self.thread.start()
+
+    def answers(self) -> list[JSONObject]:
+        self.thread.join()
+        out, err = self.output[0]
+        assert self.process.returncode == 0, err[-2000:]
+        rows = [json.loads(line) for line in out.splitlines()]
+        return [{"error": row["error"]} if "error" in row else comparable(row["result"]) for row in rows]
+
+
+@dataclass(frozen=True)
+class Answers:
+    documents: list[Golden]
+    embedded: list[JSONObject]
+    strict: list[JSONObject]
+    lenient: list[JSONObject]  # of every lenient_every-th document
+    lenient_every: int = 1
+
+
+def decide_everywhere(config: GatewayConfig, documents: list[Golden], scratch: Path, lenient_every: int = 1) -> Answers:
+    """The three at once: OPA evaluates in Go without holding the GIL, so its thread and the lenient process
+    run beside regorus on the other core."""
+    lenient = LenientOpa(config, documents[::lenient_every], scratch)
+    strict: list[list[JSONObject]] = []
+    thread = threading.Thread(target=lambda: strict.append(opa_answers(config, documents)))
+    thread.start()
+    embedded = embedded_answers(config, documents)
+    thread.join()
+    assert strict, "OPA's thread failed (its traceback is above)"
+    return Answers(documents, embedded, strict[0], lenient.answers(), lenient_every)
+
+
+def representative(documents: list[Golden], every: int) -> list[Golden]:
+    """Every ``every``-th document of each group, so each kind of input is still decided."""
+    seen: Counter[str] = Counter()
+    kept = []
+    for golden in documents:
+        if seen[golden.group] % every == 0:
+            kept.append(golden)
+        seen[golden.group] += 1
+    return kept
+
+
+@pytest.fixture(scope="module")
+def answers(corpus: Corpus, generated: Corpus, tmp_path_factory: pytest.TempPathFactory) -> Answers:
+    """Every document of the policy corpus and the hand-made variants, and the generated corpus (a
+    representative sample unless FULL), decided by the bundle the generated corpus's workspace holds (the
+    shipped one, with the same roles)."""
+    documents = corpus.documents + representative(generated.documents, 1 if FULL else SAMPLED)
+    scratch = tmp_path_factory.mktemp("lenient")
+    return decide_everywhere(generated.config, documents, scratch, 1 if FULL else LENIENT_SAMPLED)
+
+
+def differences(answers: Answers, theirs: list[JSONObject], what: str, every: int = 1) -> list[str]:
+    """Each input decided differently (or failing on either engine), and a count per group printed;
+    ``theirs`` answers every ``every``-th input."""
+    found = []
+    groups: Counter[str] = Counter()
+    decided = zip(answers.documents[::every], answers.embedded[::every], theirs, strict=True)
+    for golden, ours, other in decided:
+        if ours != other or "error" in ours:
+            groups[golden.group] += 1
+            found.append(f"[{golden.group}] {golden.label}\n  regorus {ours}\n  {what} {other}")
+    print(f"\n{what}: {len(theirs)} inputs, {len(found)} differences {dict(groups) or ''}")
+    return found
+
+
+def test_the_generated_corpus_has_thousands_of_inputs_of_every_kind(generated: Corpus) -> None:
+    groups = Counter(g.group for g in generated.documents)
+    print(f"\ngenerated: {len(generated.documents)} inputs, {generated.refused} calls refused before the policy")
+    assert len(generated.documents) >= 3000, groups
+    kinds = {group.split(":")[0] for group in groups}
+    assert {"every tool of every role", "paths", "shell", "hook", "upstream", "intents"} <= kinds, kinds
+    assert groups["every tool of every role"] >= 300 and groups["shell"] >= 500
+    roles = {g.document["principal"]["role"] for g in generated.documents}
+    assert roles >= {p.stem for p in generated.config.roles.glob("*.yaml")}, roles
+    assert generated.refused < len(generated.documents) / 10, "most generated calls must reach the policy"
+
+
+def test_the_real_opa_decides_every_input_as_the_embedded_engine(answers: Answers) -> None:
+    """With strict builtin errors (as the gateway asks an OPA server): no input fails on either engine, and
+    every decision and fired rule is the same."""
+    found = differences(answers, answers.strict, "OPA (strict builtin errors)")
+    assert len(answers.documents) >= (4000 if FULL else 1800)
+    assert not found, f"{len(found)} difference(s):\n" + "\n".join(found[:15])
+
+
+def test_an_opa_with_lenient_builtin_errors_decides_every_input_alike(answers: Answers) -> None:
+    """What an OPA server answers a client that does not ask for strict errors: the same, because no builtin
+    of the bundle fails on any input (a failing one would be undefined there, not an error)."""
+    found = differences(answers, answers.lenient, "OPA (lenient builtin errors)", answers.lenient_every)
+    assert not found, f"{len(found)} difference(s):\n" + "\n".join(found[:15])
+
+
+def test_scope_checks_read_task_globs_as_the_gateway_does(generated: Corpus) -> None:
+    """``data.gateway.scope.violations`` on regorus and on OPA, and gateway/tasks/drift.py ``matches`` (what
+    the gateway reads a task's globs as: frozen paths, acceptance files in the sandbox) agree on every
+    allowed-path pattern a manifest accepts against the edge paths: `**/` is zero or more directories."""
+    embedded = EmbeddedEngine(generated.config.policy_dir, roles_data(generated.config)).live
+    opa = RealOpa.for_bundle(generated.config.policy_dir, roles_data(generated.config))
+    found, checked = [], 0
+    for scope in [*SCOPES, *generated.scopes]:
+        python = sorted(f for f in scope["files"] if not any(matches(p, f) for p in scope["allowed_paths"]))
+        ours = embedded.evaluate(f"data.{SCOPE_RULE}", scope)
+        theirs = opa.evaluate(SCOPE_RULE, scope)
+        checked += len(scope["files"])
+        if not ours == theirs == python:
+            found.append(
+                f"{scope['allowed_paths']}: only regorus {set(ours) - set(theirs)}, only OPA "
+                f"{set(theirs) - set(ours)}, python {set(python) ^ set(ours)}"
+            )
+    print(f"\nscope: {len(generated.scopes) + len(SCOPES)} checks of {checked} files, {len(found)} differences")
+    assert len(generated.scopes) >= 20
+    assert not found, "\n".join(found[:10])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+@pytest.mark.skipif(not FULL, reason="minutes of CPU: GATEWAY_TEST_GOLDEN=full runs it")
+def test_a_larger_generated_corpus_decides_alike(tmp_path: Path) -> None:
+    """Every look-alike of every protected path and secret pattern, for reads, writes and deletes by every
+    kind of writer: the same comparison over about four times as many inputs."""
+    large = build_corpus(tmp_path / "large", size="large")
+    answers = decide_everywhere(large.config, large.documents, tmp_path)
+    assert len(large.documents) >= 12000, len(large.documents)
+    found = differences(answers, answers.strict, "OPA (strict builtin errors)")
+    found += differences(answers, answers.lenient, "OPA (lenient builtin errors)")
+    assert not found, f"{len(found)} difference(s):\n" + "\n".join(found[:15])

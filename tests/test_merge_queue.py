@@ -711,5 +711,5 @@ async def test_the_merge_deletion_thresholds_are_policy_data_from_gateway_yaml(c
         config, policy={"engine": "embedded", "deadline_s": 10.0, "settings": {"merge_deletions": {"files": 3}}}
     )
     async with started(config) as gateway:
-        thresholds = await gateway.engine.query("gateway.commit.merge_deletions", {})
+        thresholds = await gateway.engine.query("gateway.concerns.commit.merge_deletions", {})
     assert thresholds == {"files": 3, "share": 0.2, "files_always": 500}

@@ -143,7 +143,7 @@ def test_policy_test_names_a_failing_test(workspace: Path, tmp_path: Path) -> No
 def test_policy_test_of_a_bundle_that_does_not_compile(workspace: Path, tmp_path: Path) -> None:
     bundle = tmp_path / "bundle"
     shutil.copytree(state_of(workspace) / "policies", bundle)
-    (bundle / "tiers.rego").write_text((bundle / "tiers.rego").read_text() + "\nbroken := {\n")
+    (bundle / "tiers" / "tiers.rego").write_text((bundle / "tiers" / "tiers.rego").read_text() + "\nbroken := {\n")
     line = one_error_line(gateway(workspace, "policy", "test", str(bundle)))
     assert "does not compile" in line and "tiers.rego" in line
 
@@ -223,7 +223,7 @@ def edit(path: Path, old: str, new: str) -> None:
 def test_an_edited_policy_decides_the_next_call(workspace: Path, live_policies: Path) -> None:
     engine = engine_for(workspace, live_policies)
     assert engine.decide_sync(ls_input(workspace)).tier == 1
-    edit(live_policies / "tiers.rego", '"ls", "cat",', '"cat",')  # ls no longer only reads
+    edit(live_policies / "tiers" / "tiers.rego", '"ls", "cat",', '"cat",')  # ls no longer only reads
     decision = engine.decide_sync(ls_input(workspace))
     assert (decision.tier, decision.rules) == (2, ["tiers.unknown_command"])
     assert engine.status()["last_error"] is None
@@ -231,7 +231,7 @@ def test_an_edited_policy_decides_the_next_call(workspace: Path, live_policies: 
 
 def test_a_policy_that_does_not_compile_keeps_the_last_good_one(workspace: Path, live_policies: Path) -> None:
     engine = engine_for(workspace, live_policies)
-    tiers = live_policies / "tiers.rego"
+    tiers = live_policies / "tiers" / "tiers.rego"
     good = tiers.read_text()
     with structlog.testing.capture_logs() as logs:
         tiers.write_text(good.replace('"ls", "cat",', '"cat",') + "\nbroken := {\n")
@@ -245,10 +245,10 @@ def test_a_policy_that_does_not_compile_keeps_the_last_good_one(workspace: Path,
     # a call to a function no module defines is refused at load too, as OPA would
     undefined_call = "\nfindings contains f if {\n\tsome cmd in effects.commands\n\tf := paths.nope(cmd)\n}\n"
     tiers.write_text(
-        good.replace("import rego.v1\n", "import rego.v1\n\nimport data.gateway.paths\n", 1) + undefined_call
+        good.replace("import rego.v1\n", "import rego.v1\n\nimport data.gateway.concerns.paths\n", 1) + undefined_call
     )
     assert engine.decide_sync(ls_input(workspace)).tier == 1
-    assert "undefined function data.gateway.paths.nope" in (engine.status()["last_error"] or "")
+    assert "undefined function data.gateway.concerns.paths.nope" in (engine.status()["last_error"] or "")
 
     tiers.write_text(good.replace('"ls", "cat",', '"cat",'))
     assert engine.decide_sync(ls_input(workspace)).tier == 2, "a fixed bundle is picked up"
@@ -271,13 +271,13 @@ def test_sources_that_passed_the_load_check_are_remembered_by_their_digest(
     assert decision == first.decide_sync(ls_input(workspace)) and decision.tier == 1, "it decides as the first"
 
     # any edit is a new digest, checked again: a call to an undefined function is refused whatever was remembered
-    tiers = live_policies / "tiers.rego"
+    tiers = live_policies / "tiers" / "tiers.rego"
     undefined_call = "\nfindings contains f if {\n\tsome cmd in effects.commands\n\tf := paths.nope(cmd)\n}\n"
     tiers.write_text(
-        tiers.read_text().replace("import rego.v1\n", "import rego.v1\n\nimport data.gateway.paths\n", 1)
+        tiers.read_text().replace("import rego.v1\n", "import rego.v1\n\nimport data.gateway.concerns.paths\n", 1)
         + undefined_call
     )
-    with pytest.raises(ConfigError, match=r"undefined function data\.gateway\.paths\.nope"):
+    with pytest.raises(ConfigError, match=r"undefined function data\.gateway\.concerns\.paths\.nope"):
         EmbeddedEngine(live_policies, roles, checked)
     assert len(checks) == 2 and len(list(checked.directory.iterdir())) == 1, "only passes are remembered"
 
@@ -286,7 +286,7 @@ def test_an_error_while_evaluating_is_a_deny(workspace: Path, live_policies: Pat
     engine = engine_for(workspace, live_policies)
     # two values for one rule when the arguments ask for it: a conflict regorus (and OPA) raise at evaluation
     (live_policies / "conflict.rego").write_text(
-        "package gateway.tiers\n\nimport rego.v1\n\n"
+        "package gateway.concerns.tiers\n\nimport rego.v1\n\n"
         'label := "a" if input.arguments.conflict\n\nlabel := "b" if input.arguments.conflict\n\n'
         'findings contains {"tier": 1, "rule": label, "reason": "x"} if input.arguments.conflict\n'
     )

@@ -1,14 +1,16 @@
 """The OPA server engine (gateway.policy.opa.OpaEngine) against an OPA REST API.
 
 No OPA binary can be installed on this machine, so these tests run tests/opa_rest_server.py in a
-subprocess instead: a small Starlette server that speaks the parts of OPA's REST API the engine and
-opa-python-client use, evaluating with regorus. It stands in for OPA; it is NOT OPA. What it proves:
-the engine pushes the default bundle and the roles over the documented endpoints, asks
-POST /v1/data/gateway/decision, and turns every failure into a deny. docs/opa.md says how to run the
-gateway against a real OPA.
+subprocess: a small Starlette server that speaks the parts of OPA's REST API the engine and
+opa-python-client use, in front of OPA's own Go evaluator (v1.20.2, tests/real_opa.py), with builtin
+errors lenient as an OPA server's are by default, or strict. What it proves: the engine pushes the
+default bundle and the roles over the documented endpoints, OPA compiles them, the engine asks
+POST /v1/data/gateway/decision with strict builtin errors, and turns every failure into a deny.
+docs/opa.md says how to run the gateway against an OPA server.
 
-Also here: static checks that the bundle stays portable to a real OPA (Rego v1, no %q in sprintf,
-no (?i) or look-ahead in regexes, a default on every rule the gateway queries).
+Also here: the bundle's Rego unit tests on the real OPA, and static checks that the bundle stays
+portable (Rego v1, no %q in sprintf, no (?i), look-ahead or Unicode-dependent classes in regexes, lower() only
+through portable.lowered, a default on every rule the gateway queries).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import anyio
 import pytest
 import yaml
 from conftest import free_port, reconfigure
+from real_opa import OpaFailure, RealOpa
 from test_policy_corpus import CASES, Case, make_workspace
 
 from gateway.config import GatewayConfig
@@ -43,6 +46,7 @@ from gateway.policy.bundle import QUERY, policy_files
 from gateway.policy.cache import DecisionCache
 from gateway.policy.embedded import EmbeddedEngine
 from gateway.policy.opa import OpaEngine
+from gateway.policy.testing import PACKAGE_LINE, TEST_RULE, run_policy_tests
 from gateway.process import server_process
 from gateway.runtime import Gateway
 from gateway.types import Principal
@@ -57,17 +61,23 @@ TOKEN = os.environ.get("GATEWAY_TEST_OPA_TOKEN", "opa-test-token")
 
 
 @contextmanager
-def opa_server(port: int | None = None, token: str | None = TOKEN) -> Iterator[str]:
-    """The stand-in OPA server in a subprocess on 127.0.0.1; yields its URL and stops it after."""
+def opa_server(port: int | None = None, token: str | None = TOKEN, builtin_errors: str = "lenient") -> Iterator[str]:
+    """OPA's REST API over the real OPA evaluator, in a subprocess on 127.0.0.1; yields its URL and stops it
+    after. Builtin errors are ``lenient`` (an OPA server's default) or ``strict`` for the whole server."""
     port = port or free_port()
-    args = [sys.executable, str(SERVER), "--port", str(port)] + (["--token", token] if token else [])
+    args = [sys.executable, str(SERVER), "--port", str(port), "--builtin-errors", builtin_errors]
     url = f"http://127.0.0.1:{port}"
-    with server_process(args, f"{url}/health", "the stand-in OPA server"):
+    with server_process([*args, *(["--token", token] if token else [])], f"{url}/health", "the OPA REST server"):
         yield url
 
 
-def opa_get(url: str, path: str, token: str | None = TOKEN) -> Any:
-    request = urllib.request.Request(f"{url}{path}", headers={"Authorization": f"Bearer {token}"} if token else {})
+def opa_get(url: str, path: str, token: str | None = TOKEN, body: Any = None) -> Any:
+    """GET (or, with a body, POST) an OPA endpoint; the answer's JSON."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(
+        f"{url}{path}", data=data, headers=headers, method="GET" if data is None else "POST"
+    )
     with urllib.request.urlopen(request, timeout=5) as response:
         return json.loads(response.read() or b"{}")
 
@@ -148,16 +158,17 @@ async def test_the_bundle_and_roles_are_pushed_under_the_gateway_prefix(
     assert opa_get(server, "/v1/data/roles")["result"]["worker"]["requires_claim"] is True
 
 
-def test_the_stand_in_refuses_a_call_to_an_undefined_function_like_opa(tmp_path: Path) -> None:
-    """OPA type-checks calls when a module is PUT; pushing paths.rego before tiers.rego is refused."""
-    paths = (ROOT / "policies" / "paths.rego").read_bytes()
+def test_opa_refuses_a_call_to_an_undefined_function(tmp_path: Path) -> None:
+    """OPA type-checks calls when a module is PUT; pushing paths.rego before the modules it calls is refused."""
+    paths = (ROOT / "policies" / "paths" / "paths.rego").read_bytes()
     with opa_server(token=None) as url:
-        request = urllib.request.Request(f"{url}/v1/policies/gateway/paths.rego", data=paths, method="PUT")
+        request = urllib.request.Request(f"{url}/v1/policies/gateway/paths/paths.rego", data=paths, method="PUT")
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(request, timeout=5)
         body = json.loads(refused.value.read())
         assert refused.value.code == 400 and body["errors"][0]["code"] == "rego_type_error"
-        assert "undefined function data.gateway.tiers.program" in body["errors"][0]["message"]
+        messages = {error["message"] for error in body["errors"]}  # OPA stops after ten errors
+        assert messages and all(m.startswith("undefined function data.gateway.") for m in messages), messages
         assert opa_get(url, "/v1/policies", token=None) == {"result": []}
 
 
@@ -177,7 +188,7 @@ async def test_status_reports_and_a_refused_module_keeps_the_last_good_one(
         status = engine.status()
         assert status == {"engine": "opa", "url": server, "directory": str(policies), "last_error": None}
 
-        tiers = policies / "tiers.rego"
+        tiers = policies / "tiers" / "tiers.rego"
         good = tiers.read_text()
         tiers.write_text(good.replace('"ls", "cat",', '"cat",') + "\nbroken := {\n")
         decision = await engine.decide(doc)
@@ -296,7 +307,7 @@ async def test_gateway_yaml_selects_the_opa_engine(server: str, workspace: tuple
 # --- portability of the bundle to a real OPA ---------------------------------------------------------
 
 
-REGO_FILES = sorted((ROOT / "policies").glob("*.rego"))
+REGO_FILES = sorted((ROOT / "policies").rglob("*.rego"))
 
 
 def code_lines(path: Path) -> list[tuple[int, str]]:
@@ -324,21 +335,30 @@ def code_lines(path: Path) -> list[tuple[int, str]]:
 
 PORTABILITY = [
     (re.compile(r"%q"), 'sprintf %q is not supported by every engine; use \\"%s\\"'),
-    (re.compile(r"\(\?i\)"), "(?i) is not portable; lower() the text instead"),
+    (re.compile(r"\(\?i\)"), "(?i) is not portable; portable.lowered() the text instead"),
     (re.compile(r"\(\?<?[=!]"), "look-ahead/look-behind is not RE2 (OPA's regex engine)"),
     (re.compile(r"\bif\s+every\b"), "`rule if every ...` without braces is not portable; use `if { every ... }`"),
     (re.compile(r"^\s*import\s+future\.keywords"), "Rego v1 needs no future.keywords imports"),
+    (re.compile(r"\\[bBsSwWdD]"), "regex \\b \\s \\w \\d are Unicode in regorus, ASCII in OPA: write the class out"),
 ]
+# lower() of U+0130 differs between the engines; the policies lower text with portable.lowered (which is
+# the one place lower() is called). Unit tests may lower their own ASCII literals.
+LOWER = (re.compile(r"(?<![\w.])lower\("), "lower() differs between engines on U+0130: use portable.lowered()")
+
+
+def portability_problems(path: Path) -> list[str]:
+    checks = [*PORTABILITY, *([LOWER] if path.name != "portable.rego" and not path.name.endswith("_test.rego") else [])]
+    return [
+        f"{path.name}:{number}: {why}: {line.strip()}"
+        for number, line in code_lines(path)
+        for pattern, why in checks
+        if pattern.search(line)
+    ]
 
 
 @pytest.mark.parametrize("path", REGO_FILES, ids=lambda p: p.name)
 def test_rego_is_portable_to_opa(path: Path) -> None:
-    problems = [
-        f"{path.name}:{number}: {why}: {line.strip()}"
-        for number, line in code_lines(path)
-        for pattern, why in PORTABILITY
-        if pattern.search(line)
-    ]
+    problems = portability_problems(path)
     assert not problems, "\n".join(problems)
     assert re.search(r"^import rego\.v1$", path.read_text(), re.MULTILINE), f"{path.name}: import rego.v1"
 
@@ -347,9 +367,9 @@ def test_portability_check_catches_what_it_looks_for(tmp_path: Path) -> None:
     bad = tmp_path / "bad.rego"
     bad.write_text(
         'x := sprintf("%q", [1])\ny if regex.match("(?i)a", "A")\nz if regex.match("a(?=b)", "ab")\n# %q ok\n'
+        "w if regex.match(`\\bx\\s`, input.x)\nv := lower(input.x)\nu := portable.lowered(input.x)\n"
     )
-    found = [why for _, line in code_lines(bad) for pattern, why in PORTABILITY if pattern.search(line)]
-    assert len(found) == 3
+    assert len(portability_problems(bad)) == 5
 
 
 def queried_rules() -> set[str]:
@@ -432,3 +452,69 @@ async def test_a_role_edit_is_pushed_and_changes_the_revision(
         assert opa_get(server, "/v1/data/roles")["result"]["operator"]["tools"] == ["fs_read"]
     finally:
         await engine.aclose()
+
+
+# --- the real OPA: the bundle's unit tests, and builtin errors -----------------------------------------
+
+
+def test_the_rego_unit_tests_pass_on_the_real_opa() -> None:
+    """Every test_* rule of the bundle is true on OPA's own evaluator, as on regorus (what `opa test` runs)."""
+    directory = ROOT / "policies"
+    data = {"roles": RoleSet.load(ROOT / "roles").as_data()}
+    files = sorted(directory.rglob("*.rego"))
+    opa = RealOpa([(str(p.relative_to(directory)), p.read_text(encoding="utf-8")) for p in files], data)
+    results: dict[str, Any] = {}
+    for path in (p for p in files if p.name.endswith("_test.rego")):
+        text = path.read_text(encoding="utf-8")
+        package = PACKAGE_LINE.search(text)
+        assert package, path
+        try:  # the whole package in one evaluation: a query per test costs OPA a compilation each
+            values = opa.evaluate(package.group(1), {}) or {}
+        except OpaFailure as exc:
+            values = dict.fromkeys(TEST_RULE.findall(text), str(exc))
+        for name in dict.fromkeys(TEST_RULE.findall(text)):
+            results[f"{package.group(1)}.{name}"] = values.get(name)
+    tests = [r for r in run_policy_tests(directory, data) if not r.package.endswith("cases.yaml")]  # cases: elsewhere
+    embedded = {f"{r.package}.{r.name}": r.status for r in tests}
+    assert len(results) >= 100 and set(results) == set(embedded)
+    assert not {rule: value for rule, value in results.items() if value is not True}
+    assert set(embedded.values()) == {"pass"}
+
+
+FAILING_BUILTIN = """package gateway
+
+import rego.v1
+
+# glob.match fails on "[": with strict builtin errors the query fails, with lenient ones the expression is
+# undefined and `not` makes it true
+decision := {"action": "allow", "tier": 1, "reasons": ["no glob matched"], "rules": ["test.lenient"]} if {
+	not glob.match("[", [], input.tool.name)
+}
+"""
+
+
+async def test_a_failing_builtin_is_a_deny_because_the_engine_asks_for_strict_errors(
+    workspace: tuple[GatewayConfig, Path], tmp_path: Path
+) -> None:
+    """OpaEngine asks OPA for strict builtin errors: a builtin that fails denies (engine.error), as regorus does.
+    OPA's default for a client that does not ask would make it undefined, and here allow the call."""
+    config, _ = workspace
+    bundle = tmp_path / "failing"
+    bundle.mkdir()
+    (bundle / "decision.rego").write_text(FAILING_BUILTIN)
+    doc = sample_input(config)
+    with opa_server(token=None, builtin_errors="strict") as url:
+        engine = OpaEngine(bundle, roles_data(config), url=url)
+        decision = await engine.decide(doc)
+        await engine.aclose()
+        asked = opa_get(url, "/v1/config", token=None)["result"]["stand_in"]["asked"]
+    assert (decision.action, decision.rules) == ("deny", ["engine.error"]), decision
+    assert asked["strict"] >= 1 and asked["lenient"] == 0, asked
+    embedded = await EmbeddedEngine(bundle, roles_data(config)).decide(doc)
+    assert (embedded.action, embedded.rules) == ("deny", ["engine.error"]), embedded
+    with opa_server(token=None) as url:  # lenient: what OPA answers a client that does not ask
+        engine = OpaEngine(bundle, roles_data(config), url=url)
+        await engine.push()
+        await engine.aclose()
+        lenient = opa_get(url, "/v1/data/gateway/decision", token=None, body={"input": doc})
+    assert lenient["result"]["action"] == "allow", lenient

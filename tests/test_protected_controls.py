@@ -2,7 +2,7 @@
 
 A red team wrote `.claude/settings.local.json` with `{"disableAllHooks": true}` through `fs_write` at tier 1;
 its next Claude Code session ran a tier-3 command with no ledger row. Here every class of protected path
-(policies/controls.rego: agent settings and hooks, MCP servers, instructions, editor and CI configuration, git
+(policies/lib/controls.rego: agent settings and hooks, MCP servers, instructions, editor and CI configuration, git
 hooks, core.hooksPath's directory) is written by every writer the gateway judges: the fs tools and shell_run
 from a real MCP client that approves its own elicitations, and Claude Code's Write, Edit, MultiEdit,
 NotebookEdit and Bash through the HTTP hook and the command hook. Each is held for a person, recorded with the

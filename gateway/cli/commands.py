@@ -441,6 +441,27 @@ def cmd_policy_test(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_policy_lint(args: argparse.Namespace) -> int:
+    from gateway.policy.lint import flat_layout, lint
+
+    directory = Path(args.dir) if args.dir else load_config(args).policy_dir
+    old_layout = flat_layout(directory)
+    if old_layout:
+        print(old_layout, file=sys.stderr)
+    problems = lint(directory)
+    for problem in problems:
+        print(problem)
+    print(f"{len(problems)} problem(s) in {directory}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def cmd_policy_upgrade(args: argparse.Namespace) -> int:
+    from gateway.bootstrap import upgrade_policies
+
+    emit(upgrade_policies(load_config(args)))
+    return 0
+
+
 def cmd_policy_eval(args: argparse.Namespace) -> int:
     import anyio
 

@@ -307,13 +307,26 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(handler=commands.cmd_check)
 
     policy = Commands(top.add("policy", "test and evaluate the Rego policy", ["gateway policy test"]), "policy_command")
-    policy_test = policy.add(
-        "test",
-        "run the Rego unit tests (test_* rules); exit 1 if one fails",
-        ["gateway policy test", "gateway policy test ./policies"],
+    on_a_bundle = {
+        "test": (
+            "run the Rego unit tests (test_* rules) and each concern's cases; exit 1 if one fails",
+            commands.cmd_policy_test,
+        ),
+        "lint": (
+            "dead rules, rules without METADATA, builtins that differ between regorus and OPA",
+            commands.cmd_policy_lint,
+        ),
+    }
+    for name, (what, handler) in on_a_bundle.items():
+        command = policy.add(name, what, [f"gateway policy {name}", f"gateway policy {name} ./policies"])
+        command.add_argument("dir", nargs="?", help="policy directory (default: the configured one)")
+        command.set_defaults(handler=handler)
+    policy_upgrade = policy.add(
+        "upgrade",
+        "replace a policy bundle an older version laid out flat with this version's (the old one kept beside it)",
+        ["gateway policy upgrade"],
     )
-    policy_test.add_argument("dir", nargs="?", help="policy directory (default: the configured one)")
-    policy_test.set_defaults(handler=commands.cmd_policy_test)
+    policy_upgrade.set_defaults(handler=commands.cmd_policy_upgrade)
     policy_eval = policy.add(
         "eval", "the raw decision for one input document (JSON)", ["gateway policy eval --input input.json"]
     )

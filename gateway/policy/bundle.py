@@ -27,6 +27,7 @@ import regorus
 
 from gateway.digests import digest
 from gateway.policy.checked import CheckedSources
+from gateway.policy.lint import layout_problems
 from gateway.policy.reload import (
     RELOAD_CHECK_S,
     Fingerprint,
@@ -78,6 +79,9 @@ class Bundle:
         if not self.files:
             raise BundleError(f"no policy files (*.rego) in {directory}")
         self.sources = [(str(p.relative_to(directory)), p.read_text(encoding="utf-8")) for p in self.files]
+        unreached = layout_problems(self.sources)
+        if unreached:  # a concern decision.rego does not combine would silently decide nothing
+            raise BundleError("; ".join(str(problem) for problem in unreached[:3]))
         # names this bundle by its content, as OPA's bundle revision does: every decision records it, an
         # attestation names it, and decisions are cached per revision (gateway/policy/cache.py)
         self.revision = digest([self.sources, data_revision])

@@ -64,13 +64,17 @@ async def engine_running(engine: PolicyEngine) -> AsyncIterator[PolicyEngine]:
 
 async def fired_rules(engine: PolicyEngine, input_doc: JSONObject) -> list[JSONObject] | None:
     """Every rule the input fires, not only those the decision names: the denials
-    (``{"effect": "deny", "rule", "reason"}``), then the findings, highest tier first (``"effect": "tier 3"``).
+    (``{"effect": "deny", "rule", "reason"}``), then the findings, highest tier first (``"effect": "tier 3"``),
+    each by rule and reason: engines iterate a set of objects in their own order, the answer is the same on all.
     From ``data.gateway.fired`` (decision.rego); None for a bundle without it (copied before it existed)."""
     fired = await engine.query("gateway.fired", input_doc)
     if not isinstance(fired, dict):
         return None
-    rules = [{"effect": "deny", "rule": d.get("rule"), "reason": d.get("reason")} for d in fired["denials"]]
-    findings = sorted(fired["findings"], key=lambda f: (-int(f.get("tier") or 0), str(f.get("rule"))))
+    denials = sorted(fired["denials"], key=lambda d: (str(d.get("rule")), str(d.get("reason"))))
+    rules = [{"effect": "deny", "rule": d.get("rule"), "reason": d.get("reason")} for d in denials]
+    findings = sorted(
+        fired["findings"], key=lambda f: (-int(f.get("tier") or 0), str(f.get("rule")), str(f.get("reason")))
+    )
     rules += [{"effect": f"tier {f.get('tier')}", "rule": f.get("rule"), "reason": f.get("reason")} for f in findings]
     return rules
 

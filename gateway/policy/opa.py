@@ -5,7 +5,9 @@ The gateway stays the source of truth for policy: it pushes every module of its 
 and the roles with ``PUT /v1/data/roles``, then asks ``POST /v1/data/gateway/decision`` for each call.
 Changed files and changed roles are pushed again (looked at no more than once a second); a module OPA
 refuses leaves the previous one in force, and the reason shows in ``status()``. Any transport or server
-error is a deny.
+error is a deny. Every query asks for strict builtin errors: a builtin that fails (``glob.match`` of a pattern
+it cannot parse) fails the query, and so the decision is a deny, as in the embedded engine; an OPA server's
+default would make the expression undefined instead, which can turn ``not glob.match(...)`` true.
 
     engine = OpaEngine(Path("policies"), gateway.roles, url="http://127.0.0.1:8181")   # or {"roles": {...}}
     decision = await engine.decide(input_doc)
@@ -25,11 +27,14 @@ from opa_client.opa_async import AsyncOpaClient
 from gateway.errors import ConfigError
 from gateway.policy.bundle import PACKAGE, RULE, bundle_look, policy_files
 from gateway.policy.engine import engine_error, to_decision
+from gateway.policy.lint import layout_problems
 from gateway.policy.reload import RELOAD_CHECK_S, PolicyData, Watch, policy_data, revision_of
 from gateway.types import Decision, JSONObject
 
 log = structlog.get_logger("gateway.policy")
 POLICY_PREFIX = "gateway"
+# OPA's query parameter: a builtin's error fails the query (the default makes the expression undefined)
+STRICT = {"strict-builtin-errors": "true"}
 
 
 class OpaEngine:
@@ -60,13 +65,13 @@ class OpaEngine:
     async def decide(self, input_doc: JSONObject) -> Decision:
         try:
             client = await self._ready()
-            answer = await client.query_rule(input_doc, PACKAGE, RULE)
+            answer = await client.query_rule(input_doc, PACKAGE, RULE, STRICT)
             if not (isinstance(answer, dict) and "result" in answer):
                 # Undefined: OPA lost the policy (a restart without bundles) or never took it. Push again
                 # once and ask again; if it is still undefined, the decision is a deny that says so.
                 self._pushed = None
                 client = await self._ready()
-                answer = await client.query_rule(input_doc, PACKAGE, RULE)
+                answer = await client.query_rule(input_doc, PACKAGE, RULE, STRICT)
         except Exception as exc:  # unreachable server, HTTP error, bad JSON: all deny
             return engine_error(f"OPA at {self.url}: {type(exc).__name__}: {str(exc)[:300]}")
         return to_decision(answer.get("result") if isinstance(answer, dict) else None)
@@ -74,7 +79,7 @@ class OpaEngine:
     async def query(self, rule: str, input_doc: JSONObject) -> Any:
         client = await self._ready()
         package, _, name = rule.rpartition(".")
-        answer = await client.query_rule(input_doc, package, name)
+        answer = await client.query_rule(input_doc, package, name, STRICT)
         return answer.get("result") if isinstance(answer, dict) else None
 
     async def push(self) -> None:
@@ -93,6 +98,10 @@ class OpaEngine:
             f"{POLICY_PREFIX}/{path.relative_to(self.directory).as_posix()}": path.read_text(encoding="utf-8")
             for path in policy_files(self.directory)
         }
+        unreached = layout_problems([(name.removeprefix(POLICY_PREFIX + "/"), text) for name, text in modules.items()])
+        if unreached:  # as the embedded engine refuses such a bundle (gateway/policy/bundle.py)
+            self.last_error = "; ".join(str(problem) for problem in unreached[:3])
+            raise ConfigError(f"the policy bundle is refused: {self.last_error}")
         stale = [p for p in await client.get_policies_list() if p.startswith(f"{POLICY_PREFIX}/") and p not in modules]
         pending: dict[str, str | None] = {**dict.fromkeys(stale), **modules}  # None: delete
         failures: dict[str, str] = {}

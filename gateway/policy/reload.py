@@ -75,7 +75,7 @@ class DataDocument:
 
 class WithSettings:
     """Policy data and gateway.yaml's ``policy.settings`` beside it, as ``data.settings`` (thresholds a
-    policy reads, e.g. ``merge_deletions`` in policies/commit.rego); the revision names both."""
+    policy reads, e.g. ``merge_deletions`` in policies/commit/commit.rego); the revision names both."""
 
     def __init__(self, data: PolicyData, settings: dict[str, Any]) -> None:
         self.data = data

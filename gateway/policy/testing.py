@@ -1,4 +1,5 @@
-"""``gateway policy test``: run the bundle's Rego unit tests (rules named ``test_*`` in ``*_test.rego``).
+"""``gateway policy test``: run the bundle's Rego unit tests (rules named ``test_*`` in ``*_test.rego``) and
+every concern's cases (``<concern>/cases.yaml``: gateway/policy/cases.py).
 
 A test passes when its rule evaluates to true, as ``opa test`` does; false or undefined fails it, and
 an evaluation error is reported as an error. The tests run in the embedded engine with the roles as
@@ -17,7 +18,8 @@ from typing import Literal
 import regorus
 
 from gateway.errors import ConfigError
-from gateway.policy.bundle import engine_message
+from gateway.policy.bundle import QUERY, engine_message
+from gateway.policy.cases import load_cases
 from gateway.types import JSONObject
 
 PACKAGE_LINE = re.compile(r"^package\s+([A-Za-z0-9_.]+)", re.MULTILINE)
@@ -59,6 +61,15 @@ def run_policy_tests(directory: Path, data: JSONObject) -> list[PolicyTestResult
                 continue
             status: Literal["pass", "fail"] = "pass" if value is True else "fail"
             results.append(PolicyTestResult(package.group(1), name, status, failure_message(value)))
+    for case in load_cases(directory):
+        engine.set_input(case.document)
+        try:
+            problem = case.problem(engine.eval_rule(QUERY))
+        except Exception as exc:
+            results.append(PolicyTestResult(f"{case.concern}/cases.yaml", case.name, "error", engine_message(exc)))
+            continue
+        outcome: Literal["pass", "fail"] = "fail" if problem else "pass"
+        results.append(PolicyTestResult(f"{case.concern}/cases.yaml", case.name, outcome, problem or ""))
     return results
 
 

@@ -25,7 +25,7 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from gateway.linear_regex import Pattern, glob
+from gateway.linear_regex import Pattern, task_glob
 from gateway.repo import GitError, Repo
 from gateway.tasks.worktrees import changed_files
 
@@ -35,9 +35,11 @@ MAX_PARSED_BYTES = 4 * 1024 * 1024
 
 
 def matches(pattern: str, path: str) -> bool:
-    """Whether a '/'-separated path matches a frozen glob, whole: '**' matches any characters, '/' included
-    ('**/' also matches no directory at all, so 'src/**/a.py' covers 'src/a.py'); '*' and '?' stay within one
-    path segment; '[abc]' and '[!abc]' are character classes; everything else is literal.
+    """Whether a '/'-separated path matches a task's glob (allowed paths, acceptance, frozen), whole: '**' as a
+    whole segment matches any number of directories, none included ('src/**/a.py' covers 'src/a.py', '**/x'
+    covers 'x'), and at its end everything below; '*' matches any run of characters within one segment ('**'
+    inside a name too) and '?' one character; everything else, '[', '{' and '\\' included, is literal. The
+    policy reads a task's globs the same way on every Rego engine (policies/lib/portable.rego, task_glob_regex).
 
     matches("src/*.py", "src/a.py") -> True; matches("src/*.py", "src/x/a.py") -> False
     """
@@ -47,7 +49,7 @@ def matches(pattern: str, path: str) -> bool:
 @functools.lru_cache(maxsize=512)
 def _compile(pattern: str) -> Pattern:
     # agents write the globs and name the files: RE2 matches in linear time, where nested '**' backtracked
-    return glob(pattern)
+    return task_glob(pattern)
 
 
 def frozen_problems(repo: Repo, commit: str, frozen: list[str]) -> list[str]:

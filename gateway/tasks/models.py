@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from gateway.budgets import Budget
-from gateway.linear_regex import PatternRefused, glob
+from gateway.linear_regex import PatternRefused, task_glob
 
 TASK_ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 MAX_COMMAND = 4096
@@ -138,7 +138,7 @@ def glob_problem(pattern: str) -> str | None:
     if parts[0] in (".git", ".gateway") or ".git" in parts:
         return "must not reach into git's or the gateway's internals"
     try:
-        glob(pattern)
+        task_glob(pattern)
     except PatternRefused as exc:
         return f"is not a glob the gateway can match: {exc}"
     return None

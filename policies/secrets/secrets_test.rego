@@ -3,7 +3,7 @@ package gateway_test.secrets
 import rego.v1
 
 import data.gateway.decision
-import data.gateway.secrets
+import data.gateway.concerns.secrets
 import data.gateway_test.testing
 
 reads(path) := d if {
@@ -21,6 +21,22 @@ test_nested_env_and_keys_ask if {
 	reads("config/.env.production").tier == 3
 	reads("certs/server.pem").tier == 3
 	reads("deploy/id_ed25519").tier == 3
+}
+
+# Credential directories count at the workspace root too (`**/` alone would need a directory above on OPA).
+test_credential_directories_at_the_root_ask if {
+	every path in [".kube/config", ".docker/config.json", ".config/gcloud/credentials.db", ".azure/x", "a/.kube/config"] {
+		"secrets.access" in reads(path).rules
+	}
+}
+
+# Names are lowered alike on every engine (U+0130 is "i"), and a name that is no valid glob is no error.
+test_unicode_and_malformed_globs_decide if {
+	"secrets.access" in reads("\u0130D_RSA").rules
+	every path in ["a[", "[z-a]", "[!]", "[a-]", "x{", "\\", ".env["] {
+		reads(path).action in {"allow", "ask"}
+	}
+	"secrets.access" in reads("[z-a].key").rules
 }
 
 test_ssh_dir_outside_asks if {

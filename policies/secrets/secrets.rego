@@ -1,7 +1,9 @@
 # Secrets: keys, credentials and environment files are tier 3 to read or write.
-package gateway.secrets
+package gateway.concerns.secrets
 
 import rego.v1
+
+import data.gateway.lib.portable
 
 effects := input.effects
 
@@ -18,10 +20,12 @@ name_patterns := [
 # Files that look like secrets by name but are templates people commit on purpose.
 harmless := [".env.example", ".env.sample", ".env.template", ".env.dist"]
 
-# Matched against the whole path.
+# Matched against the whole path. Each directory pattern is written twice, at the root and below it: `**/`
+# matches no directory in regorus but at least one in OPA.
 path_patterns := [
 	"**/.ssh/**", ".ssh/**", "**/.aws/**", ".aws/**", "**/.gnupg/**", ".gnupg/**", "**/.kube/config",
-	"**/.docker/config.json", "**/.config/gcloud/**", "**/.azure/**", "/etc/sudoers*", "/proc/*/environ",
+	".kube/config", "**/.docker/config.json", ".docker/config.json", "**/.config/gcloud/**", ".config/gcloud/**",
+	"**/.azure/**", ".azure/**", "/etc/sudoers*", "/proc/*/environ",
 ]
 
 basename(p) := name if {
@@ -29,7 +33,7 @@ basename(p) := name if {
 	name := parts[count(parts) - 1]
 }
 
-# Names are compared in lower case (on a case-insensitive file system `.ENV` is `.env`), and with "/"
+# Names are compared in lower case (on a case-insensitive file system `.ENV` is `.env`; portable.lowered), and with "/"
 # as the only glob delimiter: a name holds no "/", so `*` matches any run of characters, dots
 # included (`id_rsa*` matches `id_rsa.old`, `*.key` matches `my.server.key`). With glob.match's default
 # delimiter "." it would not.
@@ -45,12 +49,14 @@ name_glob := concat("", ["{", concat(",", name_patterns), "}"])
 path_glob := concat("", ["{", concat(",", path_patterns), "}"])
 
 secret(p) if {
-	name := lower(basename(p))
+	name := portable.lowered(basename(p))
 	not harmless_name(name)
+	# portable: this module's own patterns (each `**/` one also written for the root; no classes)
 	glob.match(name_glob, ["/"], name)
 }
 
-secret(p) if glob.match(path_glob, ["/"], lower(p))
+# portable: this module's own patterns (each `**/` one also written for the root; no classes)
+secret(p) if glob.match(path_glob, ["/"], portable.lowered(p))
 
 # A path the shell analysis reports as a glob (`cat .e?v`, `cat *.key`) is checked as a pattern: if it
 # could match a typical secret's name, it counts as one.
@@ -62,17 +68,19 @@ secret_examples := [
 
 glob_chars := {"*", "?", "["}
 
-# Only well-formed patterns are tried (glob.match fails on `a[`); a pattern of wildcards alone (`*`,
-# `src/*`) names nothing in particular and is left alone, and as in bash a leading dot must be written.
+# A pattern of wildcards alone (`*`, `src/*`, `[ab]*`) names nothing in particular and is left alone, and
+# as in bash a leading dot must be written. The pattern is read as a regular expression that matches at
+# least what it could (portable.shell_glob_regex), never as a glob: glob.match reads a name like `a[`,
+# `[z-a]` or `.env?` differently in each engine, or fails on it.
 secret(p) if {
-	name := lower(basename(p))
+	name := portable.lowered(basename(p))
 	some ch in glob_chars
 	contains(name, ch)
-	regex.match(`^([^\[\]{}\\]|\[!?[^\[\]]+\])*$`, name)
-	regex.match(`[^*?\[\]!]`, name)
+	regex.match(`[^*?\[\]!]`, regex.replace(name, portable.bracket_expression, ""))
+	pattern := portable.shell_glob_regex(name)
 	some example in secret_examples
 	startswith(example, ".") == startswith(name, ".")
-	glob.match(name, ["/"], example)
+	regex.match(pattern, example)
 }
 
 # What every secret's text holds, in lower case: a literal piece of each name pattern, of each path
@@ -87,20 +95,23 @@ secret_hint := concat("|", [
 	`[*?\[]`,
 ])
 
-might_hold_secret(words) if regex.match(secret_hint, lower(concat("\n", words)))
+might_hold_secret(words) if regex.match(secret_hint, portable.lowered(concat("\n", words)))
 
-# A link's source is a read (a link to a secret is a copy of it under an innocent name); the paths given
-# to a program the analysis does not follow (`./tool .env`) may be read or written.
+# METADATA
+# title: Access
+# description: >-
+#   A link's source is a read (a link to a secret is a copy of it under an innocent name); the paths given
+#   to a program the analysis does not follow (`./tool .env`) may be read or written.
+# custom:
+#   rule: secrets.access
+#   tier: 3
 findings contains {"tier": 3, "rule": "secrets.access", "reason": msg} if {
-	candidates := touched | data.gateway.paths.unknown_access
+	candidates := touched | data.gateway.concerns.paths.unknown_access
 	might_hold_secret(candidates)
 	hits := sort([p | some p in candidates; secret(p)])
 	count(hits) > 0
 	msg := sprintf("touches secrets or credentials: %s", [concat(", ", hits)])
 }
-
-# Secrets never go to another host in the arguments of a networked call.
-deny := set()
 
 # A secret's name as a command's argument (`find . -name .env -exec cat {} +`, `grep -r --include=.env x .`,
 # `git add .env`): the paths the analysis reports are directories or patterns, but the name says what
@@ -119,6 +130,13 @@ argument_words := {arg |
 	i > 0
 }
 
+# METADATA
+# title: Named
+# description: >-
+#   names secrets or credentials in its arguments: …
+# custom:
+#   rule: secrets.named
+#   tier: 3
 findings contains {"tier": 3, "rule": "secrets.named", "reason": msg} if {
 	might_hold_secret(argument_words)
 	named := sort({arg | some arg in argument_words; secret_argument(arg)})

@@ -4,7 +4,7 @@
 #           gateway does not know (they may change the workspace: a checkpoint is taken first)
 #   tier 3  mass deletion, privilege, global installs, network egress, dangerous programs, and
 #           anything that could not be analysed
-package gateway.tiers
+package gateway.concerns.tiers
 
 import rego.v1
 
@@ -71,19 +71,27 @@ always_ask_interpreters := {
 	"make", "gmake",
 }
 
-# What a one-liner may not reach for without a person looking (no (?i), no look-ahead: RE2 and OPA).
+# What a one-liner may not reach for without a person looking (no (?i), no look-ahead: RE2 and OPA; no
+# `\b`, `\s`, `\w` or `\d`, which are ASCII in OPA and Unicode in regorus: word ends and whitespace are
+# written out, whitespace as Unicode's and JavaScript's, so `require(\u00a0'net')` counts).
+word_end := `([^A-Za-z0-9_]|$)`
+
+whitespace := `[\t\n\x0B\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}]`
+
 risky_code := concat("|", [
 	`system|exec|popen|spawn|subprocess|child_process|pty\.|os\.fork|kill`,
 	`socket|Socket|urllib|urlopen|requests|httpx|aiohttp|http\.client|https?:|ftp:|fetch\(|XMLHttpRequest`,
-	`curl|wget|LWP|HTTP::|Net::HTTP|open-uri|IO::Socket|fsockopen|createServer|serve_forever|HTTPServer|\bhttpd\b`,
+	`curl|wget|LWP|HTTP::|Net::HTTP|open-uri|IO::Socket|fsockopen|createServer|serve_forever|HTTPServer`,
+	concat("", [`(^|[^A-Za-z0-9_])httpd`, word_end]),
 	`rmtree|rmSync|rmdirSync|unlinkSync|unlink|remove|rm_rf|FileUtils|File\.delete|truncate`,
 	`eval|compile|__import__|importlib|getattr|globals\(|__builtins__|Function\(|process\.binding|import\(`,
 	`base64|b64decode|atob|Buffer\.from|codecs|marshal|pickle|ctypes|zlib|fromCharCode|chr\(|\\x[0-9a-fA-F]`,
-	`require\(\s*['"](node:)?(child_process|http|https|http2|net|dgram|tls|vm|worker_threads|cluster)['"]`,
+	concat("", [`require\(`, whitespace, `*['"](node:)?(child_process|http|https|http2|net|dgram|tls|vm|worker_threads|cluster)['"]`]),
 	`qx|%x|chmod|chown|setuid|sudo|Deno\.(run|Command|remove|connect|listen|serve|env)`,
 	"`",
 	`['"](/|~|\.\./)`,
-	`\.env\b|\.git\b|\.github|\.gitlab|\.ssh|\.aws|\.netrc|\.npmrc|\.pypirc|id_rsa|id_ed25519|credentials|hooks`,
+	concat("", [`\.env`, word_end, `|\.git`, word_end]),
+	`\.github|\.gitlab|\.ssh|\.aws|\.netrc|\.npmrc|\.pypirc|id_rsa|id_ed25519|credentials|hooks`,
 ])
 
 # The program a command runs, as the shell analysis normalised it (`/usr/bin/python3.11` -> python).
@@ -102,6 +110,13 @@ risky_inline contains i if {
 	regex.match(risky_code, concat("\n", cmd.inline_code))
 }
 
+# METADATA
+# title: Inline code
+# description: >-
+#   runs program text given to '…' that reaches for processes, the network, deletion or evaluation
+# custom:
+#   rule: tiers.inline_code
+#   tier: 3
 findings contains {"tier": 3, "rule": "tiers.inline_code", "reason": msg} if {
 	some i in risky_inline
 	msg := sprintf("runs program text given to '%s' that reaches for processes, the network, deletion or evaluation", [commands[i].program])
@@ -123,6 +138,13 @@ changes_package_config(cmd) if {
 	cmd.subcommand in {"set", "login", "adduser", "add-user", "logout", "token"}
 }
 
+# METADATA
+# title: Global config
+# description: >-
+#   changes …'s user or global configuration: …
+# custom:
+#   rule: tiers.global_config
+#   tier: 3
 findings contains {"tier": 3, "rule": "tiers.global_config", "reason": msg} if {
 	some cmd in commands
 	cmd.program in package_config_programs
@@ -143,6 +165,13 @@ publishing := {
 	"docker": {"push"}, "podman": {"push"},
 }
 
+# METADATA
+# title: Publish
+# description: >-
+#   publishes to a registry with '… …' (written '…'): what others install changes
+# custom:
+#   rule: tiers.publish
+#   tier: 3
 findings contains {"tier": 3, "rule": "tiers.publish", "reason": msg} if {
 	some cmd in commands
 	cmd.subcommand in object.get(publishing, cmd.program, set())
@@ -164,63 +193,147 @@ dangerous_programs := {
 
 mode_programs := {"chmod", "chown", "chgrp"}
 
+# METADATA
+# title: Read
+# description: >-
+#   creates new files: …
+# custom:
+#   rule: tiers.read
+#   tier: 1
 findings contains {"tier": 1, "rule": "tiers.read", "reason": sprintf("reads %s", [concat(", ", effects.reads)])} if {
 	count(effects.reads) > 0
 }
 
+# METADATA
+# title: Create
+# description: >-
+#   creates new files: …
+# custom:
+#   rule: tiers.create
+#   tier: 1
 findings contains {"tier": 1, "rule": "tiers.create", "reason": msg} if {
 	count(effects.creates) > 0
 	msg := sprintf("creates new files: %s", [concat(", ", effects.creates)])
 }
 
+# METADATA
+# title: Modify
+# description: >-
+#   modifies existing files: …
+# custom:
+#   rule: tiers.modify
+#   tier: 2
 findings contains {"tier": 2, "rule": "tiers.modify", "reason": msg} if {
 	count(effects.writes) > 0
 	msg := sprintf("modifies existing files: %s", [concat(", ", effects.writes)])
 }
 
+# METADATA
+# title: Delete
+# description: >-
+#   deletes …
+# custom:
+#   rule: tiers.delete
+#   tier: 2
 findings contains {"tier": 2, "rule": "tiers.delete", "reason": msg} if {
 	count(effects.deletes) > 0
 	msg := sprintf("deletes %s", [concat(", ", effects.deletes)])
 }
 
+# METADATA
+# title: Mass delete
+# description: >-
+#   deletes recursively or by pattern: …
+# custom:
+#   rule: tiers.mass_delete
+#   tier: 3
 findings contains {"tier": 3, "rule": "tiers.mass_delete", "reason": msg} if {
 	count(effects.recursive_deletes) > 0
 	msg := sprintf("deletes recursively or by pattern: %s", [concat(", ", effects.recursive_deletes)])
 }
 
+# METADATA
+# title: Privilege
+# description: >-
+#   contacts other hosts: …
+# custom:
+#   rule: tiers.privilege
+#   tier: 3
 findings contains {"tier": 3, "rule": "tiers.privilege", "reason": "asks for elevated privileges (sudo, su, doas)"} if {
 	effects.privileged
 }
 
+# METADATA
+# title: Network
+# description: >-
+#   contacts other hosts: …
+# custom:
+#   rule: tiers.network
+#   tier: 3
 findings contains {"tier": 3, "rule": "tiers.network", "reason": msg} if {
 	count(effects.network) > 0
 	hosts := sort({sprintf("%s (%s)", [n.host, n.via]) | some n in effects.network})
 	msg := sprintf("contacts other hosts: %s", [concat(", ", hosts)])
 }
 
+# METADATA
+# title: Global install
+# description: >-
+#   installs packages outside the workspace with …: …
+# custom:
+#   rule: tiers.global_install
+#   tier: 3
 findings contains {"tier": 3, "rule": "tiers.global_install", "reason": msg} if {
 	some p in effects.packages
 	p.scope == "global"
 	msg := sprintf("installs packages outside the workspace with %s: %s", [p.manager, concat(" ", p.names)])
 }
 
+# METADATA
+# title: Local install
+# description: >-
+#   installs packages into the workspace with …: …
+# custom:
+#   rule: tiers.local_install
+#   tier: 2
 findings contains {"tier": 2, "rule": "tiers.local_install", "reason": msg} if {
 	some p in effects.packages
 	p.scope == "local"
 	msg := sprintf("installs packages into the workspace with %s: %s", [p.manager, concat(" ", p.names)])
 }
 
+# METADATA
+# title: Opaque
+# description: >-
+#   cannot be analysed, so it is treated as dangerous: …
+# custom:
+#   rule: tiers.opaque
+#   tier: 3
 findings contains {"tier": 3, "rule": "tiers.opaque", "reason": msg} if {
 	count(effects.opaque) > 0
 	msg := sprintf("cannot be analysed, so it is treated as dangerous: %s", [concat("; ", effects.opaque)])
 }
 
+# METADATA
+# title: Dangerous command
+# description: >-
+#   runs '…', which can do damage beyond the workspace
+# custom:
+#   rule: tiers.dangerous_command
+#   tier: 3
 findings contains {"tier": 3, "rule": "tiers.dangerous_command", "reason": msg} if {
 	some cmd in commands
 	cmd.program in dangerous_programs
 	msg := sprintf("runs '%s', which can do damage beyond the workspace", [cmd.program])
 }
 
+# METADATA
+# title: Dangerous command
+# description: >-
+#   runs '…' recursively
+# custom:
+#   rule: tiers.dangerous_command
+#   tier: 3
 findings contains {"tier": 3, "rule": "tiers.dangerous_command", "reason": msg} if {
 	some cmd in commands
 	cmd.program in mode_programs
@@ -228,20 +341,40 @@ findings contains {"tier": 3, "rule": "tiers.dangerous_command", "reason": msg} 
 	msg := sprintf("runs '%s' recursively", [cmd.program])
 }
 
+# METADATA
+# title: Dangerous command
+# description: >-
+#   runs '…' to make files world-writable
+# custom:
+#   rule: tiers.dangerous_command
+#   tier: 3
 findings contains {"tier": 3, "rule": "tiers.dangerous_command", "reason": msg} if {
 	some cmd in commands
 	cmd.world_writable
 	msg := sprintf("runs '%s' to make files world-writable", [cmd.program])
 }
 
+# METADATA
+# title: Read only command
+# description: >-
+#   runs '…', which only reads
+# custom:
+#   rule: tiers.read_only_command
+#   tier: 1
 findings contains {"tier": 1, "rule": "tiers.read_only_command", "reason": msg} if {
 	some cmd in commands
 	cmd.program in read_only_programs
 	msg := sprintf("runs '%s', which only reads", [cmd.program])
 }
 
-# git: what each command does to the repository, as the shell analysis parsed it (`access`). A git
-# command whose access is not known (none given) is treated as a local write.
+# METADATA
+# title: Git read
+# description: >-
+#   git: what each command does to the repository, as the shell analysis parsed it (`access`). A git
+#   command whose access is not known (none given) is treated as a local write.
+# custom:
+#   rule: tiers.git_read
+#   tier: 1
 findings contains {"tier": 1, "rule": "tiers.git_read", "reason": msg} if {
 	some cmd in commands
 	cmd.program == "git"
@@ -249,6 +382,13 @@ findings contains {"tier": 1, "rule": "tiers.git_read", "reason": msg} if {
 	msg := sprintf("runs 'git %s', which only reads the repository", [git_name(cmd)])
 }
 
+# METADATA
+# title: Git local write
+# description: >-
+#   runs 'git …', which changes the local repository
+# custom:
+#   rule: tiers.git_local_write
+#   tier: 2
 findings contains {"tier": 2, "rule": "tiers.git_local_write", "reason": msg} if {
 	some cmd in commands
 	cmd.program == "git"
@@ -256,8 +396,14 @@ findings contains {"tier": 2, "rule": "tiers.git_local_write", "reason": msg} if
 	msg := sprintf("runs 'git %s', which changes the local repository", [git_name(cmd)])
 }
 
-# Deleting the gateway's refs, expiring the reflog or pruning unreachable objects destroys what a
-# rollback restores from (the gateway keeps its own copy of every checkpoint, but a person should see it).
+# METADATA
+# title: Git destroys history
+# description: >-
+#   Deleting the gateway's refs, expiring the reflog or pruning unreachable objects destroys what a
+#   rollback restores from (the gateway keeps its own copy of every checkpoint, but a person should see it).
+# custom:
+#   rule: tiers.git_destroys_history
+#   tier: 3
 findings contains {"tier": 3, "rule": "tiers.git_destroys_history", "reason": msg} if {
 	some cmd in commands
 	cmd.program == "git"
@@ -265,6 +411,13 @@ findings contains {"tier": 3, "rule": "tiers.git_destroys_history", "reason": ms
 	msg := sprintf("runs 'git %s', which destroys history a rollback restores from (checkpoint refs, reflog, unreachable commits)", [git_name(cmd)])
 }
 
+# METADATA
+# title: Network
+# description: >-
+#   runs 'git …', which contacts a remote repository
+# custom:
+#   rule: tiers.network
+#   tier: 3
 findings contains {"tier": 3, "rule": "tiers.network", "reason": msg} if {
 	some cmd in commands
 	cmd.program == "git"
@@ -284,6 +437,13 @@ git_name(cmd) := cmd.subcommand if {
 
 git_name(cmd) := "(no subcommand)" if not is_string(cmd.subcommand)
 
+# METADATA
+# title: Unknown command
+# description: >-
+#   runs '…', which may change the workspace (a checkpoint is taken first)
+# custom:
+#   rule: tiers.unknown_command
+#   tier: 2
 findings contains {"tier": 2, "rule": "tiers.unknown_command", "reason": msg} if {
 	some i, cmd in commands
 	not cmd.program in read_only_programs
@@ -295,6 +455,13 @@ findings contains {"tier": 2, "rule": "tiers.unknown_command", "reason": msg} if
 	msg := sprintf("runs '%s', which may change the workspace (a checkpoint is taken first)", [cmd.program])
 }
 
+# METADATA
+# title: Unknown command
+# description: >-
+#   runs '…', which changes file modes or owners
+# custom:
+#   rule: tiers.unknown_command
+#   tier: 2
 findings contains {"tier": 2, "rule": "tiers.unknown_command", "reason": msg} if {
 	some cmd in commands
 	cmd.program in mode_programs
@@ -307,14 +474,27 @@ default provider := ""
 
 provider := input.tool.provider if is_string(input.tool.provider)
 
-# Upstream tools: their annotations are untrusted hints, so only what the operator declared in
-# gateway.yaml counts. Undeclared tools cannot be analysed; declared ones may still write.
+# METADATA
+# title: Upstream unanalysed
+# description: >-
+#   Upstream tools: their annotations are untrusted hints, so only what the operator declared in
+#   gateway.yaml counts. Undeclared tools cannot be analysed; declared ones may still write.
+# custom:
+#   rule: tiers.upstream_unanalysed
+#   tier: 3
 findings contains {"tier": 3, "rule": "tiers.upstream_unanalysed", "reason": msg} if {
 	startswith(provider, "upstream:")
 	not input.tool.analysed
 	msg := sprintf("'%s' is an upstream tool whose effects gateway.yaml does not describe", [input.tool.name])
 }
 
+# METADATA
+# title: Upstream may write
+# description: >-
+#   '…' is an upstream tool not declared read-only
+# custom:
+#   rule: tiers.upstream_may_write
+#   tier: 2
 findings contains {"tier": 2, "rule": "tiers.upstream_may_write", "reason": msg} if {
 	startswith(provider, "upstream:")
 	input.tool.analysed

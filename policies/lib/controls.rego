@@ -22,7 +22,7 @@
 # the gateway does not judge (a developer's Claude Code, Cursor, Codex), so what one agent writes there
 # becomes the next one's orders. A person reads the change first. A team that lets agents keep them removes
 # those entries here.
-package gateway.controls
+package gateway.lib.controls
 
 import rego.v1
 

@@ -173,6 +173,16 @@ test_risky_inline_code_asks if {
 	}
 }
 
+# Word ends and whitespace are written out: the same on every engine, Unicode whitespace included.
+test_inline_code_words_and_whitespace if {
+	every code in ["require(\u00a0'net')", "require(\u3000'dgram')", "require(\u000b'http')", "x = \u00e9httpd", "open('.env\u00e9')"] {
+		"tiers.inline_code" in decide_command(["node", "..."], {"inline_code": [code]}).rules
+	}
+	every code in ["x = httpdx", "x = _httpd", "open('.environ')"] {
+		not "tiers.inline_code" in decide_command(["node", "..."], {"inline_code": [code]}).rules
+	}
+}
+
 test_plain_inline_code_is_an_unknown_program if {
 	every c in [
 		["python", ["print(1)"]], ["python", ["import pathlib; pathlib.Path('src/x').write_text('x')"]],

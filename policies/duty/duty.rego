@@ -1,7 +1,7 @@
 # Separation of duty: the agent that worked a task does not grade, approve or merge it. input.task
 # carries who worked it (every agent that claimed it), input.intent who proposed and approved an intent.
 # Teams that want otherwise change this file.
-package gateway.duty
+package gateway.concerns.duty
 
 import rego.v1
 
@@ -12,6 +12,12 @@ worked if {
 	input.principal.agent in object.get(input.task, "workers", [])
 }
 
+# METADATA
+# title: Worker grades own work
+# description: >-
+#   separation of duty: … worked task '…' and may not … it
+# custom:
+#   rule: duty.worker_grades_own_work
 deny contains {"rule": "duty.worker_grades_own_work", "reason": msg} if {
 	input.tool.name in graders
 	worked

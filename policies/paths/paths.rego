@@ -2,12 +2,13 @@
 # own controls, instructions, editors, CI, git hooks, the gateway's config): tier 3.
 # For roles that work on tasks (requires_claim), every write needs a live claim on the task and must
 # stay inside the task's allowed_paths.
-package gateway.paths
+package gateway.concerns.paths
 
 import rego.v1
 
+import data.gateway.lib.portable
 import data.gateway.scope
-import data.gateway.tiers
+import data.gateway.concerns.tiers
 
 effects := input.effects
 
@@ -16,10 +17,17 @@ touched := {p | some key in ["reads", "writes", "creates", "deletes", "recursive
 changed := {p | some key in ["writes", "creates", "deletes", "recursive_deletes"]; some p in effects[key]}
 
 # Paths given to programs the analysis does not follow: they may be written.
-unknown_access := {p | some cmd in data.gateway.tiers.commands; some p in object.get(cmd, "paths", [])}
+unknown_access := {p | some cmd in data.gateway.concerns.tiers.commands; some p in object.get(cmd, "paths", [])}
 
 outside(p) if startswith(p, "/")
 
+# METADATA
+# title: Outside workspace
+# description: >-
+#   reaches outside the workspace: …
+# custom:
+#   rule: paths.outside_workspace
+#   tier: 3
 findings contains {"tier": 3, "rule": "paths.outside_workspace", "reason": msg} if {
 	out := sort([p | some p in touched; outside(p)])
 	count(out) > 0
@@ -45,7 +53,7 @@ kind_of(entry) := entry.kind if control_kinds[entry.kind]
 kind_of(entry) := "agent" if not control_kinds[entry.kind]
 
 # The shipped and the team's entries, and the repository's core.hooksPath when it points into the workspace.
-protected := data.gateway.controls.protected | configured_hooks
+protected := data.gateway.lib.controls.protected | configured_hooks
 
 default configured_hooks := set()
 
@@ -58,20 +66,33 @@ configured_hooks := {{"path": concat("", ["/", hooks]), "kind": "hooks", "what":
 anchored(entry) if startswith(entry.path, "/")
 
 # An entry names a file or directory and everything below it: `{p,p/**}` matched where the entry can
-# start (the root for an anchored entry, every name for the others).
-own_glob(entry) := concat("", ["{", concat(",", [lower(p), concat("/", [lower(p), "**"])]), "}"]) if p := trim_prefix(entry.path, "/")
+# start (the root for an anchored entry, every name for the others). Paths are compared in lower case
+# (portable.lowered: the same on every engine).
+own_glob(entry) := own_globs[entry.path]
+
+# Worked out once per decision: a path is matched against every entry at each of its tails.
+own_globs := {entry.path: concat("", ["{", g, ",", g, "/**}"]) | some entry in protected; g := entry_glob(entry)}
+
+# The screens below join every entry into one glob and one regular expression, which only works for plain
+# entries: no glob or regex syntax but `*`. A team's entry with other characters turns the screens off
+# (every path is matched against every entry), and each entry is matched as written (portable.glob_escape).
+plain_entries if not regex.match(`[\\\[\]{}?,()+|^$]`, concat("\n", [entry.path | some entry in protected]))
+
+entry_glob(entry) := portable.lowered(trim_prefix(entry.path, "/")) if plain_entries
+
+entry_glob(entry) := portable.glob_escape(portable.lowered(trim_prefix(entry.path, "/"))) if not plain_entries
 
 # Every entry as one glob of alternatives at any depth: one match per path tells apart the paths that touch
 # none (almost all of them, and a call may name thousands) before each entry is matched on its own. Built
-# by joining (no entry holds a comma or a brace), not entry by entry: it is worked out for every decision.
-anywhere := lower(concat(",", [entry.path | some entry in protected; not startswith(entry.path, "/")]))
+# by joining (plain entries hold no comma or brace), not entry by entry: it is worked out for every decision.
+anywhere := portable.lowered(concat(",", [entry.path | some entry in protected; not startswith(entry.path, "/")]))
 
-at_root := lower(concat(",", [substring(entry.path, 1, -1) | some entry in protected; startswith(entry.path, "/")]))
+at_root := portable.lowered(concat(",", [substring(entry.path, 1, -1) | some entry in protected; startswith(entry.path, "/")]))
 
 protected_glob := concat("", [
 	"{", anywhere, ",", replace(anywhere, ",", "/**,"), "/**,**/", replace(anywhere, ",", ",**/"), ",**/",
 	replace(anywhere, ",", "/**,**/"), "/**,", at_root, ",", replace(at_root, ",", "/**,"), "/**}",
-])
+]) if plain_entries
 
 # The first name of every entry, as one regular expression over whole names: a path that reaches an entry, or
 # lies on the way to one, holds one of them. Asked once of all the call's paths joined, then of each path,
@@ -80,16 +101,18 @@ first_names := regex.replace(concat(",", [anywhere, at_root]), `/[^,]*`, "")
 
 control_hint := concat("", [
 	`(^|[/\n])(`, replace(replace(replace(first_names, ".", `\.`), "*", `[^/\n]*`), ",", "|"), `)([/\n]|$)`,
-])
+]) if plain_entries
 
 # Below an exempt directory (a checkout of its own) a path is judged from that directory on.
-exempt_glob := concat("", ["{", concat(",", [concat("/", [lower(x), "**"]) | some x in data.gateway.controls.exempt]), "}"])
+exempt_glob := concat("", ["{", concat(",", [concat("/", [portable.glob_escape(portable.lowered(x)), "**"]) | some x in data.gateway.lib.controls.exempt]), "}"])
 
 # A path and its tails after each "/": where an entry may start.
 tails(p) := [concat("/", array.slice(parts, i, count(parts))) | parts := split(p, "/"); some i in numbers.range(0, count(parts) - 1)]
 
 entry_at(entry, tail) if {
+	# portable: lib/controls.rego's entries, escaped by portable.glob_escape (no `**/`, no classes)
 	glob.match(own_glob(entry), ["/"], tail)
+	# portable: the same, for the exempt entries
 	not glob.match(exempt_glob, ["/"], tail)
 }
 
@@ -113,28 +136,30 @@ somewhere_on_the_way(p) if {
 
 somewhere_on_the_way(p) if contains(concat("", [",", at_root, ","]), concat("", [",", p, "/"]))
 
+somewhere_on_the_way(p) if not plain_entries
+
 on_the_way(entry, p) if {
 	not anchored(entry)
 	some tail in tails(p)
-	startswith(lower(entry.path), concat("", [tail, "/"]))
+	startswith(portable.lowered(entry.path), concat("", [tail, "/"]))
 }
 
 on_the_way(entry, p) if {
 	anchored(entry)
-	startswith(lower(entry.path), concat("", ["/", p, "/"]))
+	startswith(portable.lowered(entry.path), concat("", ["/", p, "/"]))
 }
 
 candidates := changed | unknown_access
 
 # What a call changes, inside the workspace (outside it is tier 3 already), in lower case: the paths it
 # writes, creates or deletes, and the paths given to programs the analysis does not follow.
-changed_inside := {[p, lower(p)] | some p in candidates; not outside(p)}
+changed_inside := {[p, portable.lowered(p)] | some p in candidates; not outside(p)}
 
-removed := {lower(p) | some key in ["deletes", "recursive_deletes"]; some p in effects[key]}
+removed := {portable.lowered(p) | some key in ["deletes", "recursive_deletes"]; some p in effects[key]}
 
 # A link's source made under another name (`ln -s .claude c`): writes through `c/` reach the entry.
-linked := {[p, lower(p)] |
-	some cmd in data.gateway.tiers.commands
+linked := {[p, portable.lowered(p)] |
+	some cmd in data.gateway.concerns.tiers.commands
 	tiers.program(cmd) in link_programs
 	some p in cmd.reads
 	not outside(p)
@@ -145,11 +170,22 @@ reached := changed_inside | linked
 
 might_reach_controls if regex.match(control_hint, concat("\n", [lp | some [_, lp] in reached]))
 
-hinted := {[p, lp] | might_reach_controls; some [p, lp] in reached; regex.match(control_hint, lp)}
+might_reach_controls if not plain_entries
+
+hinted := {[p, lp] | might_reach_controls; some [p, lp] in reached; hint(lp)}
+
+hint(lp) if regex.match(control_hint, lp)
+
+hint(lp) if not plain_entries
+
+# portable: one glob of alternatives built from the same escaped entries
+screened(lp) if glob.match(protected_glob, ["/"], lp)
+
+screened(lp) if not plain_entries
 
 control_hits contains [p, entry] if {
 	some [p, lp] in hinted
-	glob.match(protected_glob, ["/"], lp)
+	screened(lp)
 	some entry in protected
 	protects(entry, lp)
 }
@@ -163,37 +199,53 @@ control_hits contains [p, entry] if {
 }
 
 # A path the analysis reports as a pattern (`cp -r x/* .github/` writes `.github/*`) reaches an entry it
-# could match: the entry's own name, or a name inside it.
+# could match: the entry's own name, or a name inside it. The pattern is read as a regular expression that
+# matches at least what it could (portable.shell_glob_regex): glob.match fails on `[z-a]`, in one engine or
+# the other, and reads `?` and `[...]` differently on non-ASCII text.
 patterns := {[p, lp] | some [p, lp] in reached; regex.match(`[*?\[]`, lp)}
 
 control_hits contains [p, entry] if {
 	some [p, lp] in patterns
-	some entry in protected
-	name := lower(replace(trim_prefix(entry.path, "/"), "*", "x"))
 	some tail in tails(lp)
-	some example in [name, concat("/", [name, "x"])]
-	glob.match(tail, ["/"], example)
+	pattern := portable.shell_glob_regex(tail)
+	some [entry, example] in entry_examples
+	regex.match(pattern, example)
 }
+
+# Each entry's own name (a `*` in it as "x"), and a name inside it.
+entry_examples := [[entry, example] |
+	some entry in protected
+	name := portable.lowered(replace(trim_prefix(entry.path, "/"), "*", "x"))
+	some example in [name, concat("/", [name, "x"])]
+]
 
 # Deleting or moving away the whole workspace takes every control with it (the hooks that judge the agent).
 control_hits contains [".", {"path": ".", "kind": "agent", "what": "the workspace, with every control in it"}] if "." in removed
 
 # Program text given to an interpreter (`python -c "open('.claude/settings.local.json', 'w')"`) that names
 # a protected path: the analysis does not follow the text, the policy reads it for the names.
-literal_names := [lower(trim_prefix(entry.path, "/")) | some entry in protected; not contains(entry.path, "*")]
+literal_names := [portable.regex_escape(portable.lowered(trim_prefix(entry.path, "/"))) | some entry in protected; not contains(entry.path, "*")]
 
-names_in_code := concat("", [`(^|[^a-z0-9_-])(`, replace(concat("|", literal_names), ".", `\.`), `)($|[^a-z0-9_-])`])
+names_in_code := concat("", [`(^|[^a-z0-9_-])(`, concat("|", literal_names), `)($|[^a-z0-9_-])`])
 
 control_hits contains [sprintf("program text given to '%s'", [cmd.program]), entry] if {
-	some cmd in data.gateway.tiers.commands
+	some cmd in data.gateway.concerns.tiers.commands
 	count(cmd.inline_code) > 0
-	code := lower(concat("\n", cmd.inline_code))
+	code := portable.lowered(concat("\n", cmd.inline_code))
 	regex.match(names_in_code, code)
 	some entry in protected
 	not contains(entry.path, "*")
-	regex.match(concat("", [`(^|[^a-z0-9_-])`, replace(lower(trim_prefix(entry.path, "/")), ".", `\.`), `($|[^a-z0-9_-])`]), code)
+	regex.match(concat("", [`(^|[^a-z0-9_-])`, portable.regex_escape(portable.lowered(trim_prefix(entry.path, "/"))), `($|[^a-z0-9_-])`]), code)
 }
 
+# METADATA
+# title: Protected paths
+# description: >-
+#   A call that writes, deletes or names in program text a protected path (lib/controls.rego's data), one
+#   finding per kind of control, named by control_kinds.
+# custom:
+#   rules: [paths.agent_controls, paths.agent_instructions, paths.editor_config, paths.ci_config, paths.git_hooks, paths.git_internals, paths.gateway_config]
+#   tier: 3
 findings contains {"tier": 3, "rule": rule, "reason": msg} if {
 	some kind in {kind_of(entry) | some [_, entry] in control_hits}
 	rule := control_kinds[kind].rule
@@ -217,27 +269,46 @@ cwd_outside(cmd) if {
 	outside(cmd.cwd)
 }
 
+# METADATA
+# title: Cd outside workspace
+# description: >-
+#   runs outside the workspace (after a change of directory), or where the analysis lost track: …
+# custom:
+#   rule: paths.cd_outside_workspace
+#   tier: 3
 findings contains {"tier": 3, "rule": "paths.cd_outside_workspace", "reason": msg} if {
-	runs := sort({c | some cmd in data.gateway.tiers.commands; cwd_outside(cmd); c := concat(" ", cmd.argv)})
+	runs := sort({c | some cmd in data.gateway.concerns.tiers.commands; cwd_outside(cmd); c := concat(" ", cmd.argv)})
 	count(runs) > 0
 	msg := sprintf("runs outside the workspace (after a change of directory), or where the analysis lost track: %s", [concat("; ", runs)])
 }
 
-# `cd /` as the last command runs nothing there, but it is where the call leaves its shell.
+# METADATA
+# title: Cd outside workspace
+# description: >-
+#   `cd /` as the last command runs nothing there, but it is where the call leaves its shell.
+# custom:
+#   rule: paths.cd_outside_workspace
+#   tier: 3
 findings contains {"tier": 3, "rule": "paths.cd_outside_workspace", "reason": msg} if {
-	some cmd in data.gateway.tiers.commands
+	some cmd in data.gateway.concerns.tiers.commands
 	tiers.program(cmd) in cd_programs
 	some p in cmd.paths
 	outside(p)
 	msg := sprintf("changes directory outside the workspace: %s", [concat(" ", cmd.argv)])
 }
 
-# Path-like words given to a program the analysis does not follow (`make -C /tmp`, `./tool ../../x`,
-# `pytest --basetemp=/tmp/x`, `-o/etc/x`, `DESTDIR=/x`), resolved against the command's cwd: what it
-# may touch, with the access not known. One outside the workspace reaches outside it. Printing or
-# testing a path (echo, test, which) states no paths.
+# METADATA
+# title: Argument outside workspace
+# description: >-
+#   Path-like words given to a program the analysis does not follow (`make -C /tmp`, `./tool ../../x`,
+#   `pytest --basetemp=/tmp/x`, `-o/etc/x`, `DESTDIR=/x`), resolved against the command's cwd: what it
+#   may touch, with the access not known. One outside the workspace reaches outside it. Printing or
+#   testing a path (echo, test, which) states no paths.
+# custom:
+#   rule: paths.argument_outside_workspace
+#   tier: 3
 findings contains {"tier": 3, "rule": "paths.argument_outside_workspace", "reason": msg} if {
-	args := sort({p | some cmd in data.gateway.tiers.commands; not tiers.program(cmd) in cd_programs; some p in cmd.paths; outside(p)})
+	args := sort({p | some cmd in data.gateway.concerns.tiers.commands; not tiers.program(cmd) in cd_programs; some p in cmd.paths; outside(p)})
 	count(args) > 0
 	msg := sprintf("passes paths outside the workspace to a program: %s", [concat(", ", args)])
 }
@@ -246,9 +317,16 @@ findings contains {"tier": 3, "rule": "paths.argument_outside_workspace", "reaso
 # directory). A link to a file outside the workspace makes its content readable under an inside name.
 link_programs := {"ln", "link"}
 
+# METADATA
+# title: Link outside workspace
+# description: >-
+#   links to paths outside the workspace: …
+# custom:
+#   rule: paths.link_outside_workspace
+#   tier: 3
 findings contains {"tier": 3, "rule": "paths.link_outside_workspace", "reason": msg} if {
 	out := sort({p |
-		some cmd in data.gateway.tiers.commands
+		some cmd in data.gateway.concerns.tiers.commands
 		tiers.program(cmd) in link_programs
 		some p in cmd.reads
 		outside(p)
@@ -276,6 +354,12 @@ live_claim if {
 	time.parse_rfc3339_ns(claim.expires_at) > time.parse_rfc3339_ns(input.context.time)
 }
 
+# METADATA
+# title: No claim
+# description: >-
+#   role '…' must hold a claim on a task before it changes anything (task_claim)
+# custom:
+#   rule: paths.no_claim
 deny contains {"rule": "paths.no_claim", "reason": msg} if {
 	requires_claim
 	acts
@@ -283,6 +367,12 @@ deny contains {"rule": "paths.no_claim", "reason": msg} if {
 	msg := sprintf("role '%s' must hold a claim on a task before it changes anything (task_claim)", [input.principal.role])
 }
 
+# METADATA
+# title: Claim not held
+# description: >-
+#   the claim on task '…' is expired or held by another agent; claim it again
+# custom:
+#   rule: paths.claim_not_held
 deny contains {"rule": "paths.claim_not_held", "reason": msg} if {
 	requires_claim
 	acts
@@ -291,8 +381,19 @@ deny contains {"rule": "paths.claim_not_held", "reason": msg} if {
 	msg := sprintf("the claim on task '%s' is expired or held by another agent; claim it again", [task_id])
 }
 
-in_scope(p) if scope.matches_any(object.get(input.task, "allowed_paths", []), p)
+# The task's globs as regular expressions, once per call (scope.rego: `**/` is zero or more directories).
+allowed_regexes := scope.regexes(object.get(input.task, "allowed_paths", [])) if has_task
 
+acceptance_regexes := scope.regexes(object.get(input.task, "acceptance", [])) if has_task
+
+in_scope(p) if scope.matches_one_of(allowed_regexes, p)
+
+# METADATA
+# title: Out of scope
+# description: >-
+#   task '…' allows only …; this call changes …
+# custom:
+#   rule: paths.out_of_scope
 deny contains {"rule": "paths.out_of_scope", "reason": msg} if {
 	requires_claim
 	has_task
@@ -302,12 +403,17 @@ deny contains {"rule": "paths.out_of_scope", "reason": msg} if {
 	msg := sprintf("task '%s' allows only %s; this call changes %s", [task_id, allowed, concat(", ", outside_scope)])
 }
 
-# The files that grade a task (its manifest's acceptance) are not the worker's to change: it could
-# weaken the check instead of doing the work.
+# METADATA
+# title: Acceptance
+# description: >-
+#   The files that grade a task (its manifest's acceptance) are not the worker's to change: it could
+#   weaken the check instead of doing the work.
+# custom:
+#   rule: paths.acceptance
 deny contains {"rule": "paths.acceptance", "reason": msg} if {
 	requires_claim
 	has_task
-	graded := sort([p | some p in changed; not outside(p); scope.matches_any(object.get(input.task, "acceptance", []), p)])
+	graded := sort([p | some p in changed; not outside(p); scope.matches_one_of(acceptance_regexes, p)])
 	count(graded) > 0
 	msg := sprintf("task '%s' is graded by %s: a worker may not change its acceptance files", [task_id, concat(", ", graded)])
 }

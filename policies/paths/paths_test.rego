@@ -158,8 +158,8 @@ inside(entry) := concat("/", [replace(trim_prefix(entry.path, "/"), "*", "x"), "
 
 # Every shipped entry, for every kind of change: tier 3, under its kind's rule, the path named in the reason.
 test_every_protected_path_asks_for_every_change if {
-	every entry in data.gateway.controls.protected {
-		rule := data.gateway.paths.control_kinds[entry.kind].rule
+	every entry in data.gateway.lib.controls.protected {
+		rule := data.gateway.concerns.paths.control_kinds[entry.kind].rule
 		every key in ["writes", "creates", "deletes", "recursive_deletes"] {
 			d := worker({key: [inside(entry)]}, everything)
 			d.tier == 3
@@ -173,7 +173,7 @@ test_every_protected_path_asks_for_every_change if {
 
 # The file or directory itself, at any depth unless anchored at the root ("/gateway.yaml"), in any case.
 test_protected_paths_at_any_depth_in_any_case if {
-	every entry in data.gateway.controls.protected {
+	every entry in data.gateway.lib.controls.protected {
 		path := replace(trim_prefix(entry.path, "/"), "*", "x")
 		worker({"creates": [path]}, everything).tier == 3
 		worker({"creates": [upper(path)]}, everything).tier == 3
@@ -248,22 +248,33 @@ test_program_text_naming_a_protected_path_asks if {
 
 # Teams extend the list in a module of their own; a kind the bundle does not know is the agent's controls.
 test_a_team_entry_is_protected if {
-	mine := data.gateway.controls.protected | {{"path": ".mytool", "kind": "ours", "what": "our agent's settings"}}
-	d := worker({"creates": ["a/.mytool/x"]}, everything) with data.gateway.controls.protected as mine
+	mine := data.gateway.lib.controls.protected | {{"path": ".mytool", "kind": "ours", "what": "our agent's settings"}}
+	d := worker({"creates": ["a/.mytool/x"]}, everything) with data.gateway.lib.controls.protected as mine
 	d.rules == ["paths.agent_controls"]
 	contains(d.reasons[0], "our agent's settings")
 }
 
+# A team's entry may hold glob or regex syntax: it is matched as written, and the other entries still are.
+test_a_team_entry_with_glob_syntax_is_matched_as_written if {
+	mine := data.gateway.lib.controls.protected | {{"path": ".my[tool],x(1)", "kind": "agent", "what": "ours"}}
+	d := worker({"creates": ["a/.my[tool],x(1)/conf"]}, everything) with data.gateway.lib.controls.protected as mine
+	d.rules == ["paths.agent_controls"]
+	e := worker({"creates": [".myt"]}, everything) with data.gateway.lib.controls.protected as mine
+	e.tier == 1
+	f := worker({"creates": [".CLAUDE/settings.json"]}, everything) with data.gateway.lib.controls.protected as mine
+	f.rules == ["paths.agent_controls"]
+}
+
 # The regular expression and the glob that screen every path must match whatever an entry matches.
 test_the_screening_glob_covers_every_entry if {
-	every entry in data.gateway.controls.protected {
-		glob.match(data.gateway.paths.protected_glob, ["/"], lower(replace(trim_prefix(entry.path, "/"), "*", "x")))
-		glob.match(data.gateway.paths.protected_glob, ["/"], lower(inside(entry)))
-		regex.match(data.gateway.paths.control_hint, lower(concat("/", ["pkg", inside(entry)])))
-		regex.match(data.gateway.paths.control_hint, lower(split(trim_prefix(entry.path, "/"), "/")[0]))
+	every entry in data.gateway.lib.controls.protected {
+		glob.match(data.gateway.concerns.paths.protected_glob, ["/"], lower(replace(trim_prefix(entry.path, "/"), "*", "x")))
+		glob.match(data.gateway.concerns.paths.protected_glob, ["/"], lower(inside(entry)))
+		regex.match(data.gateway.concerns.paths.control_hint, lower(concat("/", ["pkg", inside(entry)])))
+		regex.match(data.gateway.concerns.paths.control_hint, lower(split(trim_prefix(entry.path, "/"), "/")[0]))
 	}
-	not glob.match(data.gateway.paths.protected_glob, ["/"], "src/app.py")
-	not regex.match(data.gateway.paths.control_hint, "src/app.py\ndocs/claude.mdx\n.gitignore")
+	not glob.match(data.gateway.concerns.paths.protected_glob, ["/"], "src/app.py")
+	not regex.match(data.gateway.concerns.paths.control_hint, "src/app.py\ndocs/claude.mdx\n.gitignore")
 }
 
 # core.hooksPath pointing into the workspace makes that directory git's hooks (the input names it).
@@ -285,9 +296,9 @@ test_the_configured_hooks_path_is_protected if {
 test_a_team_exemption if {
 	memory := ".claude/agent-memory/reviewer/MEMORY.md"
 	worker({"creates": [memory]}, everything).tier == 3
-	exempt := data.gateway.controls.exempt | {".claude/agent-memory"}
-	d := worker({"creates": [memory]}, everything) with data.gateway.controls.exempt as exempt
+	exempt := data.gateway.lib.controls.exempt | {".claude/agent-memory"}
+	d := worker({"creates": [memory]}, everything) with data.gateway.lib.controls.exempt as exempt
 	d.tier == 1
-	e := worker({"creates": [".claude/settings.json"]}, everything) with data.gateway.controls.exempt as exempt
+	e := worker({"creates": [".claude/settings.json"]}, everything) with data.gateway.lib.controls.exempt as exempt
 	e.tier == 3
 }

@@ -14,7 +14,7 @@
 # judged exactly as before.
 #
 # Teams change this in Rego: add sinks to `sinks`, tools to `message_tools`, or approved hosts in settings.
-package gateway.flow
+package gateway.concerns.flow
 
 import rego.v1
 
@@ -31,7 +31,7 @@ message_tools := default_message_tools | {t | some t in object.get(data, ["setti
 # Hosts confidential data may go to: exact names, or "*.example.com" for any name below example.com.
 confidential_hosts := object.get(data, ["settings", "flow", "confidential_hosts"], [])
 
-commands := data.gateway.tiers.commands
+commands := data.gateway.concerns.tiers.commands
 
 # Each sink the call reaches, as a phrase a person reads.
 sinks contains sprintf("egress to %s", [concat(", ", hosts)]) if {
@@ -41,7 +41,7 @@ sinks contains sprintf("egress to %s", [concat(", ", hosts)]) if {
 
 sinks contains sprintf("publishing with '%s %s'", [cmd.program, cmd.subcommand]) if {
 	some cmd in commands
-	cmd.subcommand in object.get(data.gateway.tiers.publishing, cmd.program, set())
+	cmd.subcommand in object.get(data.gateway.concerns.tiers.publishing, cmd.program, set())
 }
 
 sinks contains "a git push" if {
@@ -58,8 +58,8 @@ sinks contains sprintf("a commit-class call (%s)", [input.tool.name]) if input.t
 sinks contains sprintf("a commit-class call (%s)", [input.tool.name]) if input.tool.name in commit_tools
 
 sinks contains sprintf("a change to a protected control path (%s)", [concat(", ", paths)]) if {
-	count(data.gateway.paths.control_hits) > 0
-	paths := sort({sprintf("%v", [hit[0]]) | some hit in data.gateway.paths.control_hits})
+	count(data.gateway.concerns.paths.control_hits) > 0
+	paths := sort({sprintf("%v", [hit[0]]) | some hit in data.gateway.concerns.paths.control_hits})
 }
 
 sinks contains sprintf("a message to other agents (%s)", [input.tool.name]) if input.tool.name in message_tools
@@ -67,6 +67,14 @@ sinks contains sprintf("a message to other agents (%s)", [input.tool.name]) if i
 # The first sources, named in the reason (the rest are in input.flow and the trace).
 named(sources) := concat("; ", [s.what | some i, s in sources; i < 3])
 
+# METADATA
+# title: Sink after untrusted content
+# description: >-
+#   a sink (egress, publishing, a push, a commit-class call, a protected control path, a message to other
+#   agents) after the session read untrusted content waits for a person, the source named
+# custom:
+#   rule: flow.untrusted_sink
+#   tier: 3
 findings contains {"tier": 3, "rule": "flow.untrusted_sink", "reason": msg} if {
 	flow.integrity == "untrusted"
 	some sink in sinks
@@ -81,6 +89,13 @@ approved(host) if {
 	endswith(host, substring(pattern, 1, -1))
 }
 
+# METADATA
+# title: Confidential data to an unapproved host
+# description: >-
+#   egress after the session read confidential data goes only to hosts approved for it
+#   (settings.flow.confidential_hosts)
+# custom:
+#   rule: flow.confidential_egress
 deny contains {"rule": "flow.confidential_egress", "reason": msg} if {
 	flow.confidentiality == "confidential"
 	unapproved := sort({n.host | some n in input.effects.network; not approved(n.host)})
