@@ -103,7 +103,8 @@ async def test_a_merge_carries_an_attestation_that_verifies_and_fails_after_any_
             open_envelope(altered, jwks)
     altered_note = note.replace(envelope["payload"][:8], envelope["payload"][:7] + "A", 1)
     git.run("notes", f"--ref={NOTES_REF}", "add", "-f", "-m", altered_note, merge)
-    assert gateway_cli(config, "attest", "verify", "main").returncode == 3
+    altered = gateway_cli(config, "attest", "verify", "main")
+    assert altered.returncode == 1 and "(attestation_invalid)" in altered.stderr
     git.run("notes", f"--ref={NOTES_REF}", "add", "-f", "-m", note, merge)
 
     # any byte of the commit changed: another commit, which the attestation does not name
@@ -111,17 +112,19 @@ async def test_a_merge_carries_an_attestation_that_verifies_and_fails_after_any_
     forged = git.run("hash-object", "-t", "commit", "-w", "--stdin", input=body.replace("Merge", "Merge!", 1)).strip()
     git.run("notes", f"--ref={NOTES_REF}", "copy", merge, forged)
     refused = gateway_cli(config, "attest", "verify", forged)
-    assert refused.returncode == 3 and "not " + forged[:12] in refused.stderr
+    assert refused.returncode == 1 and "(attestation_invalid)" in refused.stderr
+    assert "not " + forged[:12] in refused.stderr
 
     # a note for a commit the gateway never merged, and a commit with none
     plain = git.run("rev-parse", "main~1").strip()
-    assert gateway_cli(config, "attest", "verify", plain).returncode == 5
+    missing = gateway_cli(config, "attest", "verify", plain)
+    assert missing.returncode == 1 and "(attestation_missing)" in missing.stderr
     # signed by a key that is not the gateway's
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     (tmp_path / "other.json").write_text(json.dumps(seal(statement, "someone-else", Ed25519PrivateKey.generate())))
     other = gateway_cli(config, "attest", "verify", merge, "--envelope", str(tmp_path / "other.json"))
-    assert other.returncode == 4 and "someone-else" in other.stderr
+    assert other.returncode == 1 and "(attestation_unknown_key)" in other.stderr and "someone-else" in other.stderr
 
     # rotation: a new key signs, the old one stays published, so the old attestation still verifies
     rotated = gateway_cli(config, "attest", "rotate").stdout.strip()
@@ -181,10 +184,12 @@ async def test_recovery_withdraws_an_unpublished_attestation_and_publishes_a_pub
     Gateway(config).queue.recover()
     assert [gateway.attestations.get(c)["state"] for c in made] == ["withdrawn", "published"]
     assert gateway_cli(config, "attest", "verify", made[1]).returncode == 0
-    assert gateway_cli(config, "attest", "verify", made[0]).returncode == 5  # its note was removed
+    removed = gateway_cli(config, "attest", "verify", made[0])
+    assert removed.returncode == 1 and "(attestation_missing)" in removed.stderr  # its note was removed
     envelope = Path(repo.parent / "withdrawn.json")
     envelope.write_text(gateway.attestations.get(made[0])["envelope"])
-    assert gateway_cli(config, "attest", "verify", made[0], "--envelope", str(envelope)).returncode == 6
+    withdrawn = gateway_cli(config, "attest", "verify", made[0], "--envelope", str(envelope))
+    assert withdrawn.returncode == 1 and "(attestation_not_published)" in withdrawn.stderr
 
 
 async def test_the_attestations_go_where_the_branch_is_pushed(config: Any, repo: Path, tmp_path: Path) -> None:

@@ -1,4 +1,6 @@
-"""Why an attestation does not verify. Each has its own code (recorded in the ledger) and CLI exit code."""
+"""Why an attestation does not verify. Each has its own code, recorded in the ledger and printed by ``gateway
+attest verify``, which exits 1 for every one ("done, and the answer is no": exit codes mean one thing in
+every command, docs/cli.md)."""
 
 from __future__ import annotations
 
@@ -10,32 +12,28 @@ __all__ = ["AttestationError", "AttestationInvalid", "NoAttestation", "NotPublis
 
 
 class AttestationError(GatewayError):
-    exit_code: ClassVar[int] = 1
+    exit_code: ClassVar[int] = 1  # the answer is no; which no is the code
 
 
 class AttestationInvalid(AttestationError):
     """Forged, altered or malformed: its signature, payload or subject does not hold."""
 
     code = "attestation_invalid"
-    exit_code = 3
 
 
 class UnknownKey(AttestationInvalid):
     """Signed, but by no key the gateway publishes."""
 
     code = "attestation_unknown_key"
-    exit_code = 4
 
 
 class NoAttestation(AttestationError):
     """The commit carries no attestation (or is not a commit)."""
 
     code = "attestation_missing"
-    exit_code = 5
 
 
 class NotPublished(AttestationError):
     """The attestation is signed, but the gateway never published this merge (or withdrew it)."""
 
     code = "attestation_not_published"
-    exit_code = 6

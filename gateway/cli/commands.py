@@ -280,7 +280,7 @@ def cmd_attest_check(args: argparse.Namespace) -> int:
         attestations.record_check(args.commit, exc)
         if wants_json(args):
             emit({"verified": False, **exc.as_dict()})
-        print(f"gateway: attestation not verified: {exc.message}", file=sys.stderr)
+        print(f"gateway: attestation not verified ({exc.code}): {exc.message}", file=sys.stderr)
         return exc.exit_code
     attestations.record_check(args.commit, result)
     if args.attest_command == "show" or wants_json(args):
