@@ -35,8 +35,8 @@ from gateway.types import JSONObject, Principal
 if TYPE_CHECKING:  # the command hook imports the runtime only once it has input to judge
     from gateway.config import GatewayConfig
     from gateway.judge.call import Call
+    from gateway.judge.pipeline import Pipeline
     from gateway.origin import Transport
-    from gateway.runtime import Gateway
 
 EVENTS = frozenset({"PreToolUse", "PostToolUse"})
 MAX_TOOL_NAME = 200
@@ -203,15 +203,16 @@ def decide(config: GatewayConfig, raw: str, role: str, agent: str) -> JSONObject
     from gateway.runtime import Gateway
 
     gateway = Gateway(config, isolated=False)  # one decision: in this process
-    return answer_for(anyio.run(judge_command_hook, gateway, raw, os.environ.get("GATEWAY_TOKEN"), role, agent))
+    token = os.environ.get("GATEWAY_TOKEN")
+    return answer_for(anyio.run(judge_command_hook, gateway.stacks.hook, raw, token, role, agent))
 
 
-async def judge_command_hook(gateway: Gateway, raw: str | bytes, token: str | None, role: str, agent: str) -> Call:
-    """The command hook's event judged by ``gateway``'s hook stack: as ``token``'s principal when there is one
+async def judge_command_hook(hook: Pipeline, raw: str | bytes, token: str | None, role: str, agent: str) -> Call:
+    """The command hook's event judged by the ``hook`` stack: as ``token``'s principal when there is one
     (verified: a bad one is refused), else as the ``--role`` and ``--agent`` it was given."""
     call = hook_call("inprocess", raw, token=token or None)
     call.principal = Principal(agent=agent, role=role)
-    return await gateway.stacks.hook.run(call)
+    return await hook.run(call)
 
 
 def decide_or_deny(load: Callable[[], GatewayConfig], raw: str, role: str, agent: str) -> JSONObject:

@@ -63,7 +63,7 @@ async def claude_code_hook(gateway: Gateway, payload: JSONObject) -> tuple[int, 
     role, agent = str(payload.get("role") or "worker"), str(payload.get("agent") or "claude-code")
     raw = str(payload.get("event", ""))
     try:
-        call = await judge_command_hook(gateway, raw, token, role, agent)
+        call = await judge_command_hook(gateway.stacks.hook, raw, token, role, agent)
     except Exception as exc:  # as the command's own decide_or_deny
         return 200, could_not_decide(exc)
     return 200, answer_for(call)

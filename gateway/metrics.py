@@ -33,8 +33,9 @@ from starlette.routing import Route
 from gateway.ledger.chain import utc_now
 
 if TYPE_CHECKING:
+    from gateway.config import MetricsConfig
     from gateway.judge.call import Call
-    from gateway.runtime import Gateway
+    from gateway.ledger.store import Store
 
 __all__ = ["Metrics", "metrics_routes"]
 
@@ -114,9 +115,8 @@ class _Gauges:
             yield family
 
 
-def store_gauges(metrics: Metrics, gateway: Gateway) -> None:
+def store_gauges(metrics: Metrics, db: Store) -> None:
     """The gauges the store answers: what waits for a person, and what waits to merge."""
-    db = gateway.db
 
     def count(sql: str, params: tuple[Any, ...] = ()) -> float:
         return float(db.query(sql, params)[0][0])
@@ -133,13 +133,11 @@ def store_gauges(metrics: Metrics, gateway: Gateway) -> None:
     )
 
 
-def metrics_routes(gateway: Gateway) -> list[Route]:
+def metrics_routes(config: MetricsConfig, metrics: Metrics | None, db: Store) -> list[Route]:
     """The scrape endpoint when gateway.yaml enables it (none otherwise)."""
-    config = gateway.config.metrics
-    metrics = gateway.telemetry.metrics
     if not config.enabled or metrics is None:
         return []
-    store_gauges(metrics, gateway)
+    store_gauges(metrics, db)
     expected = f"Bearer {config.token}" if config.token else None
 
     async def scrape(request: Request) -> Response:

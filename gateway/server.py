@@ -670,7 +670,8 @@ def http_app(
             ),
             *ui_routes(gateway),  # the review pages (gateway/web): approvers only
             *local_routes(gateway),  # `gateway check` and the command hook, asked by a command on this machine
-            *metrics_routes(gateway),  # Prometheus, when gateway.yaml enables it
+            # Prometheus, when gateway.yaml enables it
+            *metrics_routes(gateway.config.metrics, gateway.telemetry.metrics, gateway.db),
         ],
         middleware=[
             Middleware(AuthenticationMiddleware, backend=CredentialBackend(verifier)),
