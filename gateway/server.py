@@ -20,10 +20,11 @@ import os
 import secrets
 import sys
 import warnings
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, MutableMapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import anyio
 import mcp_types as mt
@@ -36,7 +37,7 @@ from mcp.server.context import CallNext
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from mcp.shared.message import SessionMessage
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.applications import Starlette
@@ -56,8 +57,10 @@ from gateway.errors import (
     InvalidRequest,
     InvalidUnicode,
     MalformedRequest,
+    ToolFailed,
     Unauthenticated,
     UnknownTool,
+    UpstreamMalformed,
 )
 from gateway.hooks_http import ClaudeCodeHook
 from gateway.identity.resource import ProtectedResource
@@ -88,6 +91,8 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
     """The MCP server. ``token`` is the connection's credential on stdio and in-process connections."""
 
     connection = secrets.token_hex(16)  # stdio and in-process: one connection, one session
+    # the level each handshake-era connection asked for with logging/setLevel (upstream logs relayed at it)
+    log_levels: MutableMapping[Any, str] = WeakKeyDictionary()
 
     def credential(ctx: ServerRequestContext[Any]) -> str | None:
         if ctx.request is not None:  # HTTP: the bearer token the middleware already verified
@@ -112,7 +117,7 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
         return mt.ListToolsResult(tools=[spec.as_mcp_tool() for spec in gateway.visible_tools(principal)])
 
     async def call_tool(ctx: ServerRequestContext[Any], params: mt.CallToolRequestParams) -> Any:
-        origin = origin_for(ctx, params, credential(ctx), connection)
+        origin = origin_for(ctx, params, credential(ctx), connection, log_levels)
         call = Call(tool=params.name, arguments=dict(params.arguments or {}), origin=origin)
         return passed_on(await gateway.stacks.call(call))
 
@@ -154,12 +159,12 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
         return mt.ListPromptsResult(prompts=listed(ctx, gateway.pool.prompts(served=True)))
 
     async def read_resource(ctx: ServerRequestContext[Any], params: mt.ReadResourceRequestParams) -> Any:
-        origin = origin_for(ctx, params, credential(ctx), connection)
+        origin = origin_for(ctx, params, credential(ctx), connection, log_levels)
         call = Call(tool=params.uri, arguments={"uri": params.uri}, origin=origin, method="resources/read")
         return passed_on(answered(await gateway.stacks.read.run(call), mt.ReadResourceResult))
 
     async def get_prompt(ctx: ServerRequestContext[Any], params: mt.GetPromptRequestParams) -> Any:
-        origin = origin_for(ctx, params, credential(ctx), connection)
+        origin = origin_for(ctx, params, credential(ctx), connection, log_levels)
         call = Call(tool=params.name, arguments=dict(params.arguments or {}), origin=origin, method="prompts/get")
         return passed_on(answered(await gateway.stacks.read.run(call), mt.GetPromptResult))
 
@@ -196,7 +201,9 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
         return mt.EmptyResult()
 
     async def set_logging_level(ctx: ServerRequestContext[Any], params: mt.SetLevelRequestParams) -> mt.EmptyResult:
-        # Answered for handshake-era clients (and the conformance suite); the gateway's own log is structlog's.
+        """Handshake era: upstream log messages reach this connection at ``params.level`` and above (the
+        gateway's own log is structlog's, never sent to clients)."""
+        log_levels[connection_of(ctx.session)] = params.level
         return mt.EmptyResult()
 
     async def record_malformed(ctx: ServerRequestContext[Any], call_next: CallNext) -> Any:
@@ -455,12 +462,27 @@ def answered(call: Call, expected: type[CallResult]) -> Any:
     raise MCPError(code, f"{error.code}: {error.message}", data={"error": error.as_dict(), "call_id": call.call_id})
 
 
+def connection_of(session: Any) -> Any:
+    """The connection a request's session belongs to (mcp 2.3.* makes a session per request, over one
+    ``_connection`` per client connection): what a logging level is kept for."""
+    return getattr(session, "_connection", session)
+
+
+RELAYED: dict[str, tuple[Any, Any]] = {
+    "elicitation/create": (mt.ElicitRequest, mt.ElicitResult),
+    "sampling/createMessage": (mt.CreateMessageRequest, mt.CreateMessageResult),
+}
+LOG_LEVEL_META = "io.modelcontextprotocol/logLevel"
+
+
 def origin_for(
     ctx: ServerRequestContext[Any],
     params: mt.CallToolRequestParams | mt.ReadResourceRequestParams | mt.GetPromptRequestParams,
     token: str | None,
     connection: str,
+    log_levels: MutableMapping[Any, str] | None = None,
 ) -> Origin:
+    log_levels = log_levels if log_levels is not None else {}
     session = ctx.session
     modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
     capabilities = session.client_capabilities
@@ -479,6 +501,31 @@ def origin_for(
     async def elicit(message: str, schema: JSONObject) -> mt.ElicitResult:
         return await session.elicit_form(message, schema, related_request_id=ctx.request_id)
 
+    async def ask(method: str, asked: JSONObject) -> JSONObject:
+        """An upstream's request (judged already), pushed to the client on this call's stream."""
+        model, result = RELAYED[method]
+        try:
+            request = model.model_validate({"method": method, "params": asked})
+        except ValidationError as exc:
+            raise UpstreamMalformed(f"the upstream's {method} request is malformed: {exc.errors()[0]['msg']}") from None
+        try:
+            answer = await session.send_request(request, result, metadata=ServerMessageMetadata(ctx.request_id))
+        except MCPError as exc:
+            raise ToolFailed(f"the client answered {method} with error {exc.error.code}: {exc.error.message}") from None
+        return answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    async def log(message: JSONObject) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # send_log_message is deprecated as of 2026-07-28 (SEP-2577)
+            await session.send_log_message(
+                message["level"], message["data"], message.get("logger"), related_request_id=ctx.request_id
+            )
+
+    if modern:  # 2026-07-28: logs are opt-in per request, at the level its _meta names
+        log_level = (ctx.meta or {}).get(LOG_LEVEL_META) if isinstance(ctx.meta, dict) else None
+    else:
+        log_level = log_levels.get(connection_of(session), "debug")
+
     client = session.client_params.client_info.name if session.client_params else None
     request: Request | None = ctx.request
     return Origin(
@@ -493,6 +540,10 @@ def origin_for(
         elicit=elicit if elicitation == "push" else None,
         input_responses={k: v.model_dump(by_alias=True) for k, v in (params.input_responses or {}).items()} or None,
         request_state=params.request_state,
+        ask=ask if not modern and session.can_send_request else None,  # 2026-07-28 has no push
+        sampling=capabilities is not None and capabilities.sampling is not None and not modern,
+        log=log,
+        log_level=log_level if isinstance(log_level, str) else None,
     )
 
 

@@ -21,9 +21,9 @@ default decision := {
 	"rules": ["gateway.default"],
 }
 
-denials := (((data.gateway.roles.deny | data.gateway.paths.deny) | data.gateway.secrets.deny) | data.gateway.commit.deny) | data.gateway.duty.deny
+denials := ((((data.gateway.roles.deny | data.gateway.paths.deny) | data.gateway.secrets.deny) | data.gateway.commit.deny) | data.gateway.duty.deny) | data.gateway.relay.deny
 
-findings := (((data.gateway.roles.findings | data.gateway.tiers.findings) | data.gateway.paths.findings) | data.gateway.secrets.findings) | data.gateway.commit.findings
+findings := ((((data.gateway.roles.findings | data.gateway.tiers.findings) | data.gateway.paths.findings) | data.gateway.secrets.findings) | data.gateway.commit.findings) | data.gateway.relay.findings
 
 tier := max({1} | {f.tier | some f in findings})
 

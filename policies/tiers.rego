@@ -308,15 +308,18 @@ default provider := ""
 provider := input.tool.provider if is_string(input.tool.provider)
 
 # Upstream tools: their annotations are untrusted hints, so only what the operator declared in
-# gateway.yaml counts. Undeclared tools cannot be analysed; declared ones may still write.
+# gateway.yaml counts. Undeclared tools cannot be analysed; declared ones may still write. A request the
+# upstream relays to the client during such a call has no effects of the tool's: relay.rego judges it.
 findings contains {"tier": 3, "rule": "tiers.upstream_unanalysed", "reason": msg} if {
 	startswith(provider, "upstream:")
+	not data.gateway.relay.relayed
 	not input.tool.analysed
 	msg := sprintf("'%s' is an upstream tool whose effects gateway.yaml does not describe", [input.tool.name])
 }
 
 findings contains {"tier": 2, "rule": "tiers.upstream_may_write", "reason": msg} if {
 	startswith(provider, "upstream:")
+	not data.gateway.relay.relayed
 	input.tool.analysed
 	not input.tool.read_only
 	msg := sprintf("'%s' is an upstream tool not declared read-only", [input.tool.name])

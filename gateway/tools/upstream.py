@@ -43,7 +43,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import BaseModel, ValidationError
 
 from gateway.config import ListingLimits, UpstreamConfig
-from gateway.errors import ResultTooLarge, ToolFailed, UpstreamMalformed, UpstreamUnavailable
+from gateway.errors import Denied, ResultTooLarge, ToolFailed, UpstreamMalformed, UpstreamUnavailable
 from gateway.linear_regex import PatternRefused, linear
 from gateway.origin import ProgressFn
 from gateway.sandbox import Confinement, Sandbox
@@ -51,6 +51,7 @@ from gateway.tools.forwarded import Forwarded
 from gateway.tools.jsonrpc import ConnectionLost, HttpChannel, Malformed, RemoteError, StdioChannel, TooLarge
 from gateway.tools.listing import ListingRefused, list_all, no_progress
 from gateway.tools.pins import INSTRUCTIONS, Definition, Pins, PinStatus
+from gateway.tools.relay import ASKS, NO_RELAY, ClientRelay, RelayRefused, refusal_answer
 from gateway.tools.spec import Provider, ToolInvocation, ToolSpec
 from gateway.types import JSONObject
 
@@ -59,6 +60,7 @@ log = structlog.get_logger("gateway.upstream")
 SEPARATOR = "__"
 MAX_NAME = 64
 START_TIMEOUT_S = 60.0
+INPUT_ROUNDS = 4  # input_required rounds one call may take (2026-07-28)
 BACKOFF_MAX_S = 30.0
 
 
@@ -126,7 +128,16 @@ class Upstream:
                 async with AsyncExitStack() as stack:
                     channel = await self._channel(stack)
                     # the SDK connects (either era); listings, calls, reads and prompts go raw on the channel
-                    client = Client(channel.transport(), mode="auto", message_handler=self._on_message, cache=None)
+                    client = Client(
+                        channel.transport(),
+                        mode="auto",
+                        message_handler=self._on_message,
+                        cache=None,
+                        # declared, so an upstream may ask; a request in a call goes to the call's client
+                        # (gateway/tools/relay.py), one outside any call is refused here
+                        elicitation_callback=_unrelated_elicitation,
+                        sampling_callback=_unrelated_sampling,
+                    )
                     client = await stack.enter_async_context(client)
                     channel.adopt(client)
                     await self._load(client, channel)
@@ -284,7 +295,7 @@ class Upstream:
 
     async def call(self, name: str, inv: ToolInvocation) -> Forwarded:
         """tools/call, its result passed on as the upstream sent it (checked, size-capped, not re-parsed)."""
-        return await self._forward("tools/call", {"name": name, "arguments": inv.arguments}, inv.progress)
+        return await self._forward("tools/call", {"name": name, "arguments": inv.arguments}, inv.progress, inv.relay)
 
     async def read(self, uri: str) -> Forwarded:
         """resources/read, its contents refused whole when over ``limits.max_read_bytes``."""
@@ -293,15 +304,24 @@ class Upstream:
     async def prompt(self, name: str, arguments: dict[str, str]) -> Forwarded:
         return await self._forward("prompts/get", {"name": name, "arguments": arguments}, no_progress)
 
-    async def _forward(self, method: str, params: JSONObject, progress: ProgressFn, what: str = "") -> Forwarded:
+    async def _forward(
+        self, method: str, params: JSONObject, progress: ProgressFn, relay: ClientRelay = NO_RELAY, what: str = ""
+    ) -> Forwarded:
         """One request on the channel; its failures as the gateway's errors. A lost connection restarts the
-        upstream and is never retried here: the call may have had side effects."""
+        upstream and is never retried here: the call may have had side effects. A 2026-07-28 upstream that
+        answers ``input_required`` gets its questions relayed (``relay``) and the request again with the
+        answers, up to ``INPUT_ROUNDS`` times."""
         channel = self.connected()
         what = what or f"{method.split('/')[0][:-1]} {params['name']!r}"
         try:
             with anyio.fail_after(self.config.timeout_s):
-                answer = await channel.request(method, params, progress)
-            return Forwarded.checked(method, answer.result, answer.size)
+                asked = params
+                for _ in range(INPUT_ROUNDS):
+                    answer = await channel.request(method, asked, progress, relay=relay)
+                    if answer.result.get("resultType") != "input_required":
+                        return Forwarded.checked(method, answer.result, answer.size)
+                    asked = {**params, **await self._answers(answer.result, relay)}
+                raise ToolFailed(f"upstream {self.prefix!r} asked for input more than {INPUT_ROUNDS} times in {what}")
         except ConnectionLost as exc:
             self._note_lost()
             raise UpstreamUnavailable(
@@ -324,6 +344,28 @@ class Upstream:
             ) from None
         except TimeoutError:
             raise ToolFailed(f"upstream {self.prefix!r} did not answer within {self.config.timeout_s:g} s") from None
+
+    async def _answers(self, asked: JSONObject, relay: ClientRelay) -> JSONObject:
+        """The retry's ``inputResponses`` and ``requestState`` for an ``input_required`` answer: each request
+        relayed to the client (judged first; a refused question is declined, any other refusal ends the call)."""
+        requests = asked.get("inputRequests") or {}
+        if not isinstance(requests, dict):
+            raise Malformed("its inputRequests is not an object")
+        responses: JSONObject = {}
+        for key, request in requests.items():
+            method = request.get("method") if isinstance(request, dict) else None
+            params = request.get("params") if isinstance(request, dict) else None
+            if method not in ASKS or not isinstance(params, dict):
+                raise ToolFailed(f"upstream {self.prefix!r} asked for {str(method)[:80]!r}, which is not relayed")
+            try:
+                responses[key] = await relay.ask(method, params)
+            except RelayRefused as exc:
+                result, _ = refusal_answer(method, str(exc))
+                if result is None:
+                    raise Denied(f"upstream {self.prefix!r} asked for {method}, refused: {exc}") from None
+                responses[key] = result
+        state = asked.get("requestState")
+        return {"inputResponses": responses, **({"requestState": state} if isinstance(state, str) else {})}
 
     async def complete(
         self, ref: mt.PromptReference | mt.ResourceTemplateReference, argument: dict[str, str], context: dict[str, str]
@@ -568,6 +610,16 @@ def _unstamped(result: mt.CompleteResult) -> mt.CompleteResult:
         # the upstream's identity stamp must not leak downstream as the gateway's
         result.meta = {k: v for k, v in result.meta.items() if k != mt.SERVER_INFO_META_KEY} or None
     return result
+
+
+async def _unrelated_elicitation(context: Any, params: mt.ElicitRequestParams) -> mt.ErrorData:
+    """An upstream's question outside any call the gateway forwards (or one it cannot tell the call of):
+    nobody's to answer, so refused."""
+    return mt.ErrorData(code=mt.INVALID_REQUEST, message="the gateway relays questions only during a call")
+
+
+async def _unrelated_sampling(context: Any, params: mt.CreateMessageRequestParams) -> mt.ErrorData:
+    return mt.ErrorData(code=mt.INVALID_REQUEST, message="the gateway relays sampling only during a call")
 
 
 LIST_CHANGED = (mt.ToolListChangedNotification, mt.ResourceListChangedNotification, mt.PromptListChangedNotification)
