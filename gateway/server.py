@@ -15,6 +15,7 @@ over stdio the connection's token comes from GATEWAY_TOKEN and is checked at sta
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import secrets
@@ -29,12 +30,13 @@ from weakref import WeakKeyDictionary
 import anyio
 import mcp_types as mt
 import structlog
-from mcp.server import Server, ServerRequestContext
+from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 from mcp.server.context import CallNext
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.subscriptions import ListenHandler
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
@@ -188,17 +190,27 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
         return await upstream.complete(upstream_ref, argument, context)
 
     async def subscribe(ctx: ServerRequestContext[Any], params: mt.SubscribeRequestParams) -> mt.EmptyResult:
-        """Accepted for a resource the role may read (the upstream is told when it supports subscriptions);
-        update notifications are not relayed (docs/conformance.md says why), so clients re-read."""
+        """Accepted for a resource the role may read: the upstream is told (when it offers subscriptions) and
+        its updates of that URI reach this connection (gateway/notices.py)."""
         principal = lister(ctx)
         spec = gateway.pool.resource(params.uri)
-        if spec is None or not granted(principal, spec):
+        upstream = gateway.pool.upstream_of(spec) if spec is not None else None
+        if spec is None or upstream is None or not granted(principal, spec):
             raise MCPError(RESOURCE_NOT_FOUND, f"no resource {params.uri!r} is available to role {principal.role!r}")
+        gateway.pool.notices.subscribe(connection_of(ctx.session), params.uri)
+        await upstream.subscribe(params.uri, subscribed=True)
         return mt.EmptyResult()
 
     async def unsubscribe(ctx: ServerRequestContext[Any], params: mt.UnsubscribeRequestParams) -> mt.EmptyResult:
         lister(ctx)
+        gateway.pool.notices.unsubscribe(connection_of(ctx.session), params.uri)
         return mt.EmptyResult()
+
+    async def note_connection(ctx: ServerRequestContext[Any], call_next: CallNext) -> Any:
+        """A handshake-era connection that made a request is told when the lists it may read change."""
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            gateway.pool.notices.seen(connection_of(ctx.session))
+        return await call_next(ctx)
 
     async def set_logging_level(ctx: ServerRequestContext[Any], params: mt.SetLevelRequestParams) -> mt.EmptyResult:
         """Handshake era: upstream log messages reach this connection at ``params.level`` and above (the
@@ -240,7 +252,12 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
             on_get_prompt=get_prompt,
             on_completion=complete,
             on_set_logging_level=set_logging_level,
+            on_subscriptions_listen=ListenHandler(gateway.pool.notices.bus),  # 2026-07-28 change notices
         )
+    # handshake era: the gateway says it sends list_changed (the SDK's default says it does not)
+    changes = NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
+    server.create_initialization_options = functools.partial(server.create_initialization_options, changes)  # type: ignore[method-assign]
+    server.middleware.append(note_connection)
     server.middleware.append(record_malformed)
     server.middleware.append(pass_through)
     return server

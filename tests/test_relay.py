@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as mt
 import pytest
 from conftest import add_role, inproc_client, ledger_rows, reconfigure, text_of, token
@@ -144,3 +145,35 @@ async def test_log_messages_reach_the_client_masked_at_its_level(config: Any, up
     assert "hunter2" not in sent and "ghp_" not in sent
     (call,) = [r.model_dump() for r in ledger_rows(gateway) if r.tool == upstream_tool and r.outcome == "ok"]
     assert call["detail"]["upstream_logs"] == {"relayed": 3, "dropped": 0}
+
+
+@pytest.mark.slow  # the SDK upstream takes seconds to start
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_an_upstream_list_change_reaches_the_gateways_clients_once_pinning_has_judged_it(
+    config: Any, mode: str
+) -> None:
+    """growing_upstream's grow adds a tool and changes echo: both are held (pins), and the gateway's own
+    clients are told its tool list changed, pushed (handshake era) or on a listen stream (2026-07-28)."""
+    add_role(config, "operator", ["*"], max_tier=2)
+    entry = {"command": sys.executable, "args": [str(SERVERS / "growing_upstream.py")], "read_only": ["*"]}
+    config = reconfigure(config, upstreams={"grow": entry})
+    gateway = Gateway(config)
+    told = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, mt.ToolListChangedNotification):
+            told.set()
+
+    async with inproc_client(gateway, token(config, "operator"), mode=mode, message_handler=on_message) as client:
+        if mode == "legacy":
+            await client.call_tool("grow__grow", {})
+            with anyio.fail_after(30):
+                await told.wait()
+        else:
+            async with client.listen(tools_list_changed=True) as events:
+                await client.call_tool("grow__grow", {})
+                with anyio.fail_after(30):
+                    event = await events.__anext__()
+            assert type(event).__name__ == "ToolsListChanged"
+        names = {t.name for t in (await client.list_tools()).tools}
+    assert "grow__grow" in names and names.isdisjoint({"grow__wipe", "grow__echo"})

@@ -27,6 +27,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import re
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from contextlib import AsyncExitStack
@@ -45,6 +46,7 @@ from pydantic import BaseModel, ValidationError
 from gateway.config import ListingLimits, UpstreamConfig
 from gateway.errors import Denied, ResultTooLarge, ToolFailed, UpstreamMalformed, UpstreamUnavailable
 from gateway.linear_regex import PatternRefused, linear
+from gateway.notices import KINDS, ChangeNotices
 from gateway.origin import ProgressFn
 from gateway.sandbox import Confinement, Sandbox
 from gateway.tools.forwarded import Forwarded
@@ -112,6 +114,7 @@ class Upstream:
         self._lost = anyio.Event()
         self._wake = anyio.Event()  # set when the connection is lost or the upstream says a list changed
         self._changed = False
+        self.notices: ChangeNotices | None = None  # the gateway's clients, told what it serves changed
 
     async def supervise(self) -> None:
         # a previous run's channel, closed when that run stopped, set the old event: start from a fresh one
@@ -183,9 +186,32 @@ class Upstream:
         self._wake.set()
 
     async def _on_message(self, message: Any) -> None:
-        """The SDK session's notifications (handshake era): a list_changed has the upstream listed again."""
+        """The SDK session's notifications (handshake era): a list_changed has the upstream listed again; a
+        resource update is passed on to the clients subscribed to it, if the resource is one this upstream
+        serves (it may not announce another upstream's)."""
         if isinstance(message, LIST_CHANGED):
             self._note_changed()
+        elif isinstance(message, mt.ResourceUpdatedNotification) and self.notices is not None:
+            uri = str(message.params.uri)
+            if uri in self.catalog.resources or any(_template_matches(s, uri) for s, _ in self.catalog.templates):
+                await self.notices.resource_updated(uri)
+
+    async def subscribe(self, uri: str, subscribed: bool) -> None:
+        """Pass a client's (un)subscription on to a handshake-era upstream that offers subscriptions (a
+        2026-07-28 one has no resources/subscribe); a failure is logged, never the client's problem."""
+        client = self.client
+        resources = client.server_capabilities.resources if client is not None else None
+        if client is None or resources is None or not resources.subscribe or self.channel is None:
+            return
+        if self.channel.modern:
+            return
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # deprecated as of 2026-07-28 (listen replaces it)
+            try:
+                with anyio.fail_after(self.config.timeout_s):
+                    await (client.subscribe_resource(uri) if subscribed else client.unsubscribe_resource(uri))
+            except (MCPError, TimeoutError) as exc:
+                log.info("upstream subscription failed", upstream=self.prefix, error=_describe(exc))
 
     async def _listen(self, client: Client) -> None:
         capabilities = client.server_capabilities  # asked of every list it has: it acks what it honours
@@ -239,9 +265,24 @@ class Upstream:
             keyed[definition.key] = definition
         if self.pins is not None:
             await anyio.to_thread.run_sync(self.pins.reconcile, self.prefix, definitions)
+        before = self._served()
         self.tools = [t for _, t in tools]
         self.by_name = {spec.name: spec for spec in (self._spec(t) for t in self.tools)}
         self.catalog, self.definitions = readables, keyed
+        after = self._served()
+        changed = [kind for kind in KINDS if before.get(kind) != after.get(kind)]
+        if changed and self.notices is not None:
+            await self.notices.lists_changed(changed)
+
+    def _served(self) -> dict[str, frozenset[tuple[str, str]]]:
+        """What it serves now, by list (tools, resources, prompts): each definition not held, by digest."""
+        held = self.held()
+        served: dict[str, set[tuple[str, str]]] = {}
+        for key, definition in self.definitions.items():
+            kind = LIST_OF.get(key[0])
+            if kind is not None and key not in held:
+                served.setdefault(kind, set()).add((key[1], definition.digest))
+        return {kind: frozenset(keys) for kind, keys in served.items()}
 
     def _definition(self, kind: str, body: JSONObject, exposed: str) -> Definition:
         try:
@@ -473,6 +514,9 @@ class UpstreamPool:
             prefix: Upstream(prefix, config, sandbox, confine, max_read_bytes, pins, listing)
             for prefix, config in configs.items()
         }
+        self.notices = ChangeNotices()
+        for upstream in self.upstreams.values():
+            upstream.notices = self.notices
 
     async def start(self, tg: TaskGroup, timeout: float = START_TIMEOUT_S) -> None:
         """Start every upstream at once; return when each has connected or failed once (or on timeout)."""
@@ -622,6 +666,8 @@ async def _unrelated_sampling(context: Any, params: mt.CreateMessageRequestParam
     return mt.ErrorData(code=mt.INVALID_REQUEST, message="the gateway relays sampling only during a call")
 
 
+# the list a pinned definition's kind is served in (resource list entries not pinned are not followed)
+LIST_OF = {"tool": "tools", "resource": "resources", "resource_template": "resources", "prompt": "prompts"}
 LIST_CHANGED = (mt.ToolListChangedNotification, mt.ResourceListChangedNotification, mt.PromptListChangedNotification)
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
