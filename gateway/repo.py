@@ -18,6 +18,9 @@ where the gateway's state is not there to be read:
 
     walled = Repo(worktree, wall=sandbox.git_wall(worktree, writes=[objects_dir]))
     walled.run("add", "-A")
+
+A git started while the gateway holds one of its locks (gateway/locks.py) inherits it: a gateway killed alone
+leaves the lock held until that git has finished, so nobody takes the git's lock files for a dead process's.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import IO
 import anyio
 
 from gateway.errors import ToolFailed
+from gateway.locks import held_locks
 
 SAFE_CONFIG = (
     "-c",
@@ -124,6 +128,7 @@ class Repo:
             input=input,
             timeout=120,
             errors=errors,
+            pass_fds=held_locks(),
         )
         if check and proc.returncode != 0:
             raise GitError(f"git {args[0]} failed: {proc.stderr.strip() or proc.stdout.strip()}")
@@ -151,6 +156,7 @@ class Repo:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=self._environ(None),
+            pass_fds=held_locks(),
         ) as proc:
             assert proc.stdin is not None and proc.stderr is not None
             try:
@@ -163,7 +169,9 @@ class Repo:
                 raise GitError(f"git {args[0]} failed: {proc.stderr.read().decode(errors='replace').strip()}")
 
     def _argv(self, args: Sequence[str]) -> list[str]:
-        argv = ["git", *SAFE_CONFIG, "-C", str(self.root), *args]
+        # a git holding the gateway's locks runs no maintenance in the background: that would hold them on
+        detached = ["-c", "gc.autoDetach=false", "-c", "maintenance.autoDetach=false"] if held_locks() else []
+        argv = ["git", *SAFE_CONFIG, *detached, "-C", str(self.root), *args]
         return self.wall(argv) if self.wall is not None else argv
 
     def _environ(self, env: dict[str, str] | None) -> dict[str, str]:

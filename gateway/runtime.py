@@ -1,8 +1,8 @@
-"""The gateway runtime: every service the pipeline runs on, assembled from one config.
+"""The gateway runtime: every service the stage stacks (gateway/judge/stacks.py) run on, assembled from one config.
 
 gateway = Gateway(GatewayConfig.load("gateway.yaml"))
 async with gateway.running():          # upstream servers connected, concurrently
-    result = await gateway.pipeline(call)
+    result = await gateway.stacks.call(call)
 """
 
 from __future__ import annotations
@@ -32,20 +32,23 @@ from gateway.judge.scope import ScopeQuestion, ask_scope
 from gateway.judge.situate import Situate, session_trace
 from gateway.judge.stacks import Stacks
 from gateway.ledger.chain import Ledger
-from gateway.ledger.leases import Leases, alive
+from gateway.ledger.leases import Leases
 from gateway.ledger.store import open_store
+from gateway.locks import alive
 from gateway.notify import Notifier
 from gateway.origin import Origin
 from gateway.policy.cache import DecisionCache
 from gateway.policy.checked import CheckedSources
 from gateway.policy.embedded import EmbeddedEngine
-from gateway.policy.engine import PolicyEngine, fired_rules
+from gateway.policy.engine import PolicyEngine, engine_running, fired_rules
 from gateway.policy.isolated import IsolatedEngine
 from gateway.policy.reload import PolicyData, WithSettings, policy_data
+from gateway.repo import Repo
 from gateway.sandbox import Sandbox
+from gateway.supervise import Supervised
 from gateway.tasks.board import TaskBoard
 from gateway.tasks.deadletters import DeadLetters
-from gateway.tasks.verification import Verification
+from gateway.tasks.verification import Verification, clear_scratch
 from gateway.telemetry import Telemetry
 from gateway.tools import gateway_tools
 from gateway.tools.catalog import Catalog
@@ -213,30 +216,35 @@ class Gateway:
 
     def recover(self) -> None:
         """What a crash may have left: calls recorded as started that never ended, the merge queue's
-        worktree, claimed tasks without their worktree."""
+        worktree, verification checkouts, task worktrees half-made or missing and git locks in them."""
         for call_id in self.ledger.close_interrupted(alive):
             log.warning("closed a call a stopped gateway left running", call_id=call_id)
         self.queue.recover_if_idle()
-        for cleaned in self.board.repair_all():
+        scratch = clear_scratch(Repo(self.config.workspace), self.config.worktrees, self.config.state / "locks")
+        if scratch:
+            log.warning("removed verification checkouts a crash left", cleaned=scratch)
+            detail = {"what": "verification checkouts", "cleaned": scratch}
+            self.ledger.append({"kind": "recovery", "outcome": "ok", "detail": detail})
+        for cleaned in self.board.recover_worktrees():
             log.warning("recovered a task worktree", cleaned=cleaned)
 
     def visible_tools(self, principal: Principal) -> list[ToolSpec]:
         return [spec for spec in self.catalog.all() if self.roles.grants(principal, spec.name)]
 
-    async def notify_escalations(self) -> None:
-        """Push escalations to gateway.yaml's webhooks (notify), every notify.interval_s."""
-        while True:
-            await anyio.sleep(self.config.notify.interval_s)
-            try:
-                await self.notifier.deliver()
-            except Exception:  # a notifier fault must never stop the gateway; the cursor keeps the place
-                log.exception("escalation notifier failed")
+    @functools.cached_property
+    def background(self) -> list[Supervised]:
+        """The loops a running gateway keeps going, each surviving its own failures (gateway/supervise.py):
+        expired claims recorded when they expire (every tasks.sweep_s), not at the next claim; escalations
+        pushed to gateway.yaml's webhooks (notify, every notify.interval_s; the cursor keeps the place)."""
+        loops = [Supervised("claim sweep", self._sweep, self.config.tasks.sweep_s, self.ledger)]
+        if self.notifier.enabled:
+            loops.append(
+                Supervised("escalation notifier", self.notifier.deliver, self.config.notify.interval_s, self.ledger)
+            )
+        return loops
 
-    async def sweep_claims(self) -> None:
-        """Record expired claims when they expire (every tasks.sweep_s), not at the next claim."""
-        while True:
-            await anyio.sleep(self.config.tasks.sweep_s)
-            await anyio.to_thread.run_sync(self.board.sweep)
+    async def _sweep(self) -> None:
+        await anyio.to_thread.run_sync(self.board.sweep)
 
     def load_pins(self) -> None:
         """The operator's lockfile into the store (a bad one stops the start, naming the entry). With upstreams
@@ -252,25 +260,24 @@ class Gateway:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Gateway]:
-        await anyio.to_thread.run_sync(self.engine.start)  # its decision workers up before any call
-        await anyio.to_thread.run_sync(self.load_pins)
-        async with anyio.create_task_group() as tg:
-            await self.pool.start(tg)
-            # Several processes may serve one store (serve --workers, replicas): one recovers at a time,
-            # and each finds only what a dead process left (a live one's calls, merge and intents keep
-            # their leases and are left alone).
-            async with self.leases.hold(RECOVERY):
-                await anyio.to_thread.run_sync(self.recover)
-                for settled in await self.committer.reconcile():
-                    log.warning("reconciled an intent a crash left executing", **settled)
-            tg.start_soon(self.sweep_claims)
-            if self.notifier.enabled:
-                self.notifier.start()
-                tg.start_soon(self.notify_escalations)
-            try:
-                yield self
-            finally:
-                tg.cancel_scope.cancel()
-                self.telemetry.flush()
-                with anyio.CancelScope(shield=True):
-                    await self.engine.aclose()
+        # the engine's decision workers are up before any call, and stopped however the start or the run ends
+        async with engine_running(self.engine):
+            await anyio.to_thread.run_sync(self.load_pins)
+            async with anyio.create_task_group() as tg:
+                await self.pool.start(tg)
+                # Several processes may serve one store (serve --workers, replicas): one recovers at a time,
+                # and each finds only what a dead process left (a live one's calls, merge and intents keep
+                # their leases and are left alone).
+                async with self.leases.hold(RECOVERY):
+                    await anyio.to_thread.run_sync(self.recover)
+                    for settled in await self.committer.reconcile():
+                        log.warning("reconciled an intent a crash left executing", **settled)
+                if self.notifier.enabled:
+                    self.notifier.start()
+                for loop in self.background:
+                    tg.start_soon(loop.run, name=loop.name)
+                try:
+                    yield self
+                finally:
+                    tg.cancel_scope.cancel()
+                    self.telemetry.flush()

@@ -900,7 +900,10 @@ def step_summary(step: Step) -> str:
                 f"its dependency {clean(d.get('dependency'))} did not merge and is {clean(d.get('state'))}" + _why(d)
             ),
             "attempt_saved": lambda: f"attempt {d.get('attempt')}'s work kept as {clean(d.get('ref'))}",
-            "worktree_repaired": lambda: f"worktree made again (attempt {d.get('attempt')}): it was missing",
+            "worktree_repaired": lambda: (
+                f"worktree made again (attempt {d.get('attempt')}): {clean(d.get('why') or 'it was missing')}"
+            ),
+            "locks_removed": lambda: f"removed git locks a stopped process left: {clean(d.get('removed'), 300)}",
             "strategy_shift": lambda: f"STRATEGY SHIFT: {clean(d.get('approach'))} (because {clean(d.get('reason'))})",
             "red_phase": lambda: (
                 f"red phase on base {_short(d.get('base'))}: "

@@ -169,24 +169,31 @@ def http_gateway(config_path: Path, timeout: float = 30.0, workers: int = 1) -> 
 
 
 @contextmanager
-def killable_gateway(config_path: Path) -> Iterator[tuple[str, Callable[[], None]]]:
+def killable_gateway(config_path: Path, alone: bool = False) -> Iterator[tuple[str, Callable[[], None]]]:
     """``gateway serve --http`` in its own process group; yields its URL and ``kill()``: SIGKILL to the gateway
-    and every git or sandboxed command it is running, as a power loss would."""
+    and every git or sandboxed command it is running, as a power loss would; with ``alone``, to the gateway
+    process only (the OOM killer's way: a git it started runs on, orphaned)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
+    log = GatewayConfig.load(config_path).state / f"gateway-{port}.log"
     argv = [sys.executable, "-m", "gateway", "--config", str(config_path), "serve", "--http", f"127.0.0.1:{port}"]
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
-    proc = start_server(argv, f"{url}/healthz", "the gateway", env=env, new_session=True)
+    proc = start_server(argv, f"{url}/healthz", "the gateway", log=log, env=env, new_session=True)
 
     def kill() -> None:
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+            if alone:
+                os.kill(proc.pid, signal.SIGKILL)
+            else:
+                os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
 
     try:
         yield url, kill
     finally:
-        kill()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
 
 
 async def kill_when(

@@ -24,7 +24,7 @@ from gateway.effects.paths import Workspace
 from gateway.errors import PathChanged, PathOutsideWorkspace, ToolFailed
 from gateway.repo import GitError, Repo
 from gateway.sandbox import PathRefused, Sandbox
-from gateway.tasks.worktrees import commit_all, prepare_worktree
+from gateway.tasks.worktrees import commit_all, make_worktree
 
 SECRET = b"-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIK3y\n-----END PRIVATE KEY-----\n"
 
@@ -343,7 +343,7 @@ def test_the_reports_commit_of_a_worktree_with_a_link_to_the_keys_holds_no_key_b
 ) -> None:
     """The task's worktree lies in the worktrees dir the sandbox hides: the wall binds it back, read-only."""
     worktree = gateway.config.worktrees / "T9"
-    prepare_worktree(Repo(repo), worktree, "task/T9", "main", gateway.sandbox)
+    make_worktree(Repo(repo), worktree, "main", gateway.config.state / "locks", branch="task/T9", reset_branch=True)
     (worktree / "src" / "new.py").write_text("x = 1\n")
     os.symlink(gateway.config.keys_dir, worktree / "src" / "keys")
     commit = commit_all(worktree, "T9: done\n", gateway.sandbox)

@@ -28,10 +28,12 @@ from conftest import (
     token,
 )
 from mcp import Client
+from test_locks import hold_open, release
 
 from gateway.commit.checkout import Checkout
-from gateway.ledger.leases import HOST, Leases
+from gateway.ledger.leases import Leases
 from gateway.ledger.store import open_store
+from gateway.locks import HOST
 from gateway.notify import notice
 from gateway.repo import Repo
 from gateway.runtime import Gateway
@@ -274,18 +276,22 @@ async def test_stale_locks_do_not_wedge_anything(config: Any, repo: Path) -> Non
 
 @pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
 async def test_a_ref_lock_held_by_a_live_git_defers_the_intent(config: Any, repo: Path) -> None:
-    """A fresh lock on main (a live git is updating it): the merge is not published, the intent stays approved
-    (not the work's fault) and a later commit lands it."""
+    """A lock on main that a live git holds open (it is updating it): the lock stays, the merge is not
+    published, the intent stays approved (not the work's fault) and a later commit lands it."""
     async with started(config) as gateway:
         await submit(gateway, "T1", ["src/app.py"], ["grep -q 'return 42' src/app.py"])
         await work(gateway, "T1", {"src/app.py": "def answer():\n    return 42\n"})
         intent_id = await approve(gateway, "T1")
         lock = repo / ".git" / "refs" / "heads" / "main.lock"
-        lock.write_text("")
-        deferred = await commit(gateway, intent_id)
+        holder = hold_open(lock)
+        try:
+            deferred = await commit(gateway, intent_id)
+        finally:
+            release(holder)
         assert deferred.is_error and deferred.structured_content["state"] == "approved"
         assert "could not be updated" in deferred.structured_content["outcome"]["deferred"]
         assert merges(repo) == [] and gateway.board.get("T1")["state"] == "verified"
+        assert lock.exists(), "a live git's lock is never removed"
         lock.unlink()
         assert (await commit(gateway, intent_id)).structured_content["state"] == "committed"
         assert len(merges(repo)) == 1

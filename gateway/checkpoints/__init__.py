@@ -57,9 +57,9 @@ from gateway.checkpoints.tree import WorkTree, unsafe
 from gateway.checkpoints.vault import QUIET_FETCH, Vault, tree_entries
 from gateway.config import CheckpointsConfig, GatewayConfig
 from gateway.errors import ConfigError, GatewayError, ToolFailed
-from gateway.filelock import exclusive
 from gateway.ledger.chain import utc_now
 from gateway.ledger.store import Store
+from gateway.locks import file_lock
 from gateway.repo import Repo, common_dir
 from gateway.sandbox import Sandbox
 from gateway.types import JSONObject
@@ -249,7 +249,7 @@ class Checkpoints:
             listing = list_refs(git, *patterns, behind=where.repository if where.own else None)
             head = listing.tips.get(branch) if branch else detached
             tag = hashlib.sha256(str(where.root).encode()).hexdigest()[:16]
-            with exclusive(self.directory / "index" / f"{tag}.lock"):
+            with file_lock(self.directory / "index" / f"{tag}.lock", "the checkpoint index of the tree"):
                 tree = write_tree(git, exclude, self.sandbox, IndexCache(self.directory / "index" / tag), head)
             detail: JSONObject = {"repository": str(where.repository), "exclude": exclude}
             parents = [head] if head else []

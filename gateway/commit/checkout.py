@@ -8,8 +8,8 @@ editing between the check and the catch-up leaves the checkout "behind" (HEAD at
 where they were), and the advice for it never reverts the merged work.
 
 A catch-up cut short by a crash is finished on recovery from the plan the queue recorded before publishing:
-the gateway's own ``index.lock`` (made after the plan, before this process) is removed, files the cut-short
-``read-tree`` had already written are put back as they were, and the catch-up is redone.
+the gateway's own ``index.lock`` (made after the plan, and open in no process: gateway/locks.py) is removed,
+files the cut-short ``read-tree`` had already written are put back as they were, and the catch-up is redone.
 
     checkout = Checkout(Repo(workspace))
     blocked = checkout.blocks("refs/heads/main", old, new)   # None, or {"why": ..., "in_the_way": [...]}
@@ -23,8 +23,8 @@ from pathlib import Path
 
 import structlog
 
+from gateway.locks import abandoned
 from gateway.repo import GitError, Repo
-from gateway.tasks.worktrees import PROCESS_STARTED
 from gateway.types import JSONObject
 
 log = structlog.get_logger("gateway.checkout")
@@ -88,8 +88,9 @@ class Checkout:
 
     def resume(self, plan: JSONObject) -> tuple[JSONObject, list[str]]:
         """Finish a catch-up a crash cut short (``plan``: ref, old, new, at): the checkout's state, and what
-        was cleaned. Only the gateway's own leftovers go: a lock made after the plan and before this process,
-        files holding exactly what the merge would write."""
+        was cleaned. Only the gateway's own leftovers go: a lock made after the plan that no process has open
+        (called under the merge queue's worktree lock, which the catch-up's git held), files holding exactly
+        what the merge would write."""
         ref, old, new = plan["ref"], plan["old"], plan["new"]
         cleaned: list[str] = []
         lock = self.lock
@@ -98,7 +99,7 @@ class Checkout:
         except FileNotFoundError:
             made = None
         if made is not None:
-            if not float(plan["at"]) - 1 <= made < PROCESS_STARTED:  # a live git's, or older than the plan
+            if made < float(plan["at"]) - 1 or not abandoned(lock):  # older than the plan, or a live git's
                 why = f"{lock} exists and is not a leftover of the gateway's catch-up"
                 return {"state": "behind", "at": old, "why": why, "catch_up": advice(old, _branch(ref))}, cleaned
             lock.unlink(missing_ok=True)

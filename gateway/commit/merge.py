@@ -12,9 +12,11 @@ planned catch-up is recorded on the intent before the branch moves, so that a cr
 recovery. Nothing is ever left mid-merge in a checkout the user works in.
 
 Before every merge (and when the gateway starts), the integration worktree is recovered: a merge a crash
-cut short is aborted, lock files in it are removed (only a gateway holding the lease uses it), and it is
-reset; a ref lock on the base branch older than this process is a crash's leftover and goes too. What was
-cleaned is recorded.
+cut short is aborted, git's lock files in it that a process now gone left are removed, and it is reset (or
+made again when that fails); a ref lock on a branch that no process has open goes too (gateway/locks.py: never
+judged by its age). Only a gateway holding the lease uses the worktree, and it holds the worktree's file lock
+too, which the gits it starts inherit: a gateway killed alone keeps it until its git has finished, so
+recovery never works beside a git still running there. What was cleaned is recorded.
 
     queue = MergeQueue(config, ledger, leases, verification)
     state, outcome = await queue.merge(intent, task, principal, progress)   # "committed" | "failed" | "busy"
@@ -22,9 +24,7 @@ cleaned is recorded.
 
 from __future__ import annotations
 
-import shutil
 import time
-from pathlib import Path
 
 import anyio
 import structlog
@@ -34,10 +34,11 @@ from gateway.commit.intents import Intents
 from gateway.config import GatewayConfig
 from gateway.ledger.chain import Ledger
 from gateway.ledger.leases import Leases, LeaseTimeout, new_holder
+from gateway.locks import abandoned, async_file_lock, file_lock
 from gateway.origin import ProgressFn
-from gateway.repo import GitError, Repo
+from gateway.repo import GitError, Repo, common_dir
 from gateway.tasks.verification import Verification
-from gateway.tasks.worktrees import git_dir, remove_stale_locks
+from gateway.tasks.worktrees import clear_abandoned_locks, discard_worktree, git_dir, make_worktree
 from gateway.types import JSONObject, Principal
 
 log = structlog.get_logger("gateway.merge")
@@ -61,6 +62,8 @@ class MergeQueue:
         self.repo = Repo(config.workspace)
         self.checkout = Checkout(self.repo)
         self.path = config.worktrees / INTEGRATION
+        self.locks = config.state / "locks"
+        self.lock = self.locks / f"worktree-{INTEGRATION}.lock"
 
     async def merge(
         self, intent: JSONObject, task: JSONObject, principal: Principal, progress: ProgressFn
@@ -69,7 +72,7 @@ class MergeQueue:
         the work does not merge or pass its verification on the base, ("busy", why) when the base branch could
         not be moved for a reason that is not the work's (a live git holding its lock; it kept moving)."""
         try:
-            async with self.leases.hold(LEASE, progress):
+            async with self.leases.hold(LEASE, progress), async_file_lock(self.lock, "merging"):
                 return await self._merge(intent, task, principal, progress)
         except LeaseTimeout as exc:
             return "busy", {"published": False, "error": str(exc)}
@@ -125,7 +128,7 @@ class MergeQueue:
     async def resume_catch_up(self, plan: JSONObject) -> JSONObject:
         """Finish the catch-up of the user's checkout that a crash cut short (``plan``, recorded on the intent
         before publishing), under the queue's lease: the checkout's state. A ledger row says what was done."""
-        async with self.leases.hold(LEASE):
+        async with self.leases.hold(LEASE), async_file_lock(self.lock, "finishing a catch-up"):
             workspace, cleaned = await anyio.to_thread.run_sync(self.checkout.resume, plan)
         if workspace["state"] != "not published" or cleaned:
             log.warning("resumed a catch-up a crash cut short", workspace=workspace, cleaned=cleaned)
@@ -139,17 +142,19 @@ class MergeQueue:
         if not self.leases.try_acquire(LEASE, holder):
             return []
         try:
-            return self.recover()
+            with file_lock(self.lock, "recovering the merge queue's worktree"):
+                return self.recover()
         finally:
             self.leases.release(LEASE, holder)
 
     def recover(self) -> list[str]:
-        """Clear what a crash left in the gateway's own merge worktree, and stale locks on the base branches.
-        Called with the lease held: nobody else uses the integration worktree meanwhile."""
+        """Clear what a crash left in the gateway's own merge worktree, and abandoned locks on branches.
+        Called with the lease and the worktree's lock held: nobody else uses the integration worktree, and no
+        git a gateway started there still runs."""
         cleaned: list[str] = []
         private = git_dir(self.path)
         if private is not None:
-            locks = remove_stale_locks(private, "*.lock", older_than=float("inf"))
+            locks = clear_abandoned_locks(self.repo, self.path)
             cleaned += [f"removed {name} in the integration worktree" for name in locks]
             if (private / "MERGE_HEAD").exists():
                 Repo(self.path).run("merge", "--abort", check=False)
@@ -161,14 +166,14 @@ class MergeQueue:
             except GitError as exc:
                 cleaned.append(f"rebuilt the integration worktree ({exc.message[:200]})")
                 self._remove()
-        common = Path(self.repo.run("rev-parse", "--path-format=absolute", "--git-common-dir").strip())
-        for pattern in ("refs/heads/**/*.lock", "packed-refs.lock"):
-            cleaned += [f"removed a stale {name}" for name in remove_stale_locks(common, pattern)]
-        self.repo.run("worktree", "prune")
+        common = common_dir(self.repo.root)
+        if common is not None:
+            for lock in [*common.glob("refs/heads/**/*.lock"), common / "packed-refs.lock"]:
+                if abandoned(lock):
+                    lock.unlink(missing_ok=True)
+                    cleaned.append(f"removed a stale {lock.relative_to(common)}")
         if not (self.path / ".git").exists():
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            shutil.rmtree(self.path, ignore_errors=True)
-            self.repo.run("worktree", "add", "--detach", "-q", str(self.path), "HEAD")
+            make_worktree(self.repo, self.path, "HEAD", self.locks)
         if cleaned:
             log.warning("merge queue recovered leftovers", cleaned=cleaned)
             detail = {"what": "merge queue", "cleaned": cleaned}
@@ -230,6 +235,4 @@ class MergeQueue:
         return f"{ref} could not be updated (is another git process holding it?): {error[:300]}"
 
     def _remove(self) -> None:
-        self.repo.run("worktree", "remove", "--force", str(self.path), check=False)
-        shutil.rmtree(self.path, ignore_errors=True)
-        self.repo.run("worktree", "prune", check=False)
+        discard_worktree(self.repo, self.path, self.locks)

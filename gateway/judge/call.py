@@ -8,9 +8,7 @@ call.response()      # the result, or the tool error the model reads
 
 from __future__ import annotations
 
-import os
 import secrets
-import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -29,9 +27,7 @@ if TYPE_CHECKING:
     from gateway.tools.pins import PinStatus
     from gateway.tools.spec import CallResult, ToolSpec
 
-__all__ = ["PROCESS", "Call", "CallKind", "Judge", "Stage", "error_result", "new_id", "verdict"]
-
-PROCESS = f"{socket.gethostname()}|{os.getpid()}"  # whose call it is, if the process dies before the call ends
+__all__ = ["Call", "CallKind", "Judge", "Stage", "error_result", "new_id", "verdict"]
 
 
 def new_id(nbytes: int = 16) -> str:

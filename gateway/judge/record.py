@@ -9,8 +9,9 @@ import structlog
 
 from gateway.digests import digest
 from gateway.errors import ToolFailed
-from gateway.judge.call import PROCESS, Call, CallKind
+from gateway.judge.call import Call, CallKind
 from gateway.ledger.chain import Ledger
+from gateway.locks import this_process
 from gateway.types import JSONObject, Outcome
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ def ledger_fields(call: Call, outcome: Outcome) -> JSONObject:
     if call.method != "tools/call":
         detail["method"] = call.method
     if outcome == "started":
-        detail["process"] = PROCESS  # whose call it is, if the process dies before the call ends
+        detail["process"] = this_process()  # whose call it is, if the process dies before the call ends
     else:
         detail["duration_ms"] = round((time.perf_counter() - call.started) * 1000, 3)
     return {

@@ -1,9 +1,10 @@
 """Leases: a named lock kept in the store, so it holds across gateway processes (and replicas later).
 
 A lease has one holder at a time and an expiry the holder keeps pushing forward while it works. A holder
-that died is noticed at once when it ran on this host (its process is gone) and after the expiry when it
-ran elsewhere. Waiting is polling with progress: a lease is held for seconds (a merge and its
-verification), not for microseconds, so a database lock is the wrong tool.
+that died is noticed at once when it ran on this host (its process is gone, or its pid now names a process
+that started later: gateway/locks.py ``alive``) and after the expiry when it ran elsewhere. Waiting is
+polling with progress: a lease is held for seconds (a merge and its verification), not for microseconds, so
+a database lock is the wrong tool.
 
     leases = Leases(db)
     async with leases.hold("merge-queue", progress=report):   # waits its turn
@@ -15,9 +16,7 @@ verification), not for microseconds, so a database lock is the wrong tool.
 
 from __future__ import annotations
 
-import os
 import secrets
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -26,9 +25,9 @@ from typing import Any
 import anyio
 
 from gateway.ledger.store import Store
+from gateway.locks import alive, this_process
 from gateway.origin import ProgressFn
 
-HOST = socket.gethostname()
 TTL_S = 120.0  # pushed forward every RENEW_S while held
 RENEW_S = 30.0
 POLL_S = 0.05
@@ -42,30 +41,15 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def alive(holder: str) -> bool:
-    """``host|pid|...``: a process on this host that is gone is dead; one on another host is judged by its
-    lease's expiry (or taken to be alive)."""
-    host, _, rest = holder.partition("|")
-    if host != HOST:
-        return True
-    pid = rest.split("|", 1)[0]
-    try:
-        os.kill(int(pid), 0)
-    except (ValueError, ProcessLookupError):
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _live(row: Any, now: datetime) -> bool:
     """A lease row whose holder still has it: not expired, and not a process of this host that is gone."""
     return datetime.fromisoformat(row["expires"]) > now and alive(row["holder"])
 
 
 def new_holder() -> str:
-    """A holder id: this host, this process, and a nonce (two holds in one process are two holders)."""
-    return f"{HOST}|{os.getpid()}|{secrets.token_hex(4)}"
+    """A holder id: this host, this process (its pid and start time), and a nonce (two holds in one process
+    are two holders)."""
+    return f"{this_process()}|{secrets.token_hex(4)}"
 
 
 class Leases:

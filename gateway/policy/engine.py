@@ -6,13 +6,17 @@ check``) and ``OpaEngine`` (a real OPA server over its REST API). All evaluate `
 anything else that comes back, or any engine error, becomes a deny that says why.
 
     engine = EmbeddedEngine(policy_dir, data={"roles": roles.as_data()})
-    decision = await engine.decide(input_doc)
+    async with engine_running(engine):      # a running gateway's engine: started, and closed however it ends
+        decision = await engine.decide(input_doc)
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
+import anyio
 from pydantic import ValidationError
 
 from gateway.policy.bundle import QUERY
@@ -39,6 +43,23 @@ class PolicyEngine(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+@asynccontextmanager
+async def engine_running(engine: PolicyEngine) -> AsyncIterator[PolicyEngine]:
+    """The engine ready to decide (its decision workers started, off the event loop) while the body runs, and
+    closed however it ends (the workers stopped, also when starting them failed part-way): the one owner of
+    an engine's worker processes.
+
+        async with engine_running(engine):
+            decision = await engine.decide(input_doc)
+    """
+    try:
+        await anyio.to_thread.run_sync(engine.start)
+        yield engine
+    finally:
+        with anyio.CancelScope(shield=True):
+            await engine.aclose()
 
 
 async def fired_rules(engine: PolicyEngine, input_doc: JSONObject) -> list[JSONObject] | None:

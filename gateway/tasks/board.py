@@ -30,8 +30,7 @@ from gateway.config import GatewayConfig
 from gateway.digests import digest
 from gateway.effects.paths import Workspace
 from gateway.effects.shell import describe_command
-from gateway.errors import Denied, InvalidRequest
-from gateway.filelock import exclusive
+from gateway.errors import Denied, GatewayError, InvalidRequest
 from gateway.judge.scope import ScopeQuestion, ScopeUnchecked
 from gateway.ledger.chain import Ledger, utc_now
 from gateway.ledger.leases import Leases, LeaseTimeout
@@ -45,12 +44,14 @@ from gateway.tasks.verification import Verification
 from gateway.tasks.worktrees import (
     ATTEMPTS_REF,
     changed_files,
+    clear_abandoned_locks,
     commit_all,
-    git_dir,
+    discard_worktree,
     head,
     is_clean,
-    prepare_worktree,
-    remove_stale_locks,
+    make_worktree,
+    save_attempt,
+    worktree_lock,
 )
 from gateway.types import JSONObject, Outcome, Principal
 
@@ -196,9 +197,9 @@ class TaskBoard:
             self._event(tx, task_id, action, outcome, **detail)
 
     def workspace(self, task: JSONObject) -> Workspace | None:
-        """The task's worktree; a claimed task whose worktree a crash (or a person) removed gets it back here,
-        so a worker's calls never fall back to the main checkout."""
-        if task["state"] == "claimed" and not _usable(task["worktree"]):
+        """The task's worktree; a claimed task whose worktree is not complete (a crash cut its claim or a repair
+        short, a person removed it) gets it here, so a worker's calls never fall back to the main checkout."""
+        if task["state"] == "claimed" and not _ready(task):
             self.repair(task)
             task = self.get(task["id"])
         if _usable(task["worktree"]):
@@ -206,41 +207,88 @@ class TaskBoard:
         return None
 
     def repair(self, task: JSONObject) -> bool:
-        """A claimed task without a usable worktree (a crash between the claim and its worktree, or a person
-        deleting it), or a reported one (its work is committed on the task branch): make it again from the task
-        branch (at the attempt's base if the claim never made it), and record the repair. False when there was
-        nothing to repair (any longer)."""
-        path = self.config.worktrees / task["id"]
-        with exclusive(self._worktree_lock(task["id"])):
-            task = self.get(task["id"])  # the claim (or another repair) may have made it while we waited
-            if task["state"] not in ("claimed", "reported", "verified") or _usable(task["worktree"]):
+        """Give a claimed, reported or verified task the complete worktree it lacks, and record it
+        (``worktree_repaired``). False when there was nothing to do (any longer)."""
+        return self._make_worktree(task["id"], repairing=True)
+
+    def _make_worktree(self, task_id: str, repairing: bool) -> bool:
+        """The task's worktree, made complete and then published on its row, under the worktree's lock (so a
+        claim, a replica repairing it and a start-up recovery never make it at once). A claim whose attempt
+        was never made ready (the claim's own call, or a crash after its transaction) is finished: the last
+        attempt's work is saved under its ref first, then a clean worktree is made from the attempt's base,
+        the branch reset there. Any other live task without a complete worktree (removed by a person, or
+        cut short by a crash while made again) gets it again from its branch, with the work committed there.
+        What was half-made is discarded, never repaired into use."""
+        with worktree_lock(self._locks, task_id):
+            task = self.get(task_id)  # the claim (or another process) may have made it while we waited
+            if task["state"] not in LIVE or _ready(task):
                 return False
-            prepare_worktree(
-                self.repo, path, task["branch"], task["base_commit"], self.verification.sandbox, keep_work=True
-            )
+            keep = {} if _prepared(task) else (task["history"][-1].get("keep") or {})
+            path = self.config.worktrees / task_id
+            kept = None
+            if _prepared(task):
+                if task["worktree"] is not None:  # no longer complete: a crash while it is made leaves it unpublished
+                    with self.db.transaction() as tx:
+                        self._set(tx, task_id, worktree=None)
+                tip = self.repo.run("rev-parse", "-q", "--verify", f"refs/heads/{task['branch']}", check=False)
+                start, reset = (task["branch"], False) if tip.strip() else (task["base_commit"], True)
+            else:
+                if keep:
+                    left_in = path if keep.get("worktree") else None
+                    kept = save_attempt(self.repo, keep["ref"], task["branch"], left_in, self.verification.sandbox)
+                start, reset = task["base_commit"], True
+            made = make_worktree(self.repo, path, start, self._locks, branch=task["branch"], reset_branch=reset)
             with self.db.transaction() as tx:
-                self._set(tx, task["id"], worktree=str(path))
-                self._event(tx, task["id"], "worktree_repaired", worktree=str(path), attempt=task["attempt"])
+                current = self._locked(tx, task_id)
+                if current["state"] not in LIVE or current["attempt"] != task["attempt"] or _ready(current):
+                    return False  # the task moved on meanwhile (its claim expired and another began)
+                history = _annotated(current["history"], prepared=True) if not _prepared(current) else None
+                self._set(tx, task_id, worktree=str(path), **({"history": json.dumps(history)} if history else {}))
+                if kept:
+                    self._event(tx, task_id, "attempt_saved", attempt=task["attempt"] - 1, ref=keep["ref"], commit=kept)
+                if repairing:
+                    why = "its claim was cut short" if history else "it was missing or incomplete"
+                    facts = {"worktree": str(path), "attempt": task["attempt"], "commit": made, "why": why}
+                    self._event(tx, task_id, "worktree_repaired", **facts)
         return True
 
-    def _worktree_lock(self, task_id: str) -> Path:
-        return self.config.state / "locks" / f"worktree-{task_id}.lock"
+    @property
+    def _locks(self) -> Path:
+        return self.config.state / "locks"
 
-    def repair_all(self) -> builtins.list[str]:
-        """On start: stale git locks in task worktrees go (a crash's, never a live git's), and every claimed
-        task gets a usable worktree back. What was done is recorded; a worker's files are never touched."""
-        cleaned = []
-        for tree in sorted(self.config.worktrees.glob("*/")):
-            private = git_dir(tree)
-            if private is not None:
-                cleaned += [f"removed a stale {name} in {tree.name}" for name in remove_stale_locks(private, "*.lock")]
-        for row in self.db.query("SELECT * FROM tasks WHERE state = 'claimed'"):
-            task = _task(row)
-            if not _usable(task["worktree"]) and self.repair(task):
-                cleaned.append(f"made the missing worktree of claimed task {task['id']} again")
+    def recover_worktrees(self) -> builtins.list[str]:
+        """On start: each task's worktree as its row says. A live task (claimed, reported, verified) without a
+        complete worktree gets it (a claim cut short is finished); a worktree no row publishes (half-made by
+        a crash) is discarded; git's lock files a dead process left in a published one are removed. A worker's
+        files are never touched. What was done is recorded."""
+        cleaned: builtins.list[str] = []
+        for task in self.all():
+            try:
+                cleaned += self._recover_worktree(task)
+            except (GatewayError, OSError) as exc:  # one task's trouble never stops a start; its next call retries
+                cleaned.append(f"could not recover the worktree of {task['id']}: {str(exc)[:300]}")
         if cleaned:
             self.ledger.append({"kind": "recovery", "outcome": "ok", "detail": {"what": "tasks", "cleaned": cleaned}})
         return cleaned
+
+    def _recover_worktree(self, task: JSONObject) -> builtins.list[str]:
+        path = self.config.worktrees / task["id"]
+        if task["state"] in LIVE and not _ready(task):
+            made = self.repair(task)
+            return [f"made the worktree of {task['id']} (attempt {task['attempt']}) complete again"] if made else []
+        if not (path.exists() or task["worktree"]):
+            return []
+        with worktree_lock(self._locks, task["id"]):
+            task = self.get(task["id"])
+            if task["worktree"] is None:
+                if task["state"] in LIVE or not discard_worktree(self.repo, path, self._locks):
+                    return []
+                return [f"discarded the worktree of {task['id']} a crash left half-made"]
+            if task["state"] in ("committed", "abandoned"):
+                return []  # no git of the gateway's runs there any more
+            refs = [f"refs/heads/{task['branch']}", f"{ATTEMPTS_REF}{task['id']}/{task['attempt'] - 1}"]
+            removed = clear_abandoned_locks(self.repo, path, refs)
+            return [f"removed {name}, left by a process now gone, in {task['id']}" for name in removed]
 
     # --- planner ----------------------------------------------------------------------------------
 
@@ -460,7 +508,12 @@ class TaskBoard:
             # and with what other tasks merged since the last attempt (a conflict is redone on top of it)
             base = self.repo.run("rev-parse", "--verify", f"refs/heads/{task['base_branch']}").strip()
             started = {"attempt": attempt, "strategy": strategy, "owner": principal.agent, "base": base}
-            history = [*task["history"], {**started, "claimed": utc_now()}]
+            # the attempt is one recoverable step, recorded before anything moves: its base, where the last
+            # attempt's work is kept (and whether its worktree holds it); whichever process makes the worktree
+            # (this call, a replica's repair, a start) finishes it (_make_worktree)
+            keep = {"ref": f"{ATTEMPTS_REF}{task_id}/{attempt - 1}", "worktree": bool(task["worktree"])}
+            step = {"prepared": False, **({"keep": keep} if attempt > 1 else {})}
+            history = [*task["history"], {**started, "claimed": utc_now(), **step}]
             self._set(
                 tx,
                 task_id,
@@ -486,17 +539,7 @@ class TaskBoard:
                 principal=principal,
             )  # fmt: skip
         path = self.config.worktrees / task_id
-        saved = f"{ATTEMPTS_REF}{task_id}/{attempt - 1}" if attempt > 1 else None
-
-        def prepare() -> None:
-            with exclusive(self._worktree_lock(task_id)):
-                prepare_worktree(self.repo, path, task["branch"], base, self.verification.sandbox, save_as=saved)
-                with self.db.transaction() as tx:
-                    self._set(tx, task_id, worktree=str(path))
-                    if saved and self.repo.run("rev-parse", "-q", "--verify", saved, check=False).strip():
-                        self._event(tx, task_id, "attempt_saved", attempt=attempt - 1, ref=saved)
-
-        await anyio.to_thread.run_sync(prepare)
+        await anyio.to_thread.run_sync(self._make_worktree, task_id, False)
         claim = Claim(
             task_id=task_id, owner=principal.agent, expires_at=expires.isoformat(timespec="seconds"), attempt=attempt
         )
@@ -548,9 +591,8 @@ class TaskBoard:
             return self._blocker(task, record, principal)
         with self.db.transaction() as tx:
             self._held(tx, record.task_id, principal)
-        worktree = Path(task["worktree"])
         message = report_message(record, task["attempt"])
-        commit = await anyio.to_thread.run_sync(lambda: commit_all(worktree, message, self.verification.sandbox))
+        commit = await anyio.to_thread.run_sync(self._commit_work, task, message)
         files = await anyio.to_thread.run_sync(lambda: changed_files(self.repo, task["base_commit"], task["branch"]))
         manifest = task["manifest"]
         ask = functools.partial(ScopeQuestion, files=files, by=principal, task_id=task["id"], trace_id=task["trace_id"])
@@ -620,6 +662,22 @@ class TaskBoard:
             "drift": figures,
         }
 
+    def _commit_work(self, task: JSONObject, message: str) -> str:
+        """Commit the worktree's files to the task branch, under the worktree's lock. git's lock files that a
+        process now gone left there (a gateway killed during an earlier report, here or on another replica)
+        are removed first, and recorded."""
+        if not _ready(task):
+            self.repair(task)
+        with worktree_lock(self._locks, task["id"]):
+            task = self.get(task["id"])  # as it is now: no other process makes it again while the lock is held
+            if not _ready(task):
+                raise TaskRefused(f"task {task['id']!r} has no complete worktree to commit; claim it again")
+            path = Path(task["worktree"])
+            removed = clear_abandoned_locks(self.repo, path, [f"refs/heads/{task['branch']}"])
+            if removed:
+                self.note(task["id"], "locks_removed", removed=removed)
+            return commit_all(path, message, self.verification.sandbox)
+
     def _previous_attempt(self, task: JSONObject) -> str | None:
         """The commit the previous attempt reached (its saved ref), to measure churn against."""
         ref = f"{ATTEMPTS_REF}{task['id']}/{task['attempt'] - 1}"
@@ -653,7 +711,7 @@ class TaskBoard:
         task = self.get(task_id)
         if task["state"] not in ("reported", "verified"):
             raise TaskRefused(f"task {task_id!r} is {task['state']}; only a reported task can be verified")
-        if not _usable(task["worktree"]):  # deleted by hand after the report: its work is on the task branch
+        if not _ready(task):  # deleted by hand after the report, or cut short: its work is on the task branch
             await anyio.to_thread.run_sync(self.repair, task)
             task = self.get(task_id)
         worktree = Path(task["worktree"])
@@ -1016,8 +1074,22 @@ def _dependents(tx: Transaction, task_id: str) -> list[JSONObject]:
     return [task for task in tasks if task_id in task["manifest"]["depends_on"]]
 
 
+LIVE = ("claimed", "reported", "verified")  # a task in these states has (or is owed) a complete worktree
+
+
 def _usable(worktree: str | None) -> bool:
+    """A worktree the row publishes (made complete) that is still there."""
     return worktree is not None and bool(worktree) and (Path(worktree) / ".git").exists()
+
+
+def _prepared(task: JSONObject) -> bool:
+    """Whether the task's current attempt had its worktree made (a claim records False until it has; rows from
+    before the flag were made by their claim)."""
+    return bool((task["history"] or [{}])[-1].get("prepared", True))
+
+
+def _ready(task: JSONObject) -> bool:
+    return _prepared(task) and _usable(task["worktree"])
 
 
 def _expired(task: JSONObject) -> bool:

@@ -15,7 +15,6 @@ commit cannot sway it and what the commands write is thrown away with the checko
 from __future__ import annotations
 
 import secrets
-import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
+import structlog
 
 from gateway.config import GatewayConfig
 from gateway.decision_log import mask_text
@@ -30,9 +30,11 @@ from gateway.digests import digest
 from gateway.effects.paths import Workspace
 from gateway.errors import ToolFailed
 from gateway.judge.call import Call, CallKind, Judge
+from gateway.locks import async_file_lock, try_file_lock
 from gateway.origin import Origin, ProgressFn
 from gateway.repo import Repo
 from gateway.sandbox import Sandbox
+from gateway.tasks.worktrees import discard_worktree, make_worktree
 from gateway.tools.shell import MemoryLimit, run_confined, sandbox_env
 from gateway.tools.spec import GATEWAY, ToolInvocation, ToolSpec
 from gateway.types import JSONObject, Principal
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
     import mcp_types as mt
 
 SCRATCH_PREFIX = "_scratch-"
+log = structlog.get_logger("gateway.verification")
 
 
 async def _never(inv: ToolInvocation) -> mt.CallToolResult:
@@ -75,18 +78,42 @@ class CommandRun:
 
 
 @asynccontextmanager
-async def scratch_checkout(repo: Repo, commit: str, parent: Path) -> AsyncIterator[Path]:
-    """A detached worktree of ``commit`` under ``parent`` (the gateway's worktrees dir), removed afterwards."""
-    path = parent / f"{SCRATCH_PREFIX}{secrets.token_hex(6)}"
-    parent.mkdir(parents=True, exist_ok=True)
-    await repo.arun("worktree", "add", "--detach", "-q", str(path), commit)
-    try:
-        yield path
-    finally:
-        with anyio.CancelScope(shield=True):
-            await repo.arun("worktree", "remove", "--force", str(path), check=False)
-            await anyio.to_thread.run_sync(lambda: shutil.rmtree(path, ignore_errors=True))
-            await repo.arun("worktree", "prune", check=False)
+async def scratch_checkout(repo: Repo, commit: str, parent: Path, locks: Path) -> AsyncIterator[Path]:
+    """A complete detached worktree of ``commit`` under ``parent`` (the gateway's worktrees dir), removed
+    afterwards. Its lock in ``locks`` (held by this process and the gits it runs) tells a starting gateway
+    whether its owner is alive: one a crash left behind is removed on start (``clear_scratch``)."""
+    name = f"{SCRATCH_PREFIX}{secrets.token_hex(6)}"
+    path = parent / name
+    lock = locks / f"{name}.lock"
+    async with async_file_lock(lock, f"the verification checkout {name}"):
+        try:
+            await anyio.to_thread.run_sync(lambda: make_worktree(repo, path, commit, locks))
+            yield path
+        finally:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await anyio.to_thread.run_sync(lambda: discard_worktree(repo, path, locks))
+                    lock.unlink(missing_ok=True)
+                except (OSError, ToolFailed) as exc:  # left for the next start to clear; the run's result stands
+                    log.warning("a verification checkout could not be removed", path=str(path), error=str(exc))
+
+
+def clear_scratch(repo: Repo, parent: Path, locks: Path) -> list[str]:
+    """Verification checkouts a crash cut short (their owner's lock is free: it is gone, with every git it
+    started): removed. Answers what was removed."""
+    removed = []
+    for path in sorted(parent.glob(f"{SCRATCH_PREFIX}*")):
+        lock = locks / f"{path.name}.lock"
+        with try_file_lock(lock, f"clearing the verification checkout {path.name}") as mine:
+            if not mine:
+                continue  # a live verification's
+            try:
+                if discard_worktree(repo, path, locks):
+                    removed.append(f"removed the verification checkout {path.name} a crash left")
+                lock.unlink(missing_ok=True)
+            except (OSError, ToolFailed) as exc:
+                removed.append(f"could not remove the verification checkout {path.name}: {str(exc)[:200]}")
+    return removed
 
 
 class Verification:
@@ -114,7 +141,7 @@ class Verification:
         """Judge and run each command in a checkout of ``commit``; later ones are skipped after a failure
         when ``stop_on_failure``."""
         runs: list[CommandRun] = []
-        async with scratch_checkout(self.repo, commit, self.config.worktrees) as root:
+        async with scratch_checkout(self.repo, commit, self.config.worktrees, self.config.state / "locks") as root:
             workspace = Workspace(root, self.config.protected_paths())
             env = sandbox_env(self.config.shell, root)
             for index, command in enumerate(commands, start=1):
