@@ -24,6 +24,7 @@ import warnings
 from collections.abc import AsyncIterator, Iterable, MutableMapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, replace
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -53,6 +54,7 @@ from starlette.types import Receive, Scope, Send
 from uvicorn.config import STARTUP_FAILURE
 
 from gateway import __version__
+from gateway.call_tasks import EXTENSION, TASK_TOOLS
 from gateway.errors import (
     Denied,
     GatewayError,
@@ -70,7 +72,7 @@ from gateway.identity.tokens import Tokens
 from gateway.judge.call import Call
 from gateway.origin import Elicitation, Origin
 from gateway.runtime import Gateway
-from gateway.tools.forwarded import FIELDS, Forwarded
+from gateway.tools.forwarded import FIELDS, STAND_INS, Forwarded
 from gateway.tools.spec import CallResult, ToolSpec
 from gateway.tools.upstream import EMPTY_COMPLETION
 from gateway.types import JSONObject, Principal
@@ -121,7 +123,30 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
     async def call_tool(ctx: ServerRequestContext[Any], params: mt.CallToolRequestParams) -> Any:
         origin = origin_for(ctx, params, credential(ctx), connection, log_levels)
         call = Call(tool=params.name, arguments=dict(params.arguments or {}), origin=origin)
+        if params.name in TASK_TOOLS and runs_as_task(ctx):
+            return passed_on(await tasks.start(call))
         return passed_on(await gateway.stacks.call(call))
+
+    tasks = TaskRunner(gateway)
+
+    def runs_as_task(ctx: ServerRequestContext[Any]) -> bool:
+        """A 2026-07-28 client that declared the tasks extension, while the gateway runs its task group."""
+        capabilities = ctx.session.client_capabilities
+        declared = capabilities is not None and EXTENSION in (capabilities.extensions or {})
+        return declared and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and gateway.task_runner is not None
+
+    async def get_task(ctx: ServerRequestContext[Any], params: mt.GetTaskRequestParams) -> JSONObject:
+        task = gateway.call_tasks.get(params.task_id, lister(ctx).agent)
+        if task is None:
+            raise MCPError(mt.INVALID_PARAMS, f"no task {params.task_id!r} is yours")
+        return {"resultType": "complete", **task}
+
+    async def cancel_task(ctx: ServerRequestContext[Any], params: mt.CancelTaskRequestParams) -> JSONObject:
+        if gateway.call_tasks.get(params.task_id, lister(ctx).agent) is None:
+            raise MCPError(mt.INVALID_PARAMS, f"no task {params.task_id!r} is yours")
+        if not tasks.cancel(params.task_id):
+            raise MCPError(mt.INVALID_PARAMS, f"task {params.task_id!r} has ended or runs in another gateway process")
+        return {"resultType": "complete"}
 
     def input_schema(name: str) -> dict[str, Any] | None:
         """What the 2026-07-28 HTTP transport checks a call's Mcp-Param-* headers against: the schema of the
@@ -257,6 +282,9 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
     # handshake era: the gateway says it sends list_changed (the SDK's default says it does not)
     changes = NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
     server.create_initialization_options = functools.partial(server.create_initialization_options, changes)  # type: ignore[method-assign]
+    server.extensions = {**(server.extensions or {}), EXTENSION: {}}  # 2026-07-28 tasks (gateway/call_tasks.py)
+    server.add_request_handler("tasks/get", mt.GetTaskRequestParams, get_task)
+    server.add_request_handler("tasks/cancel", mt.CancelTaskRequestParams, cancel_task)
     server.middleware.append(note_connection)
     server.middleware.append(record_malformed)
     server.middleware.append(pass_through)
@@ -422,13 +450,86 @@ def _unparsed_line(item: Any) -> JSONObject | None:
 
 # --- results passed on as the upstream sent them ----------------------------------------------------
 
-_forwarded: ContextVar[list[Forwarded]] = ContextVar("forwarded")
+_forwarded: ContextVar[list[Forwarded | TaskCreated]] = ContextVar("forwarded")
+
+
+@dataclass(frozen=True)
+class TaskCreated:
+    """A tools/call answered with the task it runs as (2026-07-28 tasks extension): ``resultType`` "task"."""
+
+    task: JSONObject
+
+    def stand_in(self) -> JSONObject:
+        return dict(STAND_INS["tools/call"])
+
+    def wire(self, protocol_version: str | None, stamp: Any = None) -> JSONObject:
+        meta = {mt.SERVER_INFO_META_KEY: stamp} if stamp is not None else None
+        return {"resultType": "task", **self.task, **({"_meta": meta} if meta else {})}
+
+
+class TaskRunner:
+    """Runs a call as a task in the gateway's task group: its state in the store before it starts and when
+    it ends (gateway/call_tasks.py), its progress as the task's status message; cancellable in this process."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        self.scopes: dict[str, anyio.CancelScope] = {}
+
+    async def start(self, call: Call) -> TaskCreated | Any:
+        gateway = self.gateway
+        try:
+            principal = gateway.tokens.verify(call.origin.token)
+        except Unauthenticated:
+            return await gateway.stacks.call(call)  # refused and recorded as any call is
+        task = gateway.call_tasks.create(principal.agent, call.tool, call.call_id)
+        task_id = task["taskId"]
+        call.detail["task_id"] = task_id
+
+        async def progress(value: float, total: float | None, message: str | None) -> None:
+            gateway.call_tasks.settle(task_id, "working", message=(message or f"{value:g}/{total or '?'}")[:200])
+
+        # the request that started it is answered now: no pushed question, no log, progress to the task
+        call.origin = replace(call.origin, progress=progress, elicitation="none", elicit=None, ask=None, log=None)
+        scope = self.scopes[task_id] = anyio.CancelScope()
+        assert gateway.task_runner is not None
+        gateway.task_runner.start_soon(self._run, call, task_id, scope, name=f"task:{task_id}")
+        return TaskCreated(task)
+
+    async def _run(self, call: Call, task_id: str, scope: anyio.CancelScope) -> None:
+        tasks = self.gateway.call_tasks
+        try:
+            with scope:
+                result = await self.gateway.stacks.call(call)
+                if isinstance(result, Forwarded):
+                    body = result.wire(MODERN_PROTOCOL_VERSIONS[0])
+                else:
+                    body = {
+                        "resultType": "complete",
+                        **result.model_dump(by_alias=True, mode="json", exclude_none=True),
+                    }
+                tasks.settle(task_id, "completed", result=body)
+            if scope.cancelled_caught:
+                tasks.settle(task_id, "cancelled", message="cancelled by its client")
+        except Exception as exc:  # a bug: the task fails, saying where to look
+            log.exception("task failed", task_id=task_id)
+            error = {"code": mt.INTERNAL_ERROR, "message": f"internal gateway error (call {call.call_id}): {exc}"[:500]}
+            tasks.settle(task_id, "failed", error=error)
+        finally:
+            self.scopes.pop(task_id, None)
+
+    def cancel(self, task_id: str) -> bool:
+        scope = self.scopes.get(task_id)
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
 
 
 def passed_on(result: Any) -> Any:
-    """What a handler answers the SDK: its result, or for an upstream's answer (``Forwarded``) the smallest
-    valid result of its method, which the SDK checks in its place (``pass_through`` then swaps them)."""
-    if not isinstance(result, Forwarded):
+    """What a handler answers the SDK: its result, or for an upstream's answer (``Forwarded``) or a task the
+    call runs as (``TaskCreated``) the smallest valid result of its method, which the SDK checks in its place
+    (``pass_through`` then swaps them)."""
+    if not isinstance(result, Forwarded | TaskCreated):
         return result
     _forwarded.get().append(result)
     return result.stand_in()
