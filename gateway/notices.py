@@ -29,7 +29,11 @@ __all__ = ["KINDS", "ChangeNotices"]
 log = structlog.get_logger("gateway.notices")
 
 KINDS = ("tools", "resources", "prompts")
-_EVENTS = {"tools": ToolsListChanged, "resources": ResourcesListChanged, "prompts": PromptsListChanged}
+_EVENTS: dict[str, type[ToolsListChanged | ResourcesListChanged | PromptsListChanged]] = {
+    "tools": ToolsListChanged,
+    "resources": ResourcesListChanged,
+    "prompts": PromptsListChanged,
+}
 
 
 class ChangeNotices:

@@ -127,10 +127,9 @@ class AskClient:
 
 def _shape(method: str, answer: JSONObject) -> JSONObject:
     """What the ledger keeps of an answer: never the values the person typed or the text the model wrote."""
-    if method == ELICIT:
-        content = answer.get("content")
-        return {"action": answer.get("action"), "fields": sorted(content) if isinstance(content, dict) else []}
     content: Any = answer.get("content")
+    if method == ELICIT:
+        return {"action": answer.get("action"), "fields": sorted(content) if isinstance(content, dict) else []}
     return {
         "model": str(answer.get("model", ""))[:200],
         "stop_reason": answer.get("stopReason"),
