@@ -66,6 +66,7 @@ from gateway.errors import (
     UnknownTool,
     UpstreamMalformed,
 )
+from gateway.event_store import RETRY_MS, RecentEvents
 from gateway.hooks_http import ClaudeCodeHook
 from gateway.identity.resource import ProtectedResource
 from gateway.identity.tokens import Tokens
@@ -784,7 +785,15 @@ def http_app(
         )
     else:  # bound to a public interface (e.g. in a container): bearer auth is the gate
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    manager = StreamableHTTPSessionManager(app=server, security_settings=security, stateless=stateless)
+    # a handshake-era client whose SSE stream dropped resumes it (Last-Event-ID); stateless workers keep none
+    events = None if stateless else RecentEvents()
+    manager = StreamableHTTPSessionManager(
+        app=server,
+        security_settings=security,
+        stateless=stateless,
+        event_store=events,
+        retry_interval=RETRY_MS if events is not None else None,
+    )
     screened = ScreenRequests(StreamableHTTPASGIApp(manager), gateway)  # every request recorded
     verifier = GatewayTokenVerifier(gateway.tokens)
     resource = ProtectedResource(gateway.config.identity, security, SERVER_NAME)

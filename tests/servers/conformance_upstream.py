@@ -180,6 +180,13 @@ async def test_elicitation_sep1330_enums(ctx: Context) -> str | types.InputRequi
 
 
 @server.tool()
+def test_reconnection() -> str:
+    """Conformance tool (SEP-1699): the suite wants its server to close the SSE stream mid-call; behind the
+    gateway only the gateway owns that stream, so this answers on it, with the gateway's priming event first."""
+    return "Reconnection test completed"
+
+
+@server.tool()
 def json_schema_2020_12_tool(name: str = "", address: dict[str, Any] | None = None) -> str:
     """Tool with JSON Schema 2020-12 features"""
     return json.dumps({"name": name, "address": address})
