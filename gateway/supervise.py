@@ -6,7 +6,8 @@ the gateway).
     tg.start_soon(sweeps.run)
 
 Each pass runs ``every_s`` after the last; after a failure the wait doubles (up to ``max_backoff_s``) until a
-pass succeeds. The first failure of a run of them is recorded in the ledger (kind "loop", outcome "error");
+pass succeeds. The error is recorded with anything that looks like a credential masked. The first failure of a
+run of them is recorded in the ledger (kind "loop", outcome "error");
 when the ledger cannot take it (the store itself is what failed), it is recorded with the recovery (outcome
 "ok", how many passes failed and the last error), so the record is complete once the store is back.
 """
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 import anyio
 import structlog
 
+from gateway.decision_log import mask_text
 from gateway.ledger.chain import Ledger, utc_now
 from gateway.types import JSONObject
 
@@ -75,11 +77,11 @@ class Supervised:
         try:
             await self.step()
         except Exception as exc:
-            error = f"{type(exc).__name__}: {str(exc)[:300]}"
+            error = mask_text(f"{type(exc).__name__}: {str(exc)[:300]}")  # what looks like a credential masked
             streak = self.streak or _Streak(utc_now(), 0, error, recorded=False)
             streak.failures, streak.error = streak.failures + 1, error
             self.streak = streak
-            log.exception("a background loop failed; it goes on", loop=self.name, failures=streak.failures)
+            log.exception("a background loop failed; it goes on", loop=self.name, error=error, failures=streak.failures)
             if not streak.recorded:
                 streak.recorded = self._record("error", {"error": error, "retry_in_s": self.wait_s})
             return

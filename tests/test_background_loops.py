@@ -5,6 +5,7 @@ a malformed upstream lockfile leaves no decision worker process behind."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ from pg import PASSWORD_VAR, PostgresServer
 from gateway.config import GatewayConfig
 from gateway.errors import ConfigError
 from gateway.runtime import Gateway
+from gateway.supervise import Supervised
 
 pytestmark = pytest.mark.anyio
 
@@ -50,6 +52,7 @@ async def test_a_store_lost_during_a_sweep_is_recorded_and_the_gateway_keeps_ser
     [recovered] = ledger_rows(gateway, kind="loop")
     assert recovered.tool == "claim sweep" and recovered.outcome == "ok", recovered
     assert recovered.detail["recovered_after"] >= 2 and "StoreUnavailable" in recovered.detail["last_error"]
+    assert postgres.password not in json.dumps(recovered.detail)
 
 
 def decision_workers() -> list[int]:
@@ -81,11 +84,9 @@ async def test_a_failed_start_leaves_no_decision_worker_behind(config: GatewayCo
 
 async def test_a_failing_loop_backs_off_and_recovers(config: GatewayConfig) -> None:
     """The loop's clock is the test's: each pass comes when the test lets it, and the waits say the backoff."""
-    from gateway.supervise import Supervised
-
     gateway = Gateway(config)
     waits: list[float] = []
-    outcomes = iter([RuntimeError("first"), RuntimeError("second"), None, RuntimeError("third")])
+    outcomes = iter([RuntimeError("first"), RuntimeError("second"), None, RuntimeError("third password=hunter2")])
 
     async def step() -> Any:
         outcome = next(outcomes)
@@ -103,3 +104,4 @@ async def test_a_failing_loop_backs_off_and_recovers(config: GatewayConfig) -> N
     rows = [(r.outcome, r.detail) for r in ledger_rows(gateway, kind="loop")]
     assert [o for o, _ in rows] == ["error", "ok", "error"], rows
     assert rows[1][1]["recovered_after"] == 2 and rows[1][1]["last_error"] == "RuntimeError: second"
+    assert "hunter2" not in rows[2][1]["error"], rows[2]  # what looks like a credential is masked
