@@ -13,6 +13,7 @@ import anyio
 import mcp_types as mt
 import pytest
 from conftest import add_role, inproc_client, ledger_rows, reconfigure, text_of, token
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 from gateway.runtime import Gateway
 
@@ -136,7 +137,7 @@ async def test_log_messages_reach_the_client_masked_at_its_level(config: Any, up
     gateway, bearer = relaying(config, upstream_tool)
     person = Person()
     async with inproc_client(gateway, bearer, mode="legacy", **person.callbacks()) as client:
-        with pytest.warns(DeprecationWarning):  # deprecated as of 2026-07-28, still handshake-era logging
+        with pytest.warns(MCPDeprecationWarning):  # deprecated as of 2026-07-28, still handshake-era logging
             await client.session.set_logging_level("info")
         result = await client.call_tool(upstream_tool, {})
     assert not result.is_error
