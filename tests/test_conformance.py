@@ -26,7 +26,9 @@ UPSTREAM = HERE / "servers" / "conformance_upstream.py"
 
 # scenario -> why it does not pass through the gateway (docs/conformance.md says more)
 NOT_PASSED = {
-    "server-sse-polling": "the gateway's HTTP transport keeps no event store, so a closed SSE stream is not resumed",
+    # the scenario POSTs as protocol 2025-03-26, to which the SDK's transport sends no priming event (older
+    # clients cannot parse one), and only the upstream could close a stream mid-call, which behind a gateway it cannot
+    "server-sse-polling": "no priming event for a 2025-03-26 request; a stream is closed mid-call only by its owner",
 }
 
 pytestmark = pytest.mark.skipif(
