@@ -10,9 +10,9 @@ person about is refused (nobody holds a relayed request for approval). The ledge
 shape, never its values: for a question, the action and the fields answered; for sampling, the model, the
 size and digest of its text, marked untrusted (it is the client's model following the upstream's prompt).
 
-An upstream's log messages reach the client with their secrets masked, at most ``LOG_MESSAGES`` per call of
-at most ``LOG_BYTES`` each, at or above the level the client asked for; the call's ledger row counts the
-relayed and dropped ones.
+At most ``ASKS_PER_CALL`` requests per call are relayed. An upstream's log messages reach the client with
+their secrets masked, at most ``LOG_MESSAGES`` per call of at most ``LOG_BYTES`` each, at or above the level
+the client asked for; the call's ledger row counts the relayed and dropped ones.
 
     relay = RelayToClient(call, stacks.relay.run)     # what Execute gives an upstream's handler
     answer = await relay.ask("elicitation/create", params)
@@ -32,8 +32,9 @@ from gateway.judge.call import Call, CallKind, Judge
 from gateway.tools.relay import ELICIT, RelayRefused
 from gateway.types import JSONObject
 
-__all__ = ["LOG_BYTES", "LOG_LEVELS", "LOG_MESSAGES", "AskClient", "RelayToClient"]
+__all__ = ["ASKS_PER_CALL", "LOG_BYTES", "LOG_LEVELS", "LOG_MESSAGES", "AskClient", "RelayToClient"]
 
+ASKS_PER_CALL = 10  # questions and sampling requests one call may make of its client; more are refused
 LOG_MESSAGES = 100  # log messages relayed per call; the rest are dropped (and counted)
 LOG_BYTES = 4096  # a message's data larger than this as JSON is cut to a string of this length
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -46,6 +47,7 @@ class RelayToClient:
         self.call = call
         self.judge = judge
         self.logs = {"relayed": 0, "dropped": 0}
+        self.asked = 0
 
     @property
     def log_level(self) -> str | None:
@@ -53,6 +55,9 @@ class RelayToClient:
 
     async def ask(self, method: str, params: JSONObject) -> JSONObject:
         parent = self.call
+        self.asked += 1
+        if self.asked > ASKS_PER_CALL:  # an upstream that keeps asking is not let to wear the person down
+            raise RelayRefused(f"the upstream made more than {ASKS_PER_CALL} requests of the client in one call")
         asked = Call(
             tool=parent.tool,
             arguments=params,

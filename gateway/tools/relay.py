@@ -17,7 +17,7 @@ from typing import Protocol
 
 from gateway.types import JSONObject
 
-__all__ = ["ASKS", "NO_RELAY", "ClientRelay", "RelayRefused", "refusal_answer"]
+__all__ = ["ASKS", "ELICIT", "NO_RELAY", "SAMPLE", "ClientRelay", "RelayRefused", "refusal_answer"]
 
 ELICIT = "elicitation/create"
 SAMPLE = "sampling/createMessage"
