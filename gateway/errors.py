@@ -93,6 +93,12 @@ class Denied(GatewayError):
     outcome = "denied"
 
 
+class NotRelayed(Denied):
+    """An upstream's request for the client (a question, sampling) that the client cannot be sent."""
+
+    code = "not_relayed"
+
+
 class Unauthenticated(Denied):
     code = "unauthenticated"
 

@@ -52,6 +52,13 @@ class Origin:
     input_responses: JSONObject | None = None
     request_state: str | None = None
     meta: JSONObject | None = None  # the request's own _meta, as sent (a claim of labels in it is refused)
+    # what an upstream may ask of this client during a call (gateway/judge/relay.py): ``ask`` pushes a request
+    # (handshake era) and returns the client's answer, ``sampling`` says the client declared it, ``log`` sends
+    # a log message about the call at or above ``log_level`` (None: the client asked for none)
+    ask: Callable[[str, JSONObject], Awaitable[JSONObject]] | None = None
+    sampling: bool = False
+    log: Callable[[JSONObject], Awaitable[None]] | None = None
+    log_level: str | None = None
 
     @property
     def modern(self) -> bool:

@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING
 
 import anyio
 import structlog
+from anyio.abc import TaskGroup
 
 from gateway.addresses import AddressGuard, listening_ports
 from gateway.approvals import Approvals, RequestStateSeal
+from gateway.call_tasks import CallTasks
 from gateway.checkpoints import Checkpoints
 from gateway.commit.intents import Intents
 from gateway.config import GatewayConfig, PolicyConfig, parse_listen
@@ -136,6 +138,8 @@ class Gateway:
         self.labels = FlowLabels(self.db, self.ledger)
         # budgets of roles, agents and tasks, charged in the store (gateway.yaml budgets, manifests' budget)
         self.budgets = Budgets(self.db, config.budgets)
+        self.call_tasks = CallTasks(self.db)
+        self.task_runner: TaskGroup | None = None  # where calls run as tasks run, while the gateway runs
         # upstream definitions as pinned (first use, the operator's lockfile, a person's approval)
         self.pins = Pins(self.db, self.ledger, config.upstream_lockfile)
         self.checkpoints = Checkpoints(self.db, self.sandbox, config, self.ledger)
@@ -247,6 +251,9 @@ class Gateway:
         worktree, verification checkouts, task worktrees half-made or missing and git locks in them."""
         for call_id in self.ledger.close_interrupted(alive):
             log.warning("closed a call a stopped gateway left running", call_id=call_id)
+        for task_id in self.call_tasks.recover(alive):
+            log.warning("failed a task a stopped gateway left working", task_id=task_id)
+            self.ledger.append({"kind": "recovery", "outcome": "ok", "detail": {"what": "task", "task_id": task_id}})
         self.queue.recover_if_idle()
         scratch = clear_scratch(Repo(self.config.workspace), self.config.worktrees, self.config.state / "locks")
         if scratch:
@@ -304,8 +311,10 @@ class Gateway:
                     self.notifier.start()
                 for loop in self.background:
                     tg.start_soon(loop.run, name=loop.name)
+                self.task_runner = tg
                 try:
                     yield self
                 finally:
+                    self.task_runner = None
                     tg.cancel_scope.cancel()
                     self.telemetry.flush()

@@ -15,30 +15,34 @@ over stdio the connection's token comes from GATEWAY_TOKEN and is checked at sta
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import secrets
 import socket
 import sys
 import warnings
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, MutableMapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, replace
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import anyio
 import mcp_types as mt
 import structlog
 import uvicorn
-from mcp.server import Server, ServerRequestContext
+from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 from mcp.server.context import CallNext
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.subscriptions import ListenHandler
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from mcp.shared.message import SessionMessage
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.applications import Starlette
@@ -52,15 +56,19 @@ from starlette.types import Receive, Scope, Send
 from uvicorn.config import STARTUP_FAILURE
 
 from gateway import __version__
+from gateway.call_tasks import EXTENSION, TASK_TOOLS
 from gateway.errors import (
     Denied,
     GatewayError,
     InvalidRequest,
     InvalidUnicode,
     MalformedRequest,
+    ToolFailed,
     Unauthenticated,
     UnknownTool,
+    UpstreamMalformed,
 )
+from gateway.event_store import RETRY_MS, RecentEvents
 from gateway.hooks_http import ClaudeCodeHook
 from gateway.identity.resource import ProtectedResource
 from gateway.identity.tokens import Tokens
@@ -70,7 +78,7 @@ from gateway.metrics import metrics_routes
 from gateway.origin import Elicitation, Origin
 from gateway.readiness import Readiness
 from gateway.runtime import Gateway
-from gateway.tools.forwarded import FIELDS, Forwarded
+from gateway.tools.forwarded import FIELDS, STAND_INS, Forwarded
 from gateway.tools.spec import CallResult, ToolSpec
 from gateway.tools.upstream import EMPTY_COMPLETION
 from gateway.types import JSONObject, Principal
@@ -93,6 +101,8 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
     """The MCP server. ``token`` is the connection's credential on stdio and in-process connections."""
 
     connection = secrets.token_hex(16)  # stdio and in-process: one connection, one session
+    # the level each handshake-era connection asked for with logging/setLevel (upstream logs relayed at it)
+    log_levels: MutableMapping[Any, str] = WeakKeyDictionary()
 
     def credential(ctx: ServerRequestContext[Any]) -> str | None:
         if ctx.request is not None:  # HTTP: the bearer token the middleware already verified
@@ -117,9 +127,32 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
         return mt.ListToolsResult(tools=[spec.as_mcp_tool() for spec in gateway.visible_tools(principal)])
 
     async def call_tool(ctx: ServerRequestContext[Any], params: mt.CallToolRequestParams) -> Any:
-        origin = origin_for(ctx, params, credential(ctx), connection)
+        origin = origin_for(ctx, params, credential(ctx), connection, log_levels)
         call = client_call(tool=params.name, arguments=dict(params.arguments or {}), origin=origin)
+        if params.name in TASK_TOOLS and runs_as_task(ctx):
+            return passed_on(await tasks.start(call))
         return passed_on(await gateway.stacks.call(call))
+
+    tasks = TaskRunner(gateway)
+
+    def runs_as_task(ctx: ServerRequestContext[Any]) -> bool:
+        """A 2026-07-28 client that declared the tasks extension, while the gateway runs its task group."""
+        capabilities = ctx.session.client_capabilities
+        declared = capabilities is not None and EXTENSION in (capabilities.extensions or {})
+        return declared and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and gateway.task_runner is not None
+
+    async def get_task(ctx: ServerRequestContext[Any], params: mt.GetTaskRequestParams) -> JSONObject:
+        task = gateway.call_tasks.get(params.task_id, lister(ctx).agent)
+        if task is None:
+            raise MCPError(mt.INVALID_PARAMS, f"no task {params.task_id!r} is yours")
+        return {"resultType": "complete", **task}
+
+    async def cancel_task(ctx: ServerRequestContext[Any], params: mt.CancelTaskRequestParams) -> JSONObject:
+        if gateway.call_tasks.get(params.task_id, lister(ctx).agent) is None:
+            raise MCPError(mt.INVALID_PARAMS, f"no task {params.task_id!r} is yours")
+        if not tasks.cancel(params.task_id):
+            raise MCPError(mt.INVALID_PARAMS, f"task {params.task_id!r} has ended or runs in another gateway process")
+        return {"resultType": "complete"}
 
     def input_schema(name: str) -> dict[str, Any] | None:
         """What the 2026-07-28 HTTP transport checks a call's Mcp-Param-* headers against: the schema of the
@@ -159,12 +192,12 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
         return mt.ListPromptsResult(prompts=listed(ctx, gateway.pool.prompts(served=True)))
 
     async def read_resource(ctx: ServerRequestContext[Any], params: mt.ReadResourceRequestParams) -> Any:
-        origin = origin_for(ctx, params, credential(ctx), connection)
+        origin = origin_for(ctx, params, credential(ctx), connection, log_levels)
         call = client_call(tool=params.uri, arguments={"uri": params.uri}, origin=origin, method="resources/read")
         return passed_on(answered(await gateway.stacks.read.run(call), mt.ReadResourceResult))
 
     async def get_prompt(ctx: ServerRequestContext[Any], params: mt.GetPromptRequestParams) -> Any:
-        origin = origin_for(ctx, params, credential(ctx), connection)
+        origin = origin_for(ctx, params, credential(ctx), connection, log_levels)
         call = client_call(
             tool=params.name, arguments=dict(params.arguments or {}), origin=origin, method="prompts/get"
         )
@@ -190,20 +223,32 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
         return await upstream.complete(upstream_ref, argument, context)
 
     async def subscribe(ctx: ServerRequestContext[Any], params: mt.SubscribeRequestParams) -> mt.EmptyResult:
-        """Accepted for a resource the role may read (the upstream is told when it supports subscriptions);
-        update notifications are not relayed (docs/conformance.md says why), so clients re-read."""
+        """Accepted for a resource the role may read: the upstream is told (when it offers subscriptions) and
+        its updates of that URI reach this connection (gateway/notices.py)."""
         principal = lister(ctx)
         spec = gateway.pool.resource(params.uri)
-        if spec is None or not granted(principal, spec):
+        upstream = gateway.pool.upstream_of(spec) if spec is not None else None
+        if spec is None or upstream is None or not granted(principal, spec):
             raise MCPError(RESOURCE_NOT_FOUND, f"no resource {params.uri!r} is available to role {principal.role!r}")
+        gateway.pool.notices.subscribe(connection_of(ctx.session), params.uri)
+        await upstream.subscribe(params.uri, subscribed=True)
         return mt.EmptyResult()
 
     async def unsubscribe(ctx: ServerRequestContext[Any], params: mt.UnsubscribeRequestParams) -> mt.EmptyResult:
         lister(ctx)
+        gateway.pool.notices.unsubscribe(connection_of(ctx.session), params.uri)
         return mt.EmptyResult()
 
+    async def note_connection(ctx: ServerRequestContext[Any], call_next: CallNext) -> Any:
+        """A handshake-era connection that made a request is told when the lists it may read change."""
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            gateway.pool.notices.seen(connection_of(ctx.session))
+        return await call_next(ctx)
+
     async def set_logging_level(ctx: ServerRequestContext[Any], params: mt.SetLevelRequestParams) -> mt.EmptyResult:
-        # Answered for handshake-era clients (and the conformance suite); the gateway's own log is structlog's.
+        """Handshake era: upstream log messages reach this connection at ``params.level`` and above (the
+        gateway's own log is structlog's, never sent to clients)."""
+        log_levels[connection_of(ctx.session)] = params.level
         return mt.EmptyResult()
 
     async def record_malformed(ctx: ServerRequestContext[Any], call_next: CallNext) -> Any:
@@ -240,7 +285,15 @@ def build_server(gateway: Gateway, token: str | None = None) -> Server[Any]:
             on_get_prompt=get_prompt,
             on_completion=complete,
             on_set_logging_level=set_logging_level,
+            on_subscriptions_listen=ListenHandler(gateway.pool.notices.bus),  # 2026-07-28 change notices
         )
+    # handshake era: the gateway says it sends list_changed (the SDK's default says it does not)
+    changes = NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
+    server.create_initialization_options = functools.partial(server.create_initialization_options, changes)  # type: ignore[method-assign]
+    server.extensions = {**(server.extensions or {}), EXTENSION: {}}  # 2026-07-28 tasks (gateway/call_tasks.py)
+    server.add_request_handler("tasks/get", mt.GetTaskRequestParams, get_task)
+    server.add_request_handler("tasks/cancel", mt.CancelTaskRequestParams, cancel_task)
+    server.middleware.append(note_connection)
     server.middleware.append(record_malformed)
     server.middleware.append(pass_through)
     return server
@@ -405,13 +458,86 @@ def _unparsed_line(item: Any) -> JSONObject | None:
 
 # --- results passed on as the upstream sent them ----------------------------------------------------
 
-_forwarded: ContextVar[list[Forwarded]] = ContextVar("forwarded")
+_forwarded: ContextVar[list[Forwarded | TaskCreated]] = ContextVar("forwarded")
+
+
+@dataclass(frozen=True)
+class TaskCreated:
+    """A tools/call answered with the task it runs as (2026-07-28 tasks extension): ``resultType`` "task"."""
+
+    task: JSONObject
+
+    def stand_in(self) -> JSONObject:
+        return dict(STAND_INS["tools/call"])
+
+    def wire(self, protocol_version: str | None, stamp: Any = None) -> JSONObject:
+        meta = {mt.SERVER_INFO_META_KEY: stamp} if stamp is not None else None
+        return {"resultType": "task", **self.task, **({"_meta": meta} if meta else {})}
+
+
+class TaskRunner:
+    """Runs a call as a task in the gateway's task group: its state in the store before it starts and when
+    it ends (gateway/call_tasks.py), its progress as the task's status message; cancellable in this process."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        self.scopes: dict[str, anyio.CancelScope] = {}
+
+    async def start(self, call: Call) -> TaskCreated | Any:
+        gateway = self.gateway
+        try:
+            principal = gateway.tokens.verify(call.origin.token)
+        except Unauthenticated:
+            return await gateway.stacks.call(call)  # refused and recorded as any call is
+        task = gateway.call_tasks.create(principal.agent, call.tool, call.call_id)
+        task_id = task["taskId"]
+        call.detail["task_id"] = task_id
+
+        async def progress(value: float, total: float | None, message: str | None) -> None:
+            gateway.call_tasks.settle(task_id, "working", message=(message or f"{value:g}/{total or '?'}")[:200])
+
+        # the request that started it is answered now: no pushed question, no log, progress to the task
+        call.origin = replace(call.origin, progress=progress, elicitation="none", elicit=None, ask=None, log=None)
+        scope = self.scopes[task_id] = anyio.CancelScope()
+        assert gateway.task_runner is not None
+        gateway.task_runner.start_soon(self._run, call, task_id, scope, name=f"task:{task_id}")
+        return TaskCreated(task)
+
+    async def _run(self, call: Call, task_id: str, scope: anyio.CancelScope) -> None:
+        tasks = self.gateway.call_tasks
+        try:
+            with scope:
+                result = await self.gateway.stacks.call(call)
+                if isinstance(result, Forwarded):
+                    body = result.wire(MODERN_PROTOCOL_VERSIONS[0])
+                else:
+                    body = {
+                        "resultType": "complete",
+                        **result.model_dump(by_alias=True, mode="json", exclude_none=True),
+                    }
+                tasks.settle(task_id, "completed", result=body)
+            if scope.cancelled_caught:
+                tasks.settle(task_id, "cancelled", message="cancelled by its client")
+        except Exception as exc:  # a bug: the task fails, saying where to look
+            log.exception("task failed", task_id=task_id)
+            error = {"code": mt.INTERNAL_ERROR, "message": f"internal gateway error (call {call.call_id}): {exc}"[:500]}
+            tasks.settle(task_id, "failed", error=error)
+        finally:
+            self.scopes.pop(task_id, None)
+
+    def cancel(self, task_id: str) -> bool:
+        scope = self.scopes.get(task_id)
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
 
 
 def passed_on(result: Any) -> Any:
-    """What a handler answers the SDK: its result, or for an upstream's answer (``Forwarded``) the smallest
-    valid result of its method, which the SDK checks in its place (``pass_through`` then swaps them)."""
-    if not isinstance(result, Forwarded):
+    """What a handler answers the SDK: its result, or for an upstream's answer (``Forwarded``) or a task the
+    call runs as (``TaskCreated``) the smallest valid result of its method, which the SDK checks in its place
+    (``pass_through`` then swaps them)."""
+    if not isinstance(result, Forwarded | TaskCreated):
         return result
     _forwarded.get().append(result)
     return result.stand_in()
@@ -472,12 +598,27 @@ def client_call(origin: Origin, **fields: Any) -> Call:
     return call
 
 
+def connection_of(session: Any) -> Any:
+    """The connection a request's session belongs to (mcp 2.3.* makes a session per request, over one
+    ``_connection`` per client connection): what a logging level is kept for."""
+    return getattr(session, "_connection", session)
+
+
+RELAYED: dict[str, tuple[Any, Any]] = {
+    "elicitation/create": (mt.ElicitRequest, mt.ElicitResult),
+    "sampling/createMessage": (mt.CreateMessageRequest, mt.CreateMessageResult),
+}
+LOG_LEVEL_META = "io.modelcontextprotocol/logLevel"
+
+
 def origin_for(
     ctx: ServerRequestContext[Any],
     params: mt.CallToolRequestParams | mt.ReadResourceRequestParams | mt.GetPromptRequestParams,
     token: str | None,
     connection: str,
+    log_levels: MutableMapping[Any, str] | None = None,
 ) -> Origin:
+    log_levels = log_levels if log_levels is not None else {}
     session = ctx.session
     modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
     capabilities = session.client_capabilities
@@ -496,6 +637,31 @@ def origin_for(
     async def elicit(message: str, schema: JSONObject) -> mt.ElicitResult:
         return await session.elicit_form(message, schema, related_request_id=ctx.request_id)
 
+    async def ask(method: str, asked: JSONObject) -> JSONObject:
+        """An upstream's request (judged already), pushed to the client on this call's stream."""
+        model, result = RELAYED[method]
+        try:
+            request = model.model_validate({"method": method, "params": asked})
+        except ValidationError as exc:
+            raise UpstreamMalformed(f"the upstream's {method} request is malformed: {exc.errors()[0]['msg']}") from None
+        try:
+            answer = await session.send_request(request, result, metadata=ServerMessageMetadata(ctx.request_id))
+        except MCPError as exc:
+            raise ToolFailed(f"the client answered {method} with error {exc.error.code}: {exc.error.message}") from None
+        return answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    async def log(message: JSONObject) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # send_log_message is deprecated as of 2026-07-28 (SEP-2577)
+            await session.send_log_message(
+                message["level"], message["data"], message.get("logger"), related_request_id=ctx.request_id
+            )
+
+    if modern:  # 2026-07-28: logs are opt-in per request, at the level its _meta names
+        log_level = (ctx.meta or {}).get(LOG_LEVEL_META) if isinstance(ctx.meta, dict) else None
+    else:
+        log_level = log_levels.get(connection_of(session), "debug")
+
     client = session.client_params.client_info.name if session.client_params else None
     request: Request | None = ctx.request
     return Origin(
@@ -511,6 +677,10 @@ def origin_for(
         input_responses={k: v.model_dump(by_alias=True) for k, v in (params.input_responses or {}).items()} or None,
         request_state=params.request_state,
         meta=dict(params.meta) if params.meta else None,
+        ask=ask if not modern and session.can_send_request else None,  # 2026-07-28 has no push
+        sampling=capabilities is not None and capabilities.sampling is not None and not modern,
+        log=log,
+        log_level=log_level if isinstance(log_level, str) else None,
     )
 
 
@@ -633,7 +803,15 @@ def http_app(
         )
     else:  # bound to a public interface (e.g. in a container): bearer auth is the gate
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    manager = StreamableHTTPSessionManager(app=server, security_settings=security, stateless=stateless)
+    # a handshake-era client whose SSE stream dropped resumes it (Last-Event-ID); stateless workers keep none
+    events = None if stateless else RecentEvents()
+    manager = StreamableHTTPSessionManager(
+        app=server,
+        security_settings=security,
+        stateless=stateless,
+        event_store=events,
+        retry_interval=RETRY_MS if events is not None else None,
+    )
     screened = ScreenRequests(StreamableHTTPASGIApp(manager), gateway)  # every request recorded
     verifier = GatewayTokenVerifier(gateway.tokens)
     resource = ProtectedResource(gateway.config.identity, security, SERVER_NAME)

@@ -32,6 +32,8 @@ denials contains denial if some denial in data.gateway.concerns.flow.deny
 
 denials contains denial if some denial in data.gateway.concerns.paths.deny
 
+denials contains denial if some denial in data.gateway.concerns.relay.deny
+
 denials contains denial if some denial in data.gateway.concerns.roles.deny
 
 denials contains denial if some denial in data.gateway.concerns.secrets.deny
@@ -45,6 +47,8 @@ findings contains finding if some finding in data.gateway.concerns.duty.findings
 findings contains finding if some finding in data.gateway.concerns.flow.findings
 
 findings contains finding if some finding in data.gateway.concerns.paths.findings
+
+findings contains finding if some finding in data.gateway.concerns.relay.findings
 
 findings contains finding if some finding in data.gateway.concerns.roles.findings
 

@@ -98,6 +98,12 @@ def variants(base: JSONObject, write: JSONObject, workspace: Path) -> list[Golde
     task = {"id": "T1", "state": "submitted", "workers": ["w1"], "allowed_paths": ["src/**"], "attempt": 1}
     intent = {"id": "I-1", "task_id": "T1", "action": "merge", "state": "approved", "proposed_by": "w1"}
     committer, verifier = {"agent": "c1", "role": "committer"}, {"agent": "v1", "role": "verifier"}
+    upstream = {"name": "tickets__get", "provider": "upstream:tickets", "analysed": True, "read_only": True}
+
+    def question(properties: JSONObject) -> JSONObject:
+        return {"message": "Which one?", "requestedSchema": {"type": "object", "properties": properties}}
+
+    sampling = {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 10}
     return [
         changed("a role without a role file", {"role": "nosuch"}),
         changed("a tool with no provider", tool={"name": "nosuch", "provider": None}),
@@ -184,6 +190,27 @@ def variants(base: JSONObject, write: JSONObject, workspace: Path) -> list[Golde
             "egress after a confidential read",
             effects={**base["effects"], "network": [{"host": "paste.example", "via": "curl"}]},
             flow=flow("confidential", "touches secrets or credentials: .env"),
+        ),
+        # what an upstream asks of the client during a call (policies/relay/relay.rego)
+        changed("an upstream's question", tool=upstream, kind="elicitation", arguments=question({"branch": {}})),
+        changed(
+            "an upstream's question for a password",
+            tool=upstream,
+            kind="elicitation",
+            arguments=question({"pw": {"type": "string", "title": "Password"}}),
+        ),
+        changed(
+            "an upstream's URL question",
+            tool=upstream,
+            kind="elicitation",
+            arguments={"mode": "url", "message": "Sign in", "url": "https://example.com"},
+        ),
+        changed("an upstream's sampling request", tool=upstream, kind="sampling", arguments=sampling),
+        changed(
+            "an upstream's sampling request with the agent's context",
+            tool=upstream,
+            kind="sampling",
+            arguments={**sampling, "includeContext": "allServers"},
         ),
     ]
 

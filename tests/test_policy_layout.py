@@ -58,7 +58,7 @@ def roles() -> dict[str, object]:
 
 
 def test_the_shipped_concerns() -> None:
-    assert CONCERNS == ["commit", "duty", "flow", "paths", "roles", "secrets", "tiers"]
+    assert CONCERNS == ["commit", "duty", "flow", "paths", "relay", "roles", "secrets", "tiers"]
     for concern in CONCERNS:
         assert (SHIPPED / concern / f"{concern}.rego").is_file() and (
             SHIPPED / concern / f"{concern}_test.rego"

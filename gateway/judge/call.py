@@ -46,6 +46,7 @@ class CallKind(StrEnum):
     VERIFY = "verify"  # a verification command the gateway runs itself, judged before it runs
     CEREMONY_CHECK = "ceremony_check"  # a merge the merge ceremony is about to make, judged as its intent_commit
     SCOPE = "scope"  # a task's files against its allowed paths (or its acceptance files), asked of the policy
+    RELAY = "relay"  # an upstream's request for the calling client (a question, sampling), judged before it goes
 
 
 @dataclass
@@ -89,6 +90,7 @@ class Call:
     denials_as_errors: bool = True  # the role's choice; see Role.denials
     event: str | bytes | None = None  # a hook call: Claude Code's hook input, as it was sent
     answer: list[str] | None = None  # a scope call: the files outside the globs
+    relayed: JSONObject | None = None  # a relay call: the client's answer, for the upstream
 
     def stop(self, error: GatewayError) -> None:
         self.error, self.outcome = error, error.outcome

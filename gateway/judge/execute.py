@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from gateway.errors import GatewayError, ToolFailed
 from gateway.judge.approval import granted_confinement
-from gateway.judge.call import Call
+from gateway.judge.call import Call, Judge
+from gateway.judge.relay import RelayToClient
 from gateway.origin import no_progress
 from gateway.tools.spec import CallResult, ToolInvocation
 from gateway.types import JSONObject
@@ -15,7 +16,11 @@ CHECKPOINT_META = "io.github.mcp-policy-gateway/checkpoint"
 
 
 class Execute:
-    """Runs the call's tool with the place it may act in (its worktree, its confinement and granted egress)."""
+    """Runs the call's tool with the place it may act in (its worktree, its confinement and granted egress).
+    An upstream's tool may ask the calling client things meanwhile, each judged by ``relay``."""
+
+    def __init__(self, relay: Judge | None = None) -> None:
+        self.relay = relay
 
     async def __call__(self, call: Call) -> None:
         assert call.spec is not None and call.principal is not None and call.workspace is not None
@@ -30,6 +35,8 @@ class Execute:
             request_state=call.origin.request_state,
             confinement=granted_confinement(call),
         )
+        if self.relay is not None and call.spec.provider.upstream:
+            invocation.relay = RelayToClient(call, self.relay)
         try:
             call.result = await call.spec.handler(invocation)
         except GatewayError:

@@ -8,6 +8,8 @@ stage is one module of this package.
     resources/read,     authenticate -> resolve -> valid text -> validate -> describe -> read flow -> decide
     prompts/get         -> charge budget -> act on tier -> record intent -> execute;
                                                   finish: label result, settle budget, record
+    relay               resolve -> valid text -> describe -> decide -> ask client;   finish: record
+                        (an upstream's question or sampling request for the calling client, during a call)
     check (dry run)     resolve -> valid text -> validate -> describe -> read flow -> decide -> judged;
                                                                      finish: record
     verify              the same, for the commands the gateway runs itself (verify_run's, a merge's checks)
@@ -47,6 +49,7 @@ from gateway.judge.keep_deadletters import KeepDeadLetters
 from gateway.judge.pipeline import Pipeline
 from gateway.judge.record import Record
 from gateway.judge.record_intent import RecordIntent
+from gateway.judge.relay import AskClient
 from gateway.judge.resolve import Resolve
 from gateway.judge.scope import Scope
 from gateway.judge.situate import Situate
@@ -108,21 +111,23 @@ class Stacks:
         config = services.config
         record = Record(services.ledger, services.telemetry)
         enforcement = Enforcement(services.approvals, services.checkpoints)
-        describing: list[Stage] = [
-            Resolve(services.catalog, services.roles),
-            ValidText(),
-            Validate(config.limits),
-            Describe(services.situate, config.policy.deadline_s),
-        ]
-        deciding: list[Stage] = [*describing, ReadFlow(services.labels), Decide(services.engine)]
+        resolve, valid_text = Resolve(services.catalog, services.roles), ValidText()
+        describe, decide = Describe(services.situate, config.policy.deadline_s), Decide(services.engine)
+        describing: list[Stage] = [resolve, valid_text, Validate(config.limits), describe]
+        deciding: list[Stage] = [*describing, ReadFlow(services.labels), decide]
         label = LabelResult(services.labels, config.upstreams)
         charge, settle = ChargeBudget(services.budgets), SettleBudget(services.budgets)
+        # what an upstream asks of the calling client during a call: judged as a request to a person, sent
+        # only if allowed (never held for approval), recorded (its arguments are no tool's: not validated)
+        self.relay = Pipeline(
+            [resolve, valid_text, describe, decide, AskClient(config.approvals.elicit_timeout_s)], finish=[record]
+        )
         self.running: list[Stage] = [
             *deciding,
             charge,
             ActOnTier(enforcement, services.roles, services.request_state_seal, config.approvals),
             RecordIntent(services.ledger),
-            Execute(),
+            Execute(self.relay.run),
         ]
         self.call_finish: list[Stage] = [
             KeepDeadLetters(services.deadletters, services.situate),

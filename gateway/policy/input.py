@@ -17,7 +17,16 @@ from gateway.types import Effects, JSONObject, Principal
 INPUT_VERSION = 2
 # input.kind: what the call asks for. A resource read or a prompt get is judged as a read of its upstream
 # (tool.read_only is true, tool.name is the resource's or prompt's exposed name)
-INPUT_KINDS = {"tools/call": "tool_call", "resources/read": "resource_read", "prompts/get": "prompt_get"}
+# An upstream's request for the calling client during a tool call is judged as "elicitation" (a question to
+# the person) or "sampling" (a completion by the client's model): tool is the tool whose call it came
+# from, arguments the request's params (policies/relay.rego)
+INPUT_KINDS = {
+    "tools/call": "tool_call",
+    "resources/read": "resource_read",
+    "prompts/get": "prompt_get",
+    "elicitation/create": "elicitation",
+    "sampling/createMessage": "sampling",
+}
 
 
 def tool_facts(spec: ToolSpec | None, name: str, pin: JSONObject | None = None) -> JSONObject:

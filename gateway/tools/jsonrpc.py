@@ -33,7 +33,7 @@ from typing import Any
 import anyio
 import httpx2
 import structlog
-from anyio.abc import Process
+from anyio.abc import Process, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import Client
 from mcp.client.stdio import _stop_server_process
@@ -45,10 +45,12 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from gateway.origin import ProgressFn
+from gateway.tools.relay import ASKS, NO_RELAY, ClientRelay, RelayRefused, refusal_answer
 from gateway.types import JSONObject
 
 log = structlog.get_logger("gateway.upstream")
 
+LOG_LEVEL_META = "io.modelcontextprotocol/logLevel"  # 2026-07-28: the lowest log level a request asks for
 STDIO_LINE_FLOOR = 8 << 20  # a stdio line longer than this (or 4x max_bytes) ends the connection
 CANCEL_WRITE_S = 1.0  # how long telling the upstream about a cancelled request may take
 
@@ -111,16 +113,40 @@ class Channel:
             self._stamp(data, options)
         return data, options.get("headers", {})
 
-    def _request(self, method: str, params: JSONObject) -> tuple[str, JSONObject, dict[str, str]]:
+    def _request(
+        self, method: str, params: JSONObject, relay: ClientRelay = NO_RELAY
+    ) -> tuple[str, JSONObject, dict[str, str]]:
         request_id = self._next_id()
         # progress is asked for on every call; the gateway relays it to its caller (a no-op if it sent no token)
-        params = {**params, "_meta": {**params.get("_meta", {}), "progressToken": request_id}}
+        meta = {**params.get("_meta", {}), "progressToken": request_id}
+        if self.modern and relay.log_level is not None:  # 2026-07-28: log messages are opt-in per request
+            meta[LOG_LEVEL_META] = relay.log_level
+        params = {**params, "_meta": meta}
         data, headers = self._envelope(method, params, request_id)
         return request_id, data, headers
 
     def _cancellation(self, request_id: str) -> tuple[JSONObject, dict[str, str]]:
         params = {"requestId": request_id, "reason": "the gateway's caller gave up on the call"}
         return self._envelope("notifications/cancelled", params, None)
+
+    async def _reply(self, request: JSONObject, relay: ClientRelay) -> JSONObject:
+        """The answer to a request the upstream sent during a call: ping is answered, an elicitation or a
+        sampling request is relayed to the call's client (judged first: a refused question is declined, a
+        refused sampling request an error), anything else (roots) is refused."""
+        reply: JSONObject = {"jsonrpc": "2.0", "id": request["id"]}
+        method = request.get("method")
+        params = request.get("params")
+        if method == "ping":
+            reply["result"] = {}
+        elif method in ASKS and isinstance(params, dict):
+            try:
+                reply["result"] = await relay.ask(method, params)
+            except RelayRefused as exc:
+                result, error = refusal_answer(method, str(exc))
+                reply.update({"result": result} if result is not None else {"error": error})
+        else:
+            reply["error"] = {"code": -32601, "message": f"the gateway does not relay {str(method)[:80]!r}"}
+        return reply
 
     def _answer(self, message: Any, size: int, limit: int | None = None) -> Answer:
         if size > (self.max_bytes if limit is None else limit):
@@ -153,8 +179,9 @@ async def _report(progress: ProgressFn, params: Any) -> None:
 
 
 class _Pending:
-    def __init__(self, progress: ProgressFn) -> None:
+    def __init__(self, progress: ProgressFn, relay: ClientRelay) -> None:
         self.progress = progress
+        self.relay = relay
         self.done = anyio.Event()
         self.message: Any = None
         self.size = 0
@@ -187,6 +214,7 @@ class StdioChannel(Channel):
         self._stack = AsyncExitStack()
         self._process: Process | None = None
         self._to_session: MemoryObjectSendStream[SessionMessage | Exception] | None = None
+        self._tg: TaskGroup | None = None
 
     def transport(self) -> StdioChannel:
         return self
@@ -202,7 +230,7 @@ class StdioChannel(Channel):
         to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](0)
         self._to_session = to_session
-        tg = await self._stack.enter_async_context(anyio.create_task_group())
+        tg = self._tg = await self._stack.enter_async_context(anyio.create_task_group())
         self._stack.callback(tg.cancel_scope.cancel)  # runs first: the pipe tasks stop, then the process
         tg.start_soon(self._read, process)
         tg.start_soon(self._write_session, from_session)
@@ -215,11 +243,17 @@ class StdioChannel(Channel):
         await self._stack.aclose()
 
     async def request(
-        self, method: str, params: JSONObject, progress: ProgressFn, max_bytes: int | None = None
+        self,
+        method: str,
+        params: JSONObject,
+        progress: ProgressFn,
+        max_bytes: int | None = None,
+        relay: ClientRelay = NO_RELAY,
     ) -> Answer:
-        """One request and its answer; ``max_bytes`` (default the channel's) bounds the answer's size."""
-        request_id, data, _ = self._request(method, params)
-        pending = self._pending[request_id] = _Pending(progress)
+        """One request and its answer; ``max_bytes`` (default the channel's) bounds the answer's size, and
+        ``relay`` takes what the upstream asks of the client meanwhile."""
+        request_id, data, _ = self._request(method, params, relay)
+        pending = self._pending[request_id] = _Pending(progress, relay)
         try:
             await self._send(data)
             await pending.done.wait()
@@ -296,6 +330,15 @@ class StdioChannel(Channel):
                 if isinstance(token, str) and token in self._pending:
                     await _report(self._pending[token].progress, params)
                     return
+            relay = self._relaying()
+            if relay is not None and message.get("method") == "notifications/message":
+                if isinstance(message.get("params"), dict):
+                    await relay.log(message["params"])
+                return
+            if relay is not None and isinstance(message.get("method"), str) and "id" in message:
+                assert self._tg is not None  # answered in its own task: the pipe keeps being read meanwhile
+                self._tg.start_soon(self._relay_request, message, relay)
+                return
         try:
             parsed: SessionMessage | Exception = SessionMessage(jsonrpc_message_adapter.validate_python(message))
         except ValidationError as exc:
@@ -303,6 +346,17 @@ class StdioChannel(Channel):
         if self._to_session is not None:
             with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
                 await self._to_session.send(parsed)
+
+    def _relaying(self) -> ClientRelay | None:
+        """The relay of the one call in flight that has a client: stdio carries no link from an upstream's
+        request or log message to the call it belongs to, so with two such calls in flight neither gets it
+        (the SDK session then declines the request; the log message is dropped)."""
+        relays = [p.relay for p in self._pending.values() if p.relay is not NO_RELAY]
+        return relays[0] if len(relays) == 1 else None
+
+    async def _relay_request(self, request: JSONObject, relay: ClientRelay) -> None:
+        with suppress(ConnectionLost):
+            await self._send(await self._reply(request, relay))
 
     def _close(self, why: str) -> None:
         """The connection is over: every request waiting for an answer gets ``why``, the session its end."""
@@ -355,15 +409,21 @@ class HttpChannel(Channel):
         return merged
 
     async def request(
-        self, method: str, params: JSONObject, progress: ProgressFn, max_bytes: int | None = None
+        self,
+        method: str,
+        params: JSONObject,
+        progress: ProgressFn,
+        max_bytes: int | None = None,
+        relay: ClientRelay = NO_RELAY,
     ) -> Answer:
-        """One request and its answer; ``max_bytes`` (default the channel's) bounds the answer's size."""
-        request_id, data, headers = self._request(method, params)
+        """One request and its answer; ``max_bytes`` (default the channel's) bounds the answer's size, and
+        ``relay`` takes what the upstream asks of the client meanwhile (on the answer's event stream)."""
+        request_id, data, headers = self._request(method, params, relay)
         body = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
         limit = self.max_bytes if max_bytes is None else max_bytes
         try:
             async with self.http.stream("POST", self.url, content=body, headers=self._headers(headers)) as response:
-                return await self._read(response, request_id, progress, limit)
+                return await self._read(response, request_id, progress, limit, relay)
         except httpx2.HTTPError as exc:
             raise ConnectionLost(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__) from None
         except anyio.get_cancelled_exc_class():
@@ -376,7 +436,9 @@ class HttpChannel(Channel):
         with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_WRITE_S), suppress(httpx2.HTTPError):
             await self.http.post(self.url, json=data, headers=self._headers(headers))
 
-    async def _read(self, response: httpx2.Response, request_id: str, progress: ProgressFn, limit: int) -> Answer:
+    async def _read(
+        self, response: httpx2.Response, request_id: str, progress: ProgressFn, limit: int, relay: ClientRelay
+    ) -> Answer:
         kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if response.status_code == 404 and self.session_id is not None:
             raise ConnectionLost("the upstream no longer knows its session (HTTP 404)")
@@ -393,7 +455,7 @@ class HttpChannel(Channel):
                 raise Malformed("its JSON body does not parse") from None
             return self._answer(message, len(body), limit)
         if kind == "text/event-stream":
-            return await self._events(response, request_id, progress, limit)
+            return await self._events(response, request_id, progress, limit, relay)
         raise Malformed(f"it answered content type {kind or 'none'!r}")
 
     async def _body(self, response: httpx2.Response, limit: int) -> bytes:
@@ -407,7 +469,9 @@ class HttpChannel(Channel):
                 raise TooLarge(len(body), exact=False)
         return bytes(body)
 
-    async def _events(self, response: httpx2.Response, request_id: str, progress: ProgressFn, limit: int) -> Answer:
+    async def _events(
+        self, response: httpx2.Response, request_id: str, progress: ProgressFn, limit: int, relay: ClientRelay
+    ) -> Answer:
         try:
             async for event in httpx2.EventSource(response, max_event_size=max(4 * limit, STDIO_LINE_FLOOR)):
                 if event.event != "message" or not event.data:
@@ -426,20 +490,15 @@ class HttpChannel(Channel):
                     return self._answer(message, size, limit)
                 if method == "notifications/progress" and isinstance(message.get("params"), dict):
                     await _report(progress, message["params"])
+                elif method == "notifications/message" and isinstance(message.get("params"), dict):
+                    await relay.log(message["params"])
                 elif method is not None and "id" in message:
-                    await self._decline(message)
+                    await self._post_reply(await self._reply(message, relay))
         except httpx2.SSEError:
             raise TooLarge(4 * limit, exact=False) from None
         raise ConnectionLost("its answer stream ended without an answer")
 
-    async def _decline(self, request: JSONObject) -> None:
-        """A request the upstream sends during a call (handshake era): ping is answered, anything else
-        (elicitation, sampling, roots) is refused, as the SDK client without those callbacks refuses it."""
-        reply: JSONObject = {"jsonrpc": "2.0", "id": request["id"]}
-        if request["method"] == "ping":
-            reply["result"] = {}
-        else:
-            reply["error"] = {"code": -32601, "message": f"the gateway does not relay {request['method']!r}"}
+    async def _post_reply(self, reply: JSONObject) -> None:
         headers = {"mcp-protocol-version": self.protocol_version} if self.protocol_version else {}
         with suppress(httpx2.HTTPError):
             await self.http.post(self.url, json=reply, headers=self._headers(headers))

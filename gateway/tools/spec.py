@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from pydantic import BaseModel
 
+from gateway.tools.relay import NO_RELAY, ClientRelay
 from gateway.types import JSONObject, Principal
 
 if TYPE_CHECKING:
@@ -110,3 +111,4 @@ class ToolInvocation:
     input_responses: JSONObject | None = None
     request_state: str | None = None
     confinement: Confinement | None = None  # the sandbox its commands (or its upstream server) run in
+    relay: ClientRelay = NO_RELAY  # the calling client, as an upstream may ask it things during the call

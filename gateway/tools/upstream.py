@@ -27,6 +27,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import re
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from contextlib import AsyncExitStack
@@ -43,14 +44,16 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import BaseModel, ValidationError
 
 from gateway.config import ListingLimits, UpstreamConfig
-from gateway.errors import ResultTooLarge, ToolFailed, UpstreamMalformed, UpstreamUnavailable
+from gateway.errors import Denied, ResultTooLarge, ToolFailed, UpstreamMalformed, UpstreamUnavailable
 from gateway.linear_regex import PatternRefused, linear
+from gateway.notices import KINDS, ChangeNotices
 from gateway.origin import ProgressFn
 from gateway.sandbox import Confinement, Sandbox
 from gateway.tools.forwarded import Forwarded
 from gateway.tools.jsonrpc import ConnectionLost, HttpChannel, Malformed, RemoteError, StdioChannel, TooLarge
 from gateway.tools.listing import ListingRefused, list_all, no_progress
 from gateway.tools.pins import INSTRUCTIONS, Definition, Pins, PinStatus
+from gateway.tools.relay import ASKS, NO_RELAY, ClientRelay, RelayRefused, refusal_answer
 from gateway.tools.spec import Provider, ToolInvocation, ToolSpec
 from gateway.types import JSONObject
 
@@ -59,6 +62,7 @@ log = structlog.get_logger("gateway.upstream")
 SEPARATOR = "__"
 MAX_NAME = 64
 START_TIMEOUT_S = 60.0
+INPUT_ROUNDS = 4  # input_required rounds one call may take (2026-07-28)
 BACKOFF_MAX_S = 30.0
 
 
@@ -110,6 +114,7 @@ class Upstream:
         self._lost = anyio.Event()
         self._wake = anyio.Event()  # set when the connection is lost or the upstream says a list changed
         self._changed = False
+        self.notices: ChangeNotices | None = None  # the gateway's clients, told what it serves changed
 
     async def supervise(self) -> None:
         # a previous run's channel, closed when that run stopped, set the old event: start from a fresh one
@@ -126,7 +131,16 @@ class Upstream:
                 async with AsyncExitStack() as stack:
                     channel = await self._channel(stack)
                     # the SDK connects (either era); listings, calls, reads and prompts go raw on the channel
-                    client = Client(channel.transport(), mode="auto", message_handler=self._on_message, cache=None)
+                    client = Client(
+                        channel.transport(),
+                        mode="auto",
+                        message_handler=self._on_message,
+                        cache=None,
+                        # declared, so an upstream may ask; a request in a call goes to the call's client
+                        # (gateway/tools/relay.py), one outside any call is refused here
+                        elicitation_callback=_unrelated_elicitation,
+                        sampling_callback=_unrelated_sampling,
+                    )
                     client = await stack.enter_async_context(client)
                     channel.adopt(client)
                     await self._load(client, channel)
@@ -172,9 +186,32 @@ class Upstream:
         self._wake.set()
 
     async def _on_message(self, message: Any) -> None:
-        """The SDK session's notifications (handshake era): a list_changed has the upstream listed again."""
+        """The SDK session's notifications (handshake era): a list_changed has the upstream listed again; a
+        resource update is passed on to the clients subscribed to it, if the resource is one this upstream
+        serves (it may not announce another upstream's)."""
         if isinstance(message, LIST_CHANGED):
             self._note_changed()
+        elif isinstance(message, mt.ResourceUpdatedNotification) and self.notices is not None:
+            uri = str(message.params.uri)
+            if uri in self.catalog.resources or any(_template_matches(s, uri) for s, _ in self.catalog.templates):
+                await self.notices.resource_updated(uri)
+
+    async def subscribe(self, uri: str, subscribed: bool) -> None:
+        """Pass a client's (un)subscription on to a handshake-era upstream that offers subscriptions (a
+        2026-07-28 one has no resources/subscribe); a failure is logged, never the client's problem."""
+        client = self.client
+        resources = client.server_capabilities.resources if client is not None else None
+        if client is None or resources is None or not resources.subscribe or self.channel is None:
+            return
+        if self.channel.modern:
+            return
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # deprecated as of 2026-07-28 (listen replaces it)
+            try:
+                with anyio.fail_after(self.config.timeout_s):
+                    await (client.subscribe_resource(uri) if subscribed else client.unsubscribe_resource(uri))
+            except (MCPError, TimeoutError) as exc:
+                log.info("upstream subscription failed", upstream=self.prefix, error=_describe(exc))
 
     async def _listen(self, client: Client) -> None:
         capabilities = client.server_capabilities  # asked of every list it has: it acks what it honours
@@ -228,9 +265,24 @@ class Upstream:
             keyed[definition.key] = definition
         if self.pins is not None:
             await anyio.to_thread.run_sync(self.pins.reconcile, self.prefix, definitions)
+        before = self._served()
         self.tools = [t for _, t in tools]
         self.by_name = {spec.name: spec for spec in (self._spec(t) for t in self.tools)}
         self.catalog, self.definitions = readables, keyed
+        after = self._served()
+        changed = [kind for kind in KINDS if before.get(kind) != after.get(kind)]
+        if changed and self.notices is not None:
+            await self.notices.lists_changed(changed)
+
+    def _served(self) -> dict[str, frozenset[tuple[str, str]]]:
+        """What it serves now, by list (tools, resources, prompts): each definition not held, by digest."""
+        held = self.held()
+        served: dict[str, set[tuple[str, str]]] = {}
+        for key, definition in self.definitions.items():
+            kind = LIST_OF.get(key[0])
+            if kind is not None and key not in held:
+                served.setdefault(kind, set()).add((key[1], definition.digest))
+        return {kind: frozenset(keys) for kind, keys in served.items()}
 
     def _definition(self, kind: str, body: JSONObject, exposed: str) -> Definition:
         try:
@@ -284,7 +336,7 @@ class Upstream:
 
     async def call(self, name: str, inv: ToolInvocation) -> Forwarded:
         """tools/call, its result passed on as the upstream sent it (checked, size-capped, not re-parsed)."""
-        return await self._forward("tools/call", {"name": name, "arguments": inv.arguments}, inv.progress)
+        return await self._forward("tools/call", {"name": name, "arguments": inv.arguments}, inv.progress, inv.relay)
 
     async def read(self, uri: str) -> Forwarded:
         """resources/read, its contents refused whole when over ``limits.max_read_bytes``."""
@@ -293,15 +345,24 @@ class Upstream:
     async def prompt(self, name: str, arguments: dict[str, str]) -> Forwarded:
         return await self._forward("prompts/get", {"name": name, "arguments": arguments}, no_progress)
 
-    async def _forward(self, method: str, params: JSONObject, progress: ProgressFn, what: str = "") -> Forwarded:
+    async def _forward(
+        self, method: str, params: JSONObject, progress: ProgressFn, relay: ClientRelay = NO_RELAY, what: str = ""
+    ) -> Forwarded:
         """One request on the channel; its failures as the gateway's errors. A lost connection restarts the
-        upstream and is never retried here: the call may have had side effects."""
+        upstream and is never retried here: the call may have had side effects. A 2026-07-28 upstream that
+        answers ``input_required`` gets its questions relayed (``relay``) and the request again with the
+        answers, up to ``INPUT_ROUNDS`` times."""
         channel = self.connected()
         what = what or f"{method.split('/')[0][:-1]} {params['name']!r}"
         try:
             with anyio.fail_after(self.config.timeout_s):
-                answer = await channel.request(method, params, progress)
-            return Forwarded.checked(method, answer.result, answer.size)
+                asked = params
+                for _ in range(INPUT_ROUNDS):
+                    answer = await channel.request(method, asked, progress, relay=relay)
+                    if answer.result.get("resultType") != "input_required":
+                        return Forwarded.checked(method, answer.result, answer.size)
+                    asked = {**params, **await self._answers(answer.result, relay)}
+                raise ToolFailed(f"upstream {self.prefix!r} asked for input more than {INPUT_ROUNDS} times in {what}")
         except ConnectionLost as exc:
             self._note_lost()
             raise UpstreamUnavailable(
@@ -324,6 +385,28 @@ class Upstream:
             ) from None
         except TimeoutError:
             raise ToolFailed(f"upstream {self.prefix!r} did not answer within {self.config.timeout_s:g} s") from None
+
+    async def _answers(self, asked: JSONObject, relay: ClientRelay) -> JSONObject:
+        """The retry's ``inputResponses`` and ``requestState`` for an ``input_required`` answer: each request
+        relayed to the client (judged first; a refused question is declined, any other refusal ends the call)."""
+        requests = asked.get("inputRequests") or {}
+        if not isinstance(requests, dict):
+            raise Malformed("its inputRequests is not an object")
+        responses: JSONObject = {}
+        for key, request in requests.items():
+            method = request.get("method") if isinstance(request, dict) else None
+            params = request.get("params") if isinstance(request, dict) else None
+            if method not in ASKS or not isinstance(params, dict):
+                raise ToolFailed(f"upstream {self.prefix!r} asked for {str(method)[:80]!r}, which is not relayed")
+            try:
+                responses[key] = await relay.ask(method, params)
+            except RelayRefused as exc:
+                result, _ = refusal_answer(method, str(exc))
+                if result is None:
+                    raise Denied(f"upstream {self.prefix!r} asked for {method}, refused: {exc}") from None
+                responses[key] = result
+        state = asked.get("requestState")
+        return {"inputResponses": responses, **({"requestState": state} if isinstance(state, str) else {})}
 
     async def complete(
         self, ref: mt.PromptReference | mt.ResourceTemplateReference, argument: dict[str, str], context: dict[str, str]
@@ -431,6 +514,9 @@ class UpstreamPool:
             prefix: Upstream(prefix, config, sandbox, confine, max_read_bytes, pins, listing)
             for prefix, config in configs.items()
         }
+        self.notices = ChangeNotices()
+        for upstream in self.upstreams.values():
+            upstream.notices = self.notices
 
     async def start(self, tg: TaskGroup, timeout: float = START_TIMEOUT_S) -> None:
         """Start every upstream at once; return when each has connected or failed once (or on timeout)."""
@@ -570,6 +656,18 @@ def _unstamped(result: mt.CompleteResult) -> mt.CompleteResult:
     return result
 
 
+async def _unrelated_elicitation(context: Any, params: mt.ElicitRequestParams) -> mt.ErrorData:
+    """An upstream's question outside any call the gateway forwards (or one it cannot tell the call of):
+    nobody's to answer, so refused."""
+    return mt.ErrorData(code=mt.INVALID_REQUEST, message="the gateway relays questions only during a call")
+
+
+async def _unrelated_sampling(context: Any, params: mt.CreateMessageRequestParams) -> mt.ErrorData:
+    return mt.ErrorData(code=mt.INVALID_REQUEST, message="the gateway relays sampling only during a call")
+
+
+# the list a pinned definition's kind is served in (resource list entries not pinned are not followed)
+LIST_OF = {"tool": "tools", "resource": "resources", "resource_template": "resources", "prompt": "prompts"}
 LIST_CHANGED = (mt.ToolListChangedNotification, mt.ResourceListChangedNotification, mt.PromptListChangedNotification)
 ModelT = TypeVar("ModelT", bound=BaseModel)
 

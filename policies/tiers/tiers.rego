@@ -478,12 +478,15 @@ provider := input.tool.provider if is_string(input.tool.provider)
 # title: Upstream unanalysed
 # description: >-
 #   Upstream tools: their annotations are untrusted hints, so only what the operator declared in
-#   gateway.yaml counts. Undeclared tools cannot be analysed; declared ones may still write.
+#   gateway.yaml counts. Undeclared tools cannot be analysed; declared ones may still write. A
+#   request the upstream relays to the client during such a call has no effects of the tool's:
+#   relay/relay.rego judges it.
 # custom:
 #   rule: tiers.upstream_unanalysed
 #   tier: 3
 findings contains {"tier": 3, "rule": "tiers.upstream_unanalysed", "reason": msg} if {
 	startswith(provider, "upstream:")
+	not data.gateway.concerns.relay.relayed
 	not input.tool.analysed
 	msg := sprintf("'%s' is an upstream tool whose effects gateway.yaml does not describe", [input.tool.name])
 }
@@ -497,6 +500,7 @@ findings contains {"tier": 3, "rule": "tiers.upstream_unanalysed", "reason": msg
 #   tier: 2
 findings contains {"tier": 2, "rule": "tiers.upstream_may_write", "reason": msg} if {
 	startswith(provider, "upstream:")
+	not data.gateway.concerns.relay.relayed
 	input.tool.analysed
 	not input.tool.read_only
 	msg := sprintf("'%s' is an upstream tool not declared read-only", [input.tool.name])

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import mcp_types as types
 from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
 server = MCPServer("conformance-upstream", version="1.0.0")
@@ -103,6 +104,86 @@ def ask_username(message: str) -> Elicit[Username]:
 async def test_elicitation(message: str, answer: Annotated[Username, Resolve(ask_username)]) -> str:
     """Conformance tool: asks the client for a username."""
     return f"User provided: {answer.model_dump()}"
+
+
+async def ask(ctx: Context, method: str, params: dict[str, Any]) -> dict[str, Any] | types.InputRequiredResult:
+    """The client's answer to one request, in either era: pushed (handshake era) or asked for in an
+    InputRequiredResult and read from the retry's input responses (2026-07-28)."""
+    model, result = {
+        "elicitation/create": (types.ElicitRequest, types.ElicitResult),
+        "sampling/createMessage": (types.CreateMessageRequest, types.CreateMessageResult),
+    }[method]
+    request = model.model_validate({"method": method, "params": params})
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        answer = await ctx.session.send_request(request, result)
+        return answer.model_dump(by_alias=True, exclude_none=True)
+    if ctx.input_responses and "q" in ctx.input_responses:
+        return ctx.input_responses["q"].model_dump(by_alias=True, exclude_none=True)
+    return types.InputRequiredResult(input_requests={"q": request}, request_state="asked")
+
+
+@server.tool()
+async def test_sampling(prompt: str, ctx: Context) -> str | types.InputRequiredResult:
+    """Conformance tool: asks the client's model for a completion."""
+    message = {"role": "user", "content": {"type": "text", "text": prompt}}
+    answer = await ask(ctx, "sampling/createMessage", {"messages": [message], "maxTokens": 100})
+    if isinstance(answer, types.InputRequiredResult):
+        return answer
+    return f"LLM response: {answer.get('content', {}).get('text', '')}"
+
+
+DEFAULTS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "default": "John Doe"},
+        "age": {"type": "integer", "default": 30},
+        "score": {"type": "number", "default": 95.5},
+        "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+        "verified": {"type": "boolean", "default": True},
+    },
+}
+ENUMS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        "titledSingle": {
+            "type": "string",
+            "oneOf": [{"const": "value1", "title": "First"}, {"const": "value2", "title": "Second"}],
+        },
+        "legacyEnum": {"type": "string", "enum": ["opt1", "opt2"], "enumNames": ["Option 1", "Option 2"]},
+        "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+        "titledMulti": {
+            "type": "array",
+            "items": {"anyOf": [{"const": "value1", "title": "First"}, {"const": "value2", "title": "Second"}]},
+        },
+    },
+}
+
+
+async def elicited(ctx: Context, schema: dict[str, Any]) -> str | types.InputRequiredResult:
+    answer = await ask(ctx, "elicitation/create", {"message": "Please review", "requestedSchema": schema})
+    if isinstance(answer, types.InputRequiredResult):
+        return answer
+    return f"Elicitation completed: action={answer['action']}, content={json.dumps(answer.get('content'))}"
+
+
+@server.tool()
+async def test_elicitation_sep1034_defaults(ctx: Context) -> str | types.InputRequiredResult:
+    """Conformance tool: an elicitation whose fields have defaults."""
+    return await elicited(ctx, DEFAULTS_SCHEMA)
+
+
+@server.tool()
+async def test_elicitation_sep1330_enums(ctx: Context) -> str | types.InputRequiredResult:
+    """Conformance tool: an elicitation with every kind of enum."""
+    return await elicited(ctx, ENUMS_SCHEMA)
+
+
+@server.tool()
+def test_reconnection() -> str:
+    """Conformance tool (SEP-1699): the suite wants its server to close the SSE stream mid-call; behind the
+    gateway only the gateway owns that stream, so this answers on it, with the gateway's priming event first."""
+    return "Reconnection test completed"
 
 
 @server.tool()
