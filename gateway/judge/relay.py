@@ -4,7 +4,7 @@ the client (gateway/tools/relay.py says what may be asked).
 An upstream's question to the person (``elicitation/create``) or request for the client's model
 (``sampling/createMessage``) is a call of its own (kind ``relay``), in the calling call's trace, judged by
 the ``relay`` stack as a request to a person: the policy sees ``input.kind`` ``"elicitation"`` or
-``"sampling"``, the tool whose call it came from, and the request as ``arguments`` (policies/relay.rego
+``"sampling"``, the tool whose call it came from, and the request as ``arguments`` (policies/relay/relay.rego
 refuses a question that asks for a secret). Only an allowed one reaches the client; one the policy would ask a
 person about is refused (nobody holds a relayed request for approval). The ledger row records the answer's
 shape, never its values: for a question, the action and the fields answered; for sampling, the model, the

@@ -19,7 +19,7 @@ INPUT_VERSION = 2
 # (tool.read_only is true, tool.name is the resource's or prompt's exposed name)
 # An upstream's request for the calling client during a tool call is judged as "elicitation" (a question to
 # the person) or "sampling" (a completion by the client's model): tool is the tool whose call it came
-# from, arguments the request's params (policies/relay.rego)
+# from, arguments the request's params (policies/relay/relay.rego)
 INPUT_KINDS = {
     "tools/call": "tool_call",
     "resources/read": "resource_read",
