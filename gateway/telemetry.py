@@ -65,6 +65,17 @@ _CALL_IDS: ContextVar[tuple[int, int] | None] = ContextVar("gateway_call_ids", d
 QUIET_LIBRARIES = ("httpx", "httpx2", "httpcore", "httpcore2")
 
 
+class CurrentStderr:
+    """sys.stderr as it is when a line is written, not when logging was configured: whoever configured it
+    last (a command run in-process, a test harness) may have swapped or closed the stream since."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure_logging(level: str = "info") -> None:
     numeric = logging.getLevelName(level.upper())
     logging.basicConfig(stream=sys.stderr, level=numeric, format="%(message)s")
@@ -80,7 +91,7 @@ def configure_logging(level: str = "info") -> None:
             structlog.processors.JSONRenderer(),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=CurrentStderr()),
         cache_logger_on_first_use=True,
     )
 
