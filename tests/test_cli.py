@@ -104,7 +104,9 @@ def test_check_exit_codes_tell_allow_ask_and_deny_apart(config: GatewayConfig) -
     denied = gateway(config, "check", "--role", "developer", "--tool", "fs_read", "--args", '{"path": "/etc/shadow"}')
     assert [read.returncode, asked.returncode, denied.returncode] == [0, 3, 4], (read.stderr, asked.stderr)
     assert [json.loads(r.stdout)["action"] for r in (read, asked, denied)] == ["allow", "ask", "deny"]
-    assert set(json.loads(read.stdout)) == {"action", "tier", "reasons", "rules", "effects"}, "today's JSON shape"
+    assert set(json.loads(read.stdout)) == {"action", "tier", "reasons", "rules", "effects", "revision"}, (
+        "today's JSON shape"
+    )
 
 
 def test_check_is_recorded_in_the_ledger_and_the_decision_log(tmp_path: Path) -> None:

@@ -52,7 +52,7 @@ def not_ready_for(url: str, check: str) -> str:
 
 
 def test_ready_names_each_dependency_and_a_broken_policy_on_disk_is_not(config: GatewayConfig) -> None:
-    tiers = config.policy.path / "tiers.rego"
+    tiers = config.policy.path / "tiers" / "tiers.rego"
     with http_gateway(config.source) as url:
         code, body = readyz(url)
         assert code == 200 and body["status"] == "ready", body

@@ -350,7 +350,7 @@ async def test_scope_checks_fail_closed_when_the_engine_fails(config: Any, repo:
     (repo / "tests" / "test_app.py").write_text("def test_answer():\n    assert False\n")
     Repo(repo).run("add", "tests")
     Repo(repo).run("commit", "-q", "-m", "a test")
-    with (config.policy_dir / "scope.rego").open("a") as scope:
+    with (config.policy_dir / "scope" / "scope.rego").open("a") as scope:
         scope.write(BROKEN_SCOPE)
     gateway = Gateway(config)
     async with inproc_client(gateway, token(config, "planner", agent="planner-1")) as planner:

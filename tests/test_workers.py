@@ -257,7 +257,7 @@ async def test_a_policy_edit_reaches_every_worker(config: Any) -> None:
     with http_gateway(config.source, workers=2) as url:
         for _ in range(4):
             assert not await denied()
-        secrets = config.policy.path / "secrets.rego"
+        secrets = config.policy.path / "secrets" / "secrets.rego"
         secrets.write_text(secrets.read_text() + "\n" + rule + "\n")
         await seen_by_every_worker(denied)
 
@@ -351,7 +351,7 @@ def _manifest() -> dict[str, Any]:
 
 
 async def test_notifier_passes_run_one_at_a_time_across_processes(config: Any) -> None:
-    from gateway.notify import LEASE
+    from gateway.notify import CURSOR, LEASE
 
     gateway = Gateway(config)
     leases = Leases(gateway.db)
@@ -359,7 +359,8 @@ async def test_notifier_passes_run_one_at_a_time_across_processes(config: Any) -
     assert leases.try_acquire(LEASE, other)  # another process is in a pass
     gateway.notifier.config.webhooks = [type("Hook", (), {"url": "http://127.0.0.1:9/", "headers": {}})()]
     assert await gateway.notifier.deliver() == []
-    assert gateway.db.query("SELECT * FROM cursors") == [], "it skipped the pass: it did not even read the cursor"
+    mine = gateway.db.query("SELECT * FROM cursors WHERE name = ?", (CURSOR,))
+    assert mine == [], "it skipped the pass: it did not even read the cursor"
     leases.release(LEASE, other)
 
 

@@ -250,14 +250,14 @@ def build_parser() -> argparse.ArgumentParser:
     conflict = artifacts.add(
         "conflict", "one conflict: both revisions, their base, provenance", ["gateway artifacts conflict ac-1a2b3c"]
     )
-    conflict.add_argument("conflict_id")
+    conflict.add_argument("conflict_id", help="the conflict's id (artifacts log lists them)")
     conflict.set_defaults(handler=commands.cmd_artifacts)
     resolve = artifacts.add(
         "resolve",
         "resolve a conflict: FILE's content becomes the key's next revision",
         ["gateway artifacts resolve ac-1a2b3c --file merged.md --by alice"],
     )
-    resolve.add_argument("conflict_id")
+    resolve.add_argument("conflict_id", help="the conflict's id (artifacts log lists them)")
     resolve.add_argument("--file", required=True, help="the resolved content")
     resolve.add_argument("--by", required=True, help="who resolves it (recorded)")
     resolve.set_defaults(handler=commands.cmd_artifacts)
