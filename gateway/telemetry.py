@@ -33,7 +33,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import structlog
 
@@ -91,7 +91,7 @@ def configure_logging(level: str = "info") -> None:
             structlog.processors.JSONRenderer(),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=CurrentStderr()),
+        logger_factory=structlog.PrintLoggerFactory(file=cast(TextIO, CurrentStderr())),  # write and flush suffice
         cache_logger_on_first_use=True,
     )
 
