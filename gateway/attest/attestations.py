@@ -84,7 +84,13 @@ class Attestations:
             now = utc_now()
             tx.execute(
                 "INSERT INTO attestations (commit_id, tree, ref, intent_id, task_id, kid, envelope, state, created,"
-                " updated) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+                " updated) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)"
+                # a merge deferred and made again is the same commit when nothing moved: its earlier, withdrawn or
+                # pending, attestation is replaced (a published one is kept: that merge is already out)
+                " ON CONFLICT (commit_id) DO UPDATE SET tree = excluded.tree, ref = excluded.ref,"
+                " intent_id = excluded.intent_id, task_id = excluded.task_id, kid = excluded.kid,"
+                " envelope = excluded.envelope, state = 'pending', updated = excluded.updated"
+                " WHERE attestations.state <> 'published'",
                 (merge_commit, tree, ref, intent["id"], task["id"], kid, text, now, now),
             )
             self._record(

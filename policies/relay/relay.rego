@@ -6,11 +6,13 @@ package gateway.concerns.relay
 
 import rego.v1
 
+import data.gateway.lib.portable
+
 relayed if input.kind in {"elicitation", "sampling"}
 
 # Words that name a secret: a hostile upstream phishing through the agent's client asks for one of these.
-# word ends written out (no \b: engines disagree on what a word character is, docs/opa.md)
-secret_words := `(?i)(pass(word|phrase|code)|secret|token|api[ _-]?key|credential|private[ _-]?key|one[ -]?time[ -]?code|(^|[^a-z0-9_])(otp|2fa|mfa|pin|ssn|cvv)([^a-z0-9_]|$)|social security|credit[ _-]?card|card[ _-]?number|seed phrase|mnemonic|recovery (code|phrase))`
+# matched against portable.lowered text, word ends written out (no (?i) or \b: engines disagree on them, docs/opa.md)
+secret_words := `(pass(word|phrase|code)|secret|token|api[ _-]?key|credential|private[ _-]?key|one[ -]?time[ -]?code|(^|[^a-z0-9_])(otp|2fa|mfa|pin|ssn|cvv)([^a-z0-9_]|$)|social security|credit[ _-]?card|card[ _-]?number|seed phrase|mnemonic|recovery (code|phrase))`
 
 default fields := {}
 
@@ -18,19 +20,19 @@ fields := input.arguments.requestedSchema.properties if is_object(input.argument
 
 asks_secret contains name if {
 	some name, _ in fields
-	regex.match(secret_words, name)
+	regex.match(secret_words, portable.lowered(name))
 }
 
 asks_secret contains name if {
 	some name, field in fields
 	some key in ["title", "description"]
 	is_string(field[key])
-	regex.match(secret_words, field[key])
+	regex.match(secret_words, portable.lowered(field[key]))
 }
 
 asks_secret contains "the message" if {
 	is_string(input.arguments.message)
-	regex.match(secret_words, input.arguments.message)
+	regex.match(secret_words, portable.lowered(input.arguments.message))
 }
 
 # METADATA
