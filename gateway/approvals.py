@@ -42,7 +42,7 @@ from typing import Any, Literal
 from gateway.digests import digest
 from gateway.errors import ConfigError
 from gateway.ledger.chain import Ledger, utc_now
-from gateway.ledger.store import Row, Store, Transaction
+from gateway.store import Row, Store, Transaction, one_row
 from gateway.tasks.states import APPROVAL_MOVES, check_move
 from gateway.types import JSONObject, Principal
 
@@ -187,7 +187,7 @@ class Approvals:
                     "detail": {**detail, "channel": site.channel, "where": site.summary()},
                 },
             )
-            return _row(tx.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)).fetchone())
+            return _row(one_row(tx.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,))))
 
     def settle(self, approval_id: str, approve: bool, by: str, comment: str = "") -> JSONObject:
         """A human's answer to a pending approval; refused for one already settled, used or expired. A comment
@@ -213,7 +213,7 @@ class Approvals:
                 (state, by, utc_now(), approval_id),
             )
             self._record(tx, row, state, by, comment.strip())
-            return _row(tx.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)).fetchone())
+            return _row(one_row(tx.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,))))
 
     def consume(self, key: str, call_id: str, site: CallSite) -> tuple[Settled, str] | None:
         """Take the settled answer for this call key (asked on the same channel), once: (answer, approval id),
@@ -267,7 +267,7 @@ class Approvals:
                     json.dumps(site.confinement),
                 ),
             )
-            row = tx.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)).fetchone()
+            row = one_row(tx.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)))
             self._record(tx, row, "approved" if approve else "denied", by)
         return approval_id
 

@@ -26,10 +26,10 @@ from gateway.checkpoints import record_layout
 from gateway.config import CONFIG_FILE, GatewayConfig
 from gateway.errors import ConfigError
 from gateway.identity.keys import KeyRing
-from gateway.ledger.store import open_store
 from gateway.locations import default_state_root
 from gateway.policy.lint import flat_layout, policy_sources, rule_ids
 from gateway.repo import Repo
+from gateway.store import open_store
 from gateway.types import JSONObject
 
 CONFIG_TEMPLATE = """\

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from gateway.ledger.store import Store
 from gateway.locks import this_process
+from gateway.store import Store
 from gateway.types import JSONObject
 
 __all__ = ["EXTENSION", "POLL_INTERVAL_MS", "TASK_TOOLS", "CallTasks", "TaskStatus"]

@@ -26,7 +26,7 @@ from typing import Literal
 
 from gateway.errors import Denied, InvalidRequest
 from gateway.ledger.chain import Ledger, utc_now
-from gateway.ledger.store import Store
+from gateway.store import Store
 from gateway.types import JSONObject, Principal
 
 __all__ = [

@@ -35,7 +35,7 @@ from gateway.ledger.chain import utc_now
 if TYPE_CHECKING:
     from gateway.config import MetricsConfig
     from gateway.judge.call import Call
-    from gateway.ledger.store import Store
+    from gateway.store import Store
 
 __all__ = ["Metrics", "metrics_routes"]
 

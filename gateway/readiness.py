@@ -26,7 +26,7 @@ from urllib.parse import quote
 import anyio
 
 from gateway.errors import StoreUnavailable
-from gateway.ledger.store import SCHEMA_VERSION, Database
+from gateway.store import SCHEMA_VERSION, SqliteStore
 from gateway.types import JSONObject
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ class Readiness:
 
     async def _store(self) -> Check:
         db = self.gateway.db
-        if isinstance(db, Database):  # a new connection: the one kept open still reads a file since removed
+        if isinstance(db, SqliteStore):  # a new connection: the one kept open still reads a file since removed
             version = await anyio.to_thread.run_sync(sqlite_version, db)
         else:
             version = await anyio.to_thread.run_sync(db.schema_version)
@@ -112,7 +112,7 @@ class Readiness:
         return True, "bubblewrap starts the sandbox"
 
 
-def sqlite_version(db: Database) -> int:
+def sqlite_version(db: SqliteStore) -> int:
     """The schema version in the SQLite file as it is on disk now (read-only, never created)."""
     try:
         conn = sqlite3.connect(f"file:{quote(str(db.path))}?mode=ro", uri=True, timeout=5.0)

@@ -39,7 +39,7 @@ from gateway.decision_log import DecisionLogIndex, mask_text, redact
 from gateway.digests import digest
 from gateway.errors import GatewayError
 from gateway.ledger.review_index import CALL_KINDS, REFUSED, catch_up, side_effect
-from gateway.ledger.store import Store, open_store
+from gateway.store import Store, open_store
 from gateway.types import FILTER_OUTCOMES, JSONObject
 
 if TYPE_CHECKING:

@@ -17,10 +17,10 @@ from test_cli import one_error_line
 
 from gateway.config import GatewayConfig
 from gateway.errors import ConfigError, StoreUnavailable
-from gateway.ledger.postgres import PostgresStore, mask_url, translate
-from gateway.ledger.store import SCHEMA_VERSION, store_for
 from gateway.process import free_port
 from gateway.runtime import Gateway
+from gateway.store import SCHEMA_VERSION, store_for
+from gateway.store.postgres import PostgresStore, mask_url, translate
 
 PASSWORD_REF = "${" + PASSWORD_VAR + "}"  # gateway.yaml names the variable; the environment holds the password
 

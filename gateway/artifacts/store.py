@@ -27,7 +27,7 @@ from typing import Any
 
 from gateway.errors import GatewayError
 from gateway.ledger.chain import Ledger, utc_now
-from gateway.ledger.store import Store, Transaction
+from gateway.store import Store, Transaction, one_row
 from gateway.types import JSONObject
 
 __all__ = ["ArtifactConflict", "ArtifactRefused", "Artifacts", "check_key"]
@@ -287,7 +287,7 @@ class Artifacts:
 
 
 def _latest(tx: Transaction, key: str) -> int:
-    return int(tx.execute("SELECT COALESCE(MAX(revision), 0) FROM artifacts WHERE key = ?", (key,)).fetchone()[0])
+    return int(one_row(tx.execute("SELECT COALESCE(MAX(revision), 0) FROM artifacts WHERE key = ?", (key,)))[0])
 
 
 def _revision(row: Any, content: bool = False) -> JSONObject:

@@ -26,8 +26,8 @@ from gateway.attest.statement import PREDICATE_TYPE, STATEMENT_TYPE, merge_predi
 from gateway.digests import canonical_json, digest
 from gateway.identity.keys import KeyRing
 from gateway.ledger.chain import Ledger, utc_now
-from gateway.ledger.store import Store
 from gateway.repo import GitError, Repo
+from gateway.store import Store
 from gateway.tools.pins import Pins
 from gateway.types import JSONObject, Principal
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from gateway import __version__
 from gateway.digests import digest
-from gateway.ledger.store import Transaction
+from gateway.store import Transaction
 from gateway.types import JSONObject, Principal
 
 __all__ = ["PREDICATE_TYPE", "STATEMENT_TYPE", "merge_predicate", "merge_statement"]

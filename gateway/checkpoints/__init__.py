@@ -58,10 +58,10 @@ from gateway.checkpoints.vault import QUIET_FETCH, Vault, tree_entries
 from gateway.config import CheckpointsConfig, GatewayConfig
 from gateway.errors import ConfigError, GatewayError, ToolFailed
 from gateway.ledger.chain import utc_now
-from gateway.ledger.store import Store
 from gateway.locks import file_lock
 from gateway.repo import Repo, common_dir
 from gateway.sandbox import Sandbox
+from gateway.store import Store
 from gateway.types import JSONObject
 
 __all__ = [

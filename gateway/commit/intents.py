@@ -20,7 +20,7 @@ from typing import Any, Literal
 from gateway.digests import canonical_json
 from gateway.errors import Denied, InvalidRequest
 from gateway.ledger.chain import Ledger, utc_now
-from gateway.ledger.store import Row, Store, Transaction
+from gateway.store import Row, Store, Transaction, one_row
 from gateway.tasks.states import INTENT_MOVES, check_move
 from gateway.types import JSONObject, Principal
 
@@ -81,7 +81,7 @@ class Intents:
                 (identifier, task_id, action, canonical_json(arguments), by.agent, trace_id, attempt, now, now),
             )
             self._event(tx, identifier, "propose", by, task_id=task_id, action=action, attempt=attempt)
-            return _intent(tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,)).fetchone())
+            return _intent(one_row(tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,))))
 
     def approve(self, identifier: str, by: Principal, task: JSONObject) -> JSONObject:
         verification = task.get("verification") or {}
@@ -106,7 +106,7 @@ class Intents:
                 )
             self._set(tx, identifier, state="approved", approved_by=by.agent)
             self._event(tx, identifier, "approve", by, verified_commit=verification.get("commit"))
-            return _intent(tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,)).fetchone())
+            return _intent(one_row(tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,))))
 
     def begin(self, identifier: str, by: Principal) -> bool:
         """approved -> executing, committed before the side effect runs. False: someone else has it, or it
@@ -133,7 +133,7 @@ class Intents:
             self._event(tx, identifier, state, by, outcome=outcome)
             if after is not None:
                 after(tx)
-            return _intent(tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,)).fetchone())
+            return _intent(one_row(tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,))))
 
     def plan_catch_up(self, identifier: str, plan: JSONObject) -> None:
         """Record, on the executing intent, the catch-up of the user's checkout that its merge is about to
@@ -159,7 +159,7 @@ class Intents:
                 self._event(tx, identifier, "requeue", None, why=why, **detail)
                 if after is not None:
                     after(tx)
-            return _intent(tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,)).fetchone())
+            return _intent(one_row(tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,))))
 
     def _locked(self, tx: Transaction, identifier: str) -> JSONObject:
         row = tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,)).fetchone()
@@ -169,7 +169,7 @@ class Intents:
 
     def _set(self, tx: Transaction, identifier: str, **columns: Any) -> None:
         if "state" in columns:  # every state change is one the table allows
-            row = tx.execute("SELECT state FROM intents WHERE id = ?", (identifier,)).fetchone()
+            row = one_row(tx.execute("SELECT state FROM intents WHERE id = ?", (identifier,)))
             check_move(INTENT_MOVES, f"intent {identifier[:12]}", row["state"], str(columns["state"]))
         assignments = ", ".join(f"{name} = ?" for name in columns)
         tx.execute(

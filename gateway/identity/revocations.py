@@ -8,7 +8,7 @@ revocations.is_revoked(jti)
 from __future__ import annotations
 
 from gateway.ledger.chain import utc_now
-from gateway.ledger.store import Store
+from gateway.store import Store
 
 
 class Revocations:

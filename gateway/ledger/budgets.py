@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gateway.budgets import COUNTS, MEASURED, Budget, BudgetExhausted, BudgetsConfig, BudgetUnavailable, Usage
-from gateway.ledger.store import Store
+from gateway.store import Store
 from gateway.types import JSONObject
 
 __all__ = ["Budgets"]

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.digests import canonical_json
 from gateway.ledger.review_index import index_row
-from gateway.ledger.store import Store, open_store
+from gateway.store import Store, open_store
 from gateway.types import JSONObject
 from gateway.unicode import escaped_value
 

@@ -24,9 +24,9 @@ from typing import Any
 
 import anyio
 
-from gateway.ledger.store import Store
 from gateway.locks import alive, this_process
 from gateway.origin import ProgressFn
+from gateway.store import Store
 
 TTL_S = 120.0  # pushed forward every RENEW_S while held
 RENEW_S = 30.0

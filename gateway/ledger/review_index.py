@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gateway.ledger.store import Store
+from gateway.store import Store
 from gateway.types import JSONObject
 
 __all__ = [

@@ -34,9 +34,9 @@ from gateway.errors import Denied, GatewayError, InvalidRequest
 from gateway.judge.scope import ScopeQuestion, ScopeUnchecked
 from gateway.ledger.chain import Ledger, utc_now
 from gateway.ledger.leases import Leases, LeaseTimeout
-from gateway.ledger.store import Row, Store, Transaction
 from gateway.origin import ProgressFn
 from gateway.repo import GitError, Repo
+from gateway.store import Row, Store, Transaction, one_row
 from gateway.tasks.drift import diff_shape, drift, frozen_problems, frozen_violations, matches
 from gateway.tasks.models import Claim, ExecutionRecord, StrategyShift, TaskManifest, VerificationResult
 from gateway.tasks.states import TASK_MOVES, check_move
@@ -954,7 +954,7 @@ class TaskBoard:
 
     def _set(self, tx: Transaction, task_id: str, **columns: Any) -> None:
         if "state" in columns:  # every state change is one the table allows
-            row = tx.execute("SELECT state FROM tasks WHERE id = ?", (task_id,)).fetchone()
+            row = one_row(tx.execute("SELECT state FROM tasks WHERE id = ?", (task_id,)))
             check_move(TASK_MOVES, f"task {task_id!r}", row["state"], str(columns["state"]))
         assignments = ", ".join(f"{name} = ?" for name in columns)
         tx.execute(

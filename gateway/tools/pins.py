@@ -41,7 +41,7 @@ import rfc8785
 from gateway.approvals import MAX_COMMENT
 from gateway.errors import ConfigError
 from gateway.ledger.chain import Ledger, utc_now
-from gateway.ledger.store import Store, Transaction
+from gateway.store import Store, Transaction
 from gateway.types import JSONObject
 
 __all__ = [
