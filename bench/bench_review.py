@@ -127,8 +127,8 @@ def load(db_path: Path, calls: int) -> None:
 
 def reindex(db_path: Path) -> None:
     """The review index built again from the store's ledger rows (the derived tables emptied, the cursor at 0)."""
-    from gateway.ledger.review_index import CURSOR, catch_up
     from gateway.store import SqliteStore
+    from gateway.store.repositories.review_index import CURSOR, catch_up
 
     db = SqliteStore(db_path, synchronous="OFF")
     with db.transaction() as tx:

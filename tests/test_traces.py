@@ -17,7 +17,7 @@ import pytest
 from conftest import add_role, inproc_client, make_repo, token, workspace_for_tests
 from rich.console import Console
 
-import gateway.ledger.review_index as review_index
+import gateway.store.repositories.review_index as review_index
 import gateway.traces as traces_module
 from gateway.process import gateway_cli as cli
 from gateway.repo import Repo

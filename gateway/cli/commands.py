@@ -241,9 +241,7 @@ def issued_here(gateway: Gateway, jti: str) -> bool:
     text is none of them). Reads only the ledger's token rows that name the jti."""
     if not jti.isalnum():
         return False
-    rows = gateway.ledger.events(
-        "json_extract(body, '$.kind') = ? AND body LIKE ?", ("token", f'%"{jti}"%'), limit=1_000_000
-    )
+    rows = gateway.ledger.of_kind("token", containing=f'"{jti}"', limit=1_000_000)
     return any(row.detail.get("action") == "issue" and row.detail.get("jti") == jti for row in rows)
 
 

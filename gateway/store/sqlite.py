@@ -12,7 +12,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+from gateway.errors import StoreUnavailable
 from gateway.store.interface import Transaction
 from gateway.store.migrations import MIGRATIONS, SCHEMA_VERSION, check_version, statements
 
@@ -79,6 +81,20 @@ class SqliteStore:
 
     def schema_version(self) -> int:
         return int(self.query("PRAGMA user_version")[0][0])
+
+    def version_on_disk(self) -> int:
+        """The schema version in the file as it is on disk now (read-only, never created): the connection
+        kept open would still read a file since removed."""
+        try:
+            conn = sqlite3.connect(f"file:{quote(str(self.path))}?mode=ro", uri=True, timeout=5.0)
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"cannot open the store {self.where}: {exc}") from None
+        try:
+            return int(conn.execute("PRAGMA user_version").fetchone()[0])
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"cannot read the store {self.where}: {exc}") from None
+        finally:
+            conn.close()
 
     def upgrade(self) -> tuple[int, int]:
         """Apply the migrations this file lacks, in one transaction; answers (from, to) versions."""
