@@ -312,7 +312,7 @@ class Ledger:
 
     def since(self, seq: int, limit: int = 500) -> list[LedgerEvent]:
         """Events after ``seq``, oldest first: how a reader follows the ledger from its cursor."""
-        return [_event(row) for row in rows.since(self.db, seq, limit)]
+        return [_event(row) for row in rows.page(self.db, seq, limit)]
 
     def head_seq(self) -> int:
         return rows.head_seq(self.db)

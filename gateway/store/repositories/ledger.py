@@ -21,7 +21,6 @@ __all__ = [
     "of_kind",
     "open_calls",
     "page",
-    "since",
 ]
 
 
@@ -74,12 +73,9 @@ def legacy_through(store: Store) -> int:
 
 
 def page(store: Store, after: int, limit: int) -> list[Stored]:
-    """Rows after ``after``, oldest first."""
+    """Rows after ``after``, oldest first: how a reader follows the ledger from its cursor."""
     rows = store.query(f"{_SELECT} WHERE seq > ? ORDER BY seq LIMIT ?", (after, limit))
     return [typed(Stored, row) for row in rows]
-
-
-since = page  # how a reader follows the ledger from its cursor
 
 
 def open_calls(store: Store) -> list[str]:
