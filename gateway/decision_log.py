@@ -99,15 +99,35 @@ _MAYBE_SECRET = re.compile(
 )
 
 
+# Strings already found to hold nothing to mask (a review page, an export masks the same reasons, rules, names
+# thousands of times): only clean ones are kept, so no secret stays in memory for this; bounded, then emptied.
+_CLEAN_TEXTS: dict[str, None] = {}
+CLEAN_TEXTS_KEPT = 65_536
+CLEAN_TEXT_CHARS = 512  # longer strings are masked each time (rarely repeated, and costly to keep)
+
+
 def mask_text(text: str) -> str:
     """The text with every credential-looking value replaced by ``***`` (and cut to MAX_LOGGED_CHARS)."""
+    if text in _CLEAN_TEXTS:
+        return text
     if len(text) > MAX_LOGGED_CHARS:
         text = f"{text[:MAX_LOGGED_CHARS]}...[{len(text) - MAX_LOGGED_CHARS} more characters not logged]"
     if not _MAYBE_SECRET.search(text):
+        _remember_clean(text)
         return text
+    masked = text
     for pattern in _SECRET_VALUES:
-        text = pattern.sub(_replace, text)
-    return text
+        masked = pattern.sub(_replace, masked)
+    if masked == text:
+        _remember_clean(text)
+    return masked
+
+
+def _remember_clean(text: str) -> None:
+    if len(text) <= CLEAN_TEXT_CHARS:
+        if len(_CLEAN_TEXTS) >= CLEAN_TEXTS_KEPT:
+            _CLEAN_TEXTS.clear()
+        _CLEAN_TEXTS[text] = None
 
 
 def _replace(match: re.Match[str]) -> str:
