@@ -147,30 +147,35 @@ def redact(document: Any) -> tuple[Any, list[str]]:
     """A masked copy of a document (``secret_field`` for keys, ``mask_text`` for values) and the JSON pointers
     of what was masked."""
     masked: list[str] = []
-    return _mask(document, "", masked), masked
+    return _mask(document, (), masked), masked
 
 
-def _mask(value: Any, pointer: str, masked: list[str]) -> Any:
+def _mask(value: Any, path: tuple[Any, ...], masked: list[str]) -> Any:
     # One walk, on every decision: a secret-looking key's value becomes MASK (and is listed unless it already
-    # was MASK); strings anywhere else are masked by their content.
+    # was MASK); strings anywhere else are masked by their content. A value's pointer is spelled only when it
+    # is listed (most walks list nothing, and an export walks thousands of entries).
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
             if isinstance(k, str) and secret_field(k):
                 if v != MASK:
-                    masked.append(f"{pointer}/{_escape(k)}")
+                    masked.append(_pointer((*path, k)))
                 out[k] = MASK
             else:
-                out[k] = _mask(v, f"{pointer}/{_escape(k)}", masked) if isinstance(v, str | dict | list) else v
+                out[k] = _mask(v, (*path, k), masked) if isinstance(v, str | dict | list) else v
         return out
     if isinstance(value, list):
-        return [_mask(v, f"{pointer}/{i}", masked) for i, v in enumerate(value)]
+        return [_mask(v, (*path, i), masked) if isinstance(v, str | dict | list) else v for i, v in enumerate(value)]
     if isinstance(value, str):
         cleaned = mask_text(value)
         if cleaned != value:
-            masked.append(pointer)
+            masked.append(_pointer(path))
         return cleaned
     return value
+
+
+def _pointer(path: tuple[Any, ...]) -> str:
+    return "".join(f"/{_escape(part)}" for part in path)
 
 
 def _escape(key: Any) -> str:
