@@ -132,7 +132,8 @@ def reindex(db_path: Path) -> None:
 
     db = SqliteStore(db_path, synchronous="OFF")
     with db.transaction() as tx:
-        for table in ("calls", "call_rules", "call_counts", "trace_summaries", "trace_steps"):
+        derived = ("calls", "call_rules", "call_counts", "rule_counts", "call_blocks", "trace_summaries", "trace_steps")
+        for table in derived:
             tx.execute(f"DELETE FROM {table}")
         tx.execute("UPDATE cursors SET seq = 0 WHERE name = ?", (CURSOR,))
     began = time.perf_counter()

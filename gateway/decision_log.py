@@ -99,15 +99,35 @@ _MAYBE_SECRET = re.compile(
 )
 
 
+# Strings already found to hold nothing to mask (a review page, an export masks the same reasons, rules, names
+# thousands of times): only clean ones are kept, so no secret stays in memory for this; bounded, then emptied.
+_CLEAN_TEXTS: dict[str, None] = {}
+CLEAN_TEXTS_KEPT = 65_536
+CLEAN_TEXT_CHARS = 512  # longer strings are masked each time (rarely repeated, and costly to keep)
+
+
 def mask_text(text: str) -> str:
     """The text with every credential-looking value replaced by ``***`` (and cut to MAX_LOGGED_CHARS)."""
+    if text in _CLEAN_TEXTS:
+        return text
     if len(text) > MAX_LOGGED_CHARS:
         text = f"{text[:MAX_LOGGED_CHARS]}...[{len(text) - MAX_LOGGED_CHARS} more characters not logged]"
     if not _MAYBE_SECRET.search(text):
+        _remember_clean(text)
         return text
+    masked = text
     for pattern in _SECRET_VALUES:
-        text = pattern.sub(_replace, text)
-    return text
+        masked = pattern.sub(_replace, masked)
+    if masked == text:
+        _remember_clean(text)
+    return masked
+
+
+def _remember_clean(text: str) -> None:
+    if len(text) <= CLEAN_TEXT_CHARS:
+        if len(_CLEAN_TEXTS) >= CLEAN_TEXTS_KEPT:
+            _CLEAN_TEXTS.clear()
+        _CLEAN_TEXTS[text] = None
 
 
 def _replace(match: re.Match[str]) -> str:
@@ -127,30 +147,35 @@ def redact(document: Any) -> tuple[Any, list[str]]:
     """A masked copy of a document (``secret_field`` for keys, ``mask_text`` for values) and the JSON pointers
     of what was masked."""
     masked: list[str] = []
-    return _mask(document, "", masked), masked
+    return _mask(document, (), masked), masked
 
 
-def _mask(value: Any, pointer: str, masked: list[str]) -> Any:
+def _mask(value: Any, path: tuple[Any, ...], masked: list[str]) -> Any:
     # One walk, on every decision: a secret-looking key's value becomes MASK (and is listed unless it already
-    # was MASK); strings anywhere else are masked by their content.
+    # was MASK); strings anywhere else are masked by their content. A value's pointer is spelled only when it
+    # is listed (most walks list nothing, and an export walks thousands of entries).
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
             if isinstance(k, str) and secret_field(k):
                 if v != MASK:
-                    masked.append(f"{pointer}/{_escape(k)}")
+                    masked.append(_pointer((*path, k)))
                 out[k] = MASK
             else:
-                out[k] = _mask(v, f"{pointer}/{_escape(k)}", masked) if isinstance(v, str | dict | list) else v
+                out[k] = _mask(v, (*path, k), masked) if isinstance(v, str | dict | list) else v
         return out
     if isinstance(value, list):
-        return [_mask(v, f"{pointer}/{i}", masked) for i, v in enumerate(value)]
+        return [_mask(v, (*path, i), masked) if isinstance(v, str | dict | list) else v for i, v in enumerate(value)]
     if isinstance(value, str):
         cleaned = mask_text(value)
         if cleaned != value:
-            masked.append(pointer)
+            masked.append(_pointer(path))
         return cleaned
     return value
+
+
+def _pointer(path: tuple[Any, ...]) -> str:
+    return "".join(f"/{_escape(part)}" for part in path)
 
 
 def _escape(key: Any) -> str:

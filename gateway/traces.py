@@ -39,7 +39,7 @@ from gateway.decision_log import DecisionLogIndex, mask_text, redact
 from gateway.digests import digest
 from gateway.errors import GatewayError
 from gateway.store import Store, open_store
-from gateway.store.repositories.review_index import CALL_KINDS, REFUSED, catch_up, side_effect
+from gateway.store.repositories.review_index import BLOCK_SHIFT, CALL_KINDS, REFUSED, catch_up, side_effect
 from gateway.types import FILTER_OUTCOMES, JSONObject
 
 if TYPE_CHECKING:
@@ -445,7 +445,7 @@ class Traces:
             at = int(self.db.query("SELECT COALESCE(max(seq), 0) AS s FROM calls")[0]["s"])
         others = replace(filters, outcome=None)
         counted: Counter[str] = Counter()
-        if others.rule or others.task:  # no count groups by rule or task: counted call by call, by index
+        if others.task or (others.rule and not _rule_key(others.rule)):  # no groups by task: call by call, by index
             self._tally(counted, *_call_where(others, at))
         else:
             self._sum_groups(counted, others, at)
@@ -468,13 +468,18 @@ class Traces:
         full, windows = _days(filters.since, filters.until)
         if full is not None:
             clauses, params = _common_where(filters)
+            table = "call_counts"
+            if filters.rule:  # the groups of the rule key (``count`` checked it is one)
+                table = "rule_counts"
+                clauses.append("rule = ?")
+                params.append(filters.rule)
             for column, bound, value in (("day", ">=", full[0]), ("day", "<=", full[1])):
                 if value is not None:
                     clauses.append(f"{column} {bound} ?")
                     params.append(value)
             for row in self.db.query(
                 "SELECT outcome, sum(n) AS n, sum(CASE WHEN action = 'allow' THEN n ELSE 0 END) AS allowed, "
-                "sum(CASE WHEN approved = 1 THEN n ELSE 0 END) AS approved FROM call_counts "
+                f"sum(CASE WHEN approved = 1 THEN n ELSE 0 END) AS approved FROM {table} "
                 f"WHERE {' AND '.join(clauses) or '1 = 1'} GROUP BY outcome",
                 params,
             ):
@@ -504,6 +509,9 @@ class Traces:
         skip = offset
         if before is not None:  # the rows below ``before``: ``offset`` then only says where the page stands
             where, params, skip = f"{where} AND seq < ?", [*params, before], 0
+        elif offset >= SEEK_FROM and filters == Filters(checks=filters.checks):  # deep, by number: by blocks
+            below, skip = seek_block(self.db, filters.checks, at, offset)
+            where, params = f"{where} AND seq < ?", [*params, below]
         found = self.db.query(
             f"SELECT call_id, seq, final_seq, task FROM calls WHERE {where} ORDER BY seq DESC LIMIT ? OFFSET ?",
             [*params, size, skip],
@@ -550,6 +558,34 @@ class Traces:
             "SELECT body FROM ledger WHERE json_extract(body, '$.kind') = 'auth' ORDER BY seq DESC LIMIT ?", (limit,)
         )
         return [_decode(r["body"]) for r in rows]
+
+
+SEEK_FROM = 1 << BLOCK_SHIFT  # a page by number this deep or deeper skips whole blocks (``seek_block``)
+CALLS_IN_TOP_BLOCK = "SELECT count(*) AS n FROM calls WHERE seq >= ? AND seq <= ?"
+CALLS_PER_BLOCK = "SELECT block, sum(n) AS n FROM call_blocks WHERE block < ? {dry} GROUP BY block ORDER BY block DESC"
+
+
+def seek_block(db: Store, checks: bool, at: int, offset: int) -> tuple[int, int]:
+    """Where the unfiltered page at ``offset`` (newest first, calls up to ledger row ``at``) begins: (a seq it lies
+    below, the offset left from there), from the calls counted per block (``call_blocks``), so a page 500,000
+    calls deep walks at most a block's calls, not 500,000. (0, 0): past the last call."""
+    top = at >> BLOCK_SHIFT
+    dry = "" if checks else " AND kind != 'check'"
+    in_top = int(db.query(CALLS_IN_TOP_BLOCK + dry, (top << BLOCK_SHIFT, at))[0]["n"])
+    if offset < in_top:
+        return at + 1, offset
+    left = offset - in_top
+    for block in db.query(CALLS_PER_BLOCK.format(dry="" if checks else "AND dry = 0"), (top,)):
+        if left < int(block["n"]):
+            return (int(block["block"]) + 1) << BLOCK_SHIFT, left
+        left -= int(block["n"])
+    return 0, 0
+
+
+def _rule_key(rule: str) -> str | None:
+    """The ``rule_counts`` key of a rule filter (counted by groups), or None (counted call by call): a filter
+    ending in a dot matches by ``_call_where``'s own test, which no key states."""
+    return None if rule.endswith(".") else rule
 
 
 def _common_where(filters: Filters) -> tuple[builtins.list[str], builtins.list[Any]]:

@@ -15,6 +15,7 @@ import pytest
 from conftest import add_role, inproc_client, ledger_rows, reconfigure, text_of, token
 from mcp.shared.exceptions import MCPDeprecationWarning
 
+from gateway.judge.relay import ASKS_PER_CALL
 from gateway.runtime import Gateway
 
 pytestmark = pytest.mark.anyio
@@ -130,6 +131,26 @@ async def test_sampling_above_the_roles_tier_is_refused_and_the_call_with_it(con
     assert "relay.sampling" in text_of(result) or "sampling" in text_of(result)
     (row,) = relays(gateway)
     assert row["outcome"] == "denied" and row["decision"]["action"] == "ask"
+
+
+async def test_an_upstream_that_keeps_asking_gets_ten_relayed_and_the_rest_declined(config: Any) -> None:
+    """A hostile upstream pushes 15 questions in one call: ASKS_PER_CALL (10) reach the person, judged and
+    recorded one by one; the other 5 are declined without reaching anyone, the call's own ledger row counts
+    them, and the call ends with the upstream's answer."""
+    gateway, bearer = relaying(config, "raw__nags")
+    person = Person()
+    async with inproc_client(gateway, bearer, mode="legacy", **person.callbacks()) as client:
+        with anyio.fail_after(60):
+            result = await client.call_tool("raw__nags", {})
+    assert not result.is_error, text_of(result)
+    actions = json.loads(text_of(result))
+    assert len(person.asked) == ASKS_PER_CALL == 10
+    assert sorted(actions) == ["accept"] * 10 + ["decline"] * 5
+    rows = relays(gateway)
+    assert len(rows) == 10 and all(r["outcome"] == "ok" for r in rows)
+    (call,) = [r.model_dump() for r in ledger_rows(gateway) if r.tool == "raw__nags" and r.outcome == "ok"]
+    assert call["detail"]["upstream_asks"] == {"judged": 10, "over_limit": 5}
+    assert all(r["detail"]["relayed_for"] == call["call_id"] for r in rows)
 
 
 @pytest.mark.parametrize("upstream_tool", ["conf__test_tool_with_logging", "raw__logs"])

@@ -402,3 +402,75 @@ async def test_dry_runs_are_kept_apart_from_an_agents_real_calls(tmp_path: Path)
     shown = cli(config, "trace", "show", dry.trace_id)
     assert "dry run" in listed.stdout and "dry run" not in cli(config, "trace", "list").stdout
     assert "DRY RUN fs_write" in shown.stdout, shown.stdout
+
+
+def synthetic_calls(store: Any, calls: int) -> None:
+    """``calls`` calls appended to a store's ledger through the review index as an append writes them (not chained:
+    the review reads, it does not verify): every 7th a dry run, every 3rd with a started row first, rules that
+    share prefixes (a call with two ``tiers.`` rules counts once under ``tiers``)."""
+    mix = [
+        ("fs_read", "allow", 1, "ok", ["roles.granted", "tiers.read"]),
+        ("shell_run", "allow", 1, "ok", ["tiers.create", "tiers.read_only_command"]),
+        ("fs_write", "deny", 3, "denied", ["paths.out_of_scope"]),
+        ("shell_run", "ask", 3, "asked", ["tiers.network", "paths.outside_workspace"]),
+    ]
+    seq = int(store.query("SELECT COALESCE(max(seq), 0) AS s FROM ledger")[0]["s"])
+    with store.transaction() as tx:
+        for i in range(calls):
+            tool, action, tier, outcome, rules = mix[i % len(mix)]
+            final = {
+                "time": f"2026-10-{1 + i // 200:02d}T{(i // 10) % 20:02d}:{i % 60:02d}:00.000000+00:00",
+                "kind": "check" if i % 7 == 3 else "call",
+                "call_id": f"syn-{i}",
+                "trace_id": f"syn-trace-{i // 20}",
+                "principal": {"agent": f"a{i % 3}", "role": "developer", "task": None},
+                "tool": tool,
+                "decision": {"action": action, "tier": tier, "rules": rules, "reasons": ["r"] * len(rules)},
+                "outcome": outcome,
+                "detail": {},
+            }
+            for row in ([{**final, "outcome": "started"}] if i % 3 == 0 else []) + [final]:
+                seq += 1
+                row = {**row, "seq": seq}
+                tx.execute(
+                    "INSERT INTO ledger (seq, body, prev_hash, hash, mac) VALUES (?, ?, ?, ?, ?)",
+                    (seq, json.dumps(row), "x", "x", None),
+                )
+                review_index.index_row(tx, row)
+
+
+@pytest.mark.both_stores
+def test_deep_pages_and_rule_counts_agree_with_the_calls_one_by_one(
+    config: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page by number deeper than a block (found through ``call_blocks``) holds the calls the whole ledger
+    folded in memory gives at that offset, with and without dry runs, at an older ``at`` and past the end; the
+    rule filter's counts (sums over ``rule_counts``) equal the calls counted one by one, on either store."""
+    shift = 7  # blocks of 128 ledger rows (not 4,096), so a few hundred calls span several on either store
+    monkeypatch.setattr(review_index, "BLOCK_SHIFT", shift)
+    monkeypatch.setattr(traces_module, "BLOCK_SHIFT", shift)
+    monkeypatch.setattr(traces_module, "SEEK_FROM", 1 << shift)
+    gateway = Gateway(config)
+    synthetic_calls(gateway.db, 600)  # 800 ledger rows: seven blocks
+    traces = Traces(gateway.db)
+    everything = every_call(gateway.db)  # the oracle: the whole ledger folded in memory, newest first
+    newest = traces.page(size=1).at
+    for checks, at in ((False, newest), (True, newest), (False, newest - 170)):
+        shown = [c for c in everything if c.seq <= at and (checks or not c.dry_run)]
+        for offset in (1 << shift, 300, 444, len(shown) - 10, len(shown) + 5):
+            page = traces.page(Filters(checks=checks), offset=offset, size=30, at=at)
+            assert [c.call_id for c in page.calls] == [c.call_id for c in shown[offset : offset + 30]], (checks, at)
+            assert page.total == len(shown)
+    for rule in ("tiers", "tiers.create", "paths", "roles", "tiers.", "tier"):
+        for filters in (
+            Filters(rule=rule),
+            Filters(rule=rule, agent="a1", outcome="ok"),
+            Filters(rule=rule, checks=True),
+        ):
+            matching = [c for c in everything if filters.matches(c)]
+            others = [c for c in everything if replace(filters, outcome=None).matches(c)]
+            page = traces.page(filters, size=20)
+            assert page.total == len(matching) and page.outcomes.get("any", 0) == len(others), filters
+            assert [c.call_id for c in page.calls] == [c.call_id for c in matching[:20]], filters
+    commands = [c for c in everything if c.tool == "shell_run" and not c.dry_run]  # two tiers.* rules each
+    assert traces.page(Filters(rule="tiers", tool="shell_run")).total == len(commands), "a call counts once"

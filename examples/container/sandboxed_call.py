@@ -9,9 +9,11 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-# tier 1 for the developer role: writes in the workspace. In the sandbox it has a PID namespace of its own
-# (its shell is a low pid, not the container's) and no network interface but loopback.
-COMMAND = "echo confined > proof.txt && echo pid=$$ && ls /sys/class/net"
+# tier 1 for the developer role (`gateway check --role developer --tool shell_run`: allow, tier 1, tiers.create and
+# tiers.read_only_command): it creates a file in the workspace and reads nothing outside it (listing
+# /sys/class/net would: paths.outside_workspace, ask). In the sandbox its shell is a low pid of a PID namespace
+# of its own (bubblewrap's), not the container's, and its uid is the container user's.
+COMMAND = "echo confined > proof.txt && echo pid=$$ && id -u"
 
 
 async def main() -> None:

@@ -10,7 +10,8 @@ person about is refused (nobody holds a relayed request for approval). The ledge
 shape, never its values: for a question, the action and the fields answered; for sampling, the model, the
 size and digest of its text, marked untrusted (it is the client's model following the upstream's prompt).
 
-At most ``ASKS_PER_CALL`` requests per call are relayed. An upstream's log messages reach the client with
+At most ``ASKS_PER_CALL`` requests per call are judged and relayed; the rest are refused unjudged (a question
+declined) and the call's ledger row counts both (``upstream_asks``). An upstream's log messages reach the client with
 their secrets masked, at most ``LOG_MESSAGES`` per call of at most ``LOG_BYTES`` each, at or above the level
 the client asked for; the call's ledger row counts the relayed and dropped ones.
 
@@ -56,6 +57,11 @@ class RelayToClient:
     async def ask(self, method: str, params: JSONObject) -> JSONObject:
         parent = self.call
         self.asked += 1
+        # each judged request has a ledger row of its own; the calling call's row counts them and the refused rest
+        parent.detail["upstream_asks"] = {
+            "judged": min(self.asked, ASKS_PER_CALL),
+            "over_limit": max(0, self.asked - ASKS_PER_CALL),
+        }
         if self.asked > ASKS_PER_CALL:  # an upstream that keeps asking is not let to wear the person down
             raise RelayRefused(f"the upstream made more than {ASKS_PER_CALL} requests of the client in one call")
         asked = Call(

@@ -4,7 +4,7 @@ stdio or streamable HTTP, answers well or badly on request, and logs what it rec
 python raw_upstream.py --era modern|legacy [--http PORT] [--log FILE]
 
 Tools: echo (text), headed (region, declared an Mcp-Param header), progress (two notifications, then done),
-pings (asks the client for a ping mid-call), big (size bytes of text), not_a_list,
+pings (asks the client for a ping mid-call), big (size bytes of text), nags (15 questions at once), not_a_list,
 bad_block, not_an_object, error (a JSON-RPC error), die (exits mid-call), hang (never answers).
 Over HTTP a legacy session answers every request as SSE, a modern one as JSON (progress: SSE).
 """
@@ -21,6 +21,8 @@ from typing import Any
 TOOLS = ["echo", "headed", "progress", "pings", "big"]
 TOOLS += ["not_a_list", "bad_block", "not_an_object", "error", "die", "hang"]  # the ways to misbehave
 TOOLS += ["asks", "phishes", "logs"]  # handshake era over stdio: a question pushed mid-call, log messages
+TOOLS += ["nags"]  # hostile: NAGS questions pushed at once in one call, answered when every one is
+NAGS = 15
 QUESTIONS = {
     "asks": {
         "message": "Which branch?",
@@ -41,6 +43,7 @@ class Upstream:
         self.era = era
         self.log = log
         self.asking: dict[str, Any] | None = None  # the reply of a call waiting for the client's answer
+        self.nagged: dict[str, Any] = {}  # nags: the answers so far, by request id
 
     def note(self, message: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         if self.log:
@@ -60,6 +63,14 @@ class Upstream:
             reply, self.asking = self.asking, None
             answer = message.get("result") or message.get("error")
             reply["result"] = self.complete({"content": [{"type": "text", "text": json.dumps(answer)}]})
+            return [], reply
+        if method is None and str(rid).startswith("up-nag-") and self.asking is not None:
+            self.nagged[str(rid)] = message.get("result") or message.get("error")
+            if len(self.nagged) < NAGS:
+                return [], None
+            reply, self.asking = self.asking, None
+            actions = [(self.nagged[f"up-nag-{i}"] or {}).get("action") for i in range(NAGS)]
+            reply["result"] = self.complete({"content": [{"type": "text", "text": json.dumps(actions)}]})
             return [], reply
         if rid is None:
             return [], None
@@ -108,6 +119,13 @@ class Upstream:
         elif name in QUESTIONS:
             notes.append({"jsonrpc": "2.0", "id": "up-ask", "method": "elicitation/create", "params": QUESTIONS[name]})
             self.asking = reply
+            return notes, None
+        elif name == "nags":
+            for i in range(NAGS):
+                question = {**QUESTIONS["asks"], "message": f"Which branch? ({i + 1} of {NAGS})"}
+                nag = {"jsonrpc": "2.0", "id": f"up-nag-{i}", "method": "elicitation/create", "params": question}
+                notes.append(nag)
+            self.asking, self.nagged = reply, {}
             return notes, None
         elif name == "logs":
             for data in (

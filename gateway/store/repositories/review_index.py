@@ -9,6 +9,10 @@ be rebuilt from them at any time.
 - ``call_rules``: (rule, seq) for each rule a call's decision names: the rule filter, by prefix.
 - ``call_counts``: how many calls there are per UTC day and kind, agent, role, tool, tier, outcome, action and
   approval: the outcome tabs' counts are sums over these groups, not over the calls.
+- ``rule_counts``: the same groups per rule key (each rule a call's decision names and each of its dot-prefixes,
+  once per call): the rule filter's counts (``paths`` matches ``paths.out_of_scope``) are sums too.
+- ``call_blocks``: how many calls (dry runs apart) began in each block of BLOCK_ROWS ledger rows: a page by
+  number jumps to its block by these sums and walks at most a block (``traces.seek_block``).
 - ``trace_summaries``: per trace, its time span and its counts (calls, refused, asked, errors, dry runs,
   unknown-tool calls, checkpoints) and its side effects, kept current row by row.
 - ``trace_steps``: (trace, seq) of the rows that carry no trace id of their own but belong to one: approvals
@@ -36,6 +40,7 @@ from gateway.store.repositories import cursors
 from gateway.types import JSONObject
 
 __all__ = [
+    "BLOCK_SHIFT",
     "CALL_KINDS",
     "CURSOR",
     "REFUSED",
@@ -50,6 +55,24 @@ REFUSED = ("denied", "invalid")  # refused before anything ran: by identity/scop
 UNKNOWN_TOOL = "gateway.unknown_tool"  # the rule of a call naming no tool there is
 CURSOR = "review-index"
 BATCH = 2000  # rows a catch-up transaction indexes
+BLOCK_SHIFT = 12  # call_blocks: a block is the calls whose first row's seq >> BLOCK_SHIFT is the same
+BLOCK_ROWS = 1 << BLOCK_SHIFT
+
+# the group tables: a call counts in one call_counts row and, per rule key, one rule_counts row
+COUNT_COLUMNS = "day, kind, agent, role, tool, tier, outcome, action, approved"
+ADD_COUNT = (
+    f"INSERT INTO call_counts ({COUNT_COLUMNS}, n) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    f"ON CONFLICT ({COUNT_COLUMNS}) DO UPDATE SET n = call_counts.n + excluded.n"
+)
+ADD_RULE_COUNT = (
+    f"INSERT INTO rule_counts (rule, {COUNT_COLUMNS}, n) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    f"ON CONFLICT (rule, {COUNT_COLUMNS}) DO UPDATE SET n = rule_counts.n + excluded.n"
+)
+ADD_BLOCK = (
+    "INSERT INTO call_blocks (block, dry, n) VALUES (?, ?, ?) "
+    "ON CONFLICT (block, dry) DO UPDATE SET n = call_blocks.n + excluded.n"
+)
+RULES_OF = "SELECT rule FROM call_rules WHERE seq = ?"
 
 
 def catch_up(store: Store, batch: int = BATCH) -> int:
@@ -112,14 +135,13 @@ def _rules(row: JSONObject) -> list[str]:
 def _index_call(tx: Transaction, row: JSONObject) -> str | None:
     select = "SELECT * FROM calls WHERE call_id = ?"
     before = tx.execute(select, (row["call_id"],)).fetchone()
+    was = _counted_as(before), _rule_keys(tx, before), _block_of(before)
     trace_id = _merge_call(tx, row, before)
     after = tx.execute(select, (row["call_id"],)).fetchone()
-    old, new = _counted_as(before), _counted_as(after)
-    if old != new:  # the call counts elsewhere now (it ended, or its first row came in late)
-        if old is not None:
-            _add_count(tx, old, -1)
-        if new is not None:
-            _add_count(tx, new, 1)
+    now = _counted_as(after), _rule_keys(tx, after), _block_of(after)
+    if was != now:  # the call counts elsewhere now (it ended, or its first row came in late)
+        _add_counts(tx, *was, -1)
+        _add_counts(tx, *now, 1)
     if (row.get("detail") or {}).get("safeguard"):  # the call took a checkpoint: counted once
         took = tx.execute("UPDATE calls SET checkpoint = 1 WHERE call_id = ? AND checkpoint = 0", (row["call_id"],))
         if took.rowcount and trace_id:
@@ -144,13 +166,34 @@ def _counted_as(call: Row | None) -> tuple[Any, ...] | None:
     )
 
 
-def _add_count(tx: Transaction, group: tuple[Any, ...], n: int) -> None:
-    tx.execute(
-        "INSERT INTO call_counts (day, kind, agent, role, tool, tier, outcome, action, approved, n) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (day, kind, agent, role, tool, tier, outcome, action, "
-        "approved) DO UPDATE SET n = call_counts.n + excluded.n",
-        (*group, n),
-    )
+def _rule_keys(tx: Transaction, call: Row | None) -> list[str]:
+    """What the rule filter matches a call by: each rule its decision names and each rule's dot-prefixes, once
+    (``tiers.create`` and ``tiers.read`` give ``tiers``, ``tiers.create``, ``tiers.read``)."""
+    if call is None:
+        return []
+    keys: dict[str, None] = {}
+    for found in tx.execute(RULES_OF, (call["seq"],)).fetchall():
+        rule = str(found["rule"])
+        keys.update((rule[:i], None) for i, ch in enumerate(rule) if ch == "." and i)
+        keys[rule] = None
+    return sorted(keys)
+
+
+def _block_of(call: Row | None) -> tuple[int, int] | None:
+    """The ``call_blocks`` row a call counts in: its first row's block, and whether it is a dry run."""
+    return None if call is None else (int(call["seq"]) >> BLOCK_SHIFT, int(call["kind"] == "check"))
+
+
+def _add_counts(
+    tx: Transaction, group: tuple[Any, ...] | None, rule_keys: list[str], block: tuple[int, int] | None, n: int
+) -> None:
+    """Add a call (``n`` 1) to, or take it (-1) from, its group, its rule keys' groups and its block."""
+    if group is not None:
+        tx.execute(ADD_COUNT, (*group, n))
+        for key in rule_keys:
+            tx.execute(ADD_RULE_COUNT, (key, *group, n))
+    if block is not None:
+        tx.execute(ADD_BLOCK, (*block, n))
 
 
 def _merge_call(tx: Transaction, row: JSONObject, old: Row | None) -> str | None:
