@@ -61,8 +61,8 @@ def main() -> None:
         print(f"worker {worker}: {end - start:.0f} s wall from its first test to its last, {cpu:.0f} s CPU")
     cpu = sorted((totals["cpu"] for totals in files.values()), reverse=True)
     by_count = [t["cpu"] for t in sorted(files.values(), key=lambda t: -t["tests"])]  # xdist's own order
-    print(f"{len(rows)} tests, {sum(cpu):.0f} s CPU; on two idle cores about {makespan(cpu):.0f} s heaviest file first,")
-    print(f"{makespan(by_count):.0f} s in xdist's own order (most tests first)")
+    print(f"{len(rows)} tests, {sum(cpu):.0f} s CPU; on two idle cores about {makespan(cpu):.0f} s with the")
+    print(f"heaviest file first, {makespan(by_count):.0f} s in xdist's own order (most tests first)")
     if args.write:
         load = sum(t["wall"] for t in files.values()) / max(sum(cpu), 1e-9)  # how much sharing stretched wall
         costs = {name: round(max(t["cpu"], t["wall"] / load), 1) for name, t in ranked}
