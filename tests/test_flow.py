@@ -113,11 +113,11 @@ def test_labels_survive_a_restart_are_shared_and_only_a_person_lowers_them(confi
 @pytest.mark.both_stores
 def test_labels_only_rise_in_either_store(config: Any) -> None:
     labels = Gateway(config).labels
-    labels.raise_("token:j1", [Source("confidential", "outside the workspace: /etc/hosts", "shell_run", "c1")])
-    labels.raise_("token:j1", [])
-    flow = labels.read("token:j1")
+    labels.raise_("jti:j1", [Source("confidential", "outside the workspace: /etc/hosts", "shell_run", "c1")])
+    labels.raise_("jti:j1", [])
+    flow = labels.read("jti:j1")
     assert flow.confidentiality == "confidential" and flow.integrity == "trusted"
-    assert labels.lower("token:j1", by="bob", reason="hosts is public", label="confidential").sources == []
+    assert labels.lower("jti:j1", by="bob", reason="hosts is public", label="confidential").sources == []
 
 
 def test_downloaded_file_read_again_is_untrusted(config: Any) -> None:
