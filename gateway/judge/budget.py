@@ -10,6 +10,8 @@ authorised it.
 
 from __future__ import annotations
 
+import functools
+import json
 import time
 
 from gateway.budgets import BUDGET_META, Budget, Usage
@@ -18,7 +20,13 @@ from gateway.judge.call import Call
 from gateway.judge.execute import with_meta
 from gateway.ledger.budgets import Budgets
 
-__all__ = ["ChargeBudget", "SettleBudget"]
+__all__ = ["ChargeBudget", "SettleBudget", "manifest_budget"]
+
+
+@functools.lru_cache(maxsize=256)
+def manifest_budget(manifest_json: str) -> Budget:
+    """A task manifest's budget, validated once rather than on every call of the task (a Budget is frozen)."""
+    return Budget.model_validate_json(manifest_json)
 
 
 class ChargeBudget:
@@ -37,7 +45,7 @@ class ChargeBudget:
             call.principal.role,
             call.principal.agent,
             task.get("id"),
-            Budget.model_validate(manifest) if isinstance(manifest, dict) else None,
+            manifest_budget(json.dumps(manifest, sort_keys=True)) if isinstance(manifest, dict) else None,
         )
         if not scopes:
             return

@@ -9,6 +9,7 @@ window and its token bucket. A call is charged in one transaction for every scop
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -21,6 +22,7 @@ from gateway.types import JSONObject
 __all__ = ["Budgets"]
 
 
+@functools.lru_cache(maxsize=256)  # a window's reset time, the same on every call of the window
 def _iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
 
@@ -117,10 +119,7 @@ def _row(tx: Any, scope: str, now: float, window_s: int, budget: Budget) -> dict
 
 def _check(scope: str, budget: Budget, row: dict[str, Any], usage: Usage, now: float, window_s: int) -> None:
     resets = row["window_start"] + window_s
-    for count in COUNTS:
-        limit = budget.limit(count)
-        if limit is None:
-            continue
+    for count, limit in _limits(budget):
         charged = getattr(usage, count)
         # counts charged up front must fit; measured ones (egress, wall time) stop the next call once spent
         if (charged and row[count] + charged > limit) or (count in MEASURED and row[count] >= limit):
@@ -153,12 +152,15 @@ def _write(tx: Any, scope: str, row: dict[str, Any]) -> None:
     )
 
 
+@functools.lru_cache(maxsize=256)  # a budget is frozen: its limits are worked out once, not on every call
+def _limits(budget: Budget) -> tuple[tuple[str, float], ...]:
+    return tuple((count, limit) for count in COUNTS if (limit := budget.limit(count)) is not None)
+
+
 def _left(budget: Budget, row: dict[str, Any], window_s: int) -> JSONObject:
     left: JSONObject = {"resets_at": _iso(row["window_start"] + window_s)}
-    for count in COUNTS:
-        limit = budget.limit(count)
-        if limit is not None:
-            left[count] = max(0, round(limit - row[count]))
+    for count, limit in _limits(budget):
+        left[count] = max(0, round(limit - row[count]))
     if budget.rate is not None:
         left["rate_tokens"] = round(row["tokens"], 2)
     return left
