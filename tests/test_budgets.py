@@ -52,6 +52,23 @@ async def test_a_budget_spent_mid_session_refuses_the_next_call_with_its_reset(c
     assert found is not None and found["event"] == "budget_exhausted" and "agent a1" in found["text"]
 
 
+async def test_a_held_call_approved_and_retried_is_charged_once(config: Any) -> None:
+    add_role(config, "dev", ["*"], max_tier=2)  # above it: held for a person
+    config = reconfigure(config, budgets={"agent": {"calls": 10, "tier3": 5}})
+    gateway = Gateway(config)
+    async with inproc_client(gateway, token(config, "dev", agent="a3")) as client:
+        push = {"command": "git push origin main"}  # tier 3: held for a person
+        held = structured(await client.call_tool("shell_run", push))
+        assert held.get("status") == "approval_pending", held
+        gateway.approvals.settle(held["approval_id"], approve=True, by="alice")
+        retried = await client.call_tool("shell_run", push)
+        assert "status" not in structured(retried)  # it ran (git has no remote: its error is the command's)
+    [scope] = gateway.budgets.show()
+    assert (scope["calls"], scope["tier3"]) == (1, 1)
+    rows = [r for r in ledger_rows(gateway) if r.tool == "shell_run"]
+    assert next(r.outcome for r in rows) == "asked" and rows[-1].detail["approval"]["answer"] == "approved"
+
+
 async def test_budgets_fail_closed_when_the_store_cannot_charge(config: Any, repo: Any) -> None:
     add_role(config, "dev", ["*"], max_tier=2)
     config = reconfigure(config, budgets={"agent": {"calls": 100}})

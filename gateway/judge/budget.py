@@ -14,8 +14,10 @@ import functools
 import json
 import time
 
+from gateway.approvals import Approvals
 from gateway.budgets import BUDGET_META, Budget, Usage
 from gateway.egress import EGRESS_BYTES
+from gateway.judge.approval import Asking
 from gateway.judge.call import Call
 from gateway.judge.execute import with_meta
 from gateway.ledger.budgets import Budgets
@@ -32,8 +34,18 @@ def manifest_budget(manifest_json: str) -> Budget:
 class ChargeBudget:
     """Charges an authorised call to every budget it falls under; refuses it when one is spent."""
 
-    def __init__(self, budgets: Budgets) -> None:
+    def __init__(self, budgets: Budgets, approvals: Approvals) -> None:
         self.budgets = budgets
+        self.approvals = approvals
+
+    def _answered(self, call: Call) -> bool:
+        """Whether this asked call is the retry a person answered (out of band, or at the client): it was
+        charged when it asked, and is not charged again (what it uses while it runs still is)."""
+        responses = call.origin.input_responses
+        if responses and "approval" in responses:  # its seal is checked by ActOnTier: a forged one runs nothing
+            return True
+        asking = Asking.of(call)
+        return self.approvals.answered(asking.key, asking.site)
 
     async def __call__(self, call: Call) -> None:
         if not self.budgets.config.any:
@@ -50,9 +62,10 @@ class ChargeBudget:
         if not scopes:
             return
         decision = call.decision
-        usage = Usage(calls=1, tier2=int(decision.tier == 2), tier3=int(decision.action == "ask"))
         call.budget_scopes = scopes
-        call.budget_left = self.budgets.charge(scopes, usage)
+        if not (decision.action == "ask" and self._answered(call)):
+            usage = Usage(calls=1, tier2=int(decision.tier == 2), tier3=int(decision.action == "ask"))
+            call.budget_left = self.budgets.charge(scopes, usage)
         call.egress_bytes = [0]
         EGRESS_BYTES.set(call.egress_bytes)  # this call's task: the egress proxy it starts counts into it
         call.running_since = time.perf_counter()
