@@ -34,6 +34,7 @@ class Execute:
             input_responses=call.origin.input_responses,
             request_state=call.origin.request_state,
             confinement=granted_confinement(call),
+            flow=call.flow.as_input() if call.flow is not None else None,
         )
         if self.relay is not None and call.spec.provider.upstream:
             invocation.relay = RelayToClient(call, self.relay)

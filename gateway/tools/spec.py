@@ -111,4 +111,5 @@ class ToolInvocation:
     input_responses: JSONObject | None = None
     request_state: str | None = None
     confinement: Confinement | None = None  # the sandbox its commands (or its upstream server) run in
+    flow: JSONObject | None = None  # the session's flow labels as the call was judged (input.flow)
     relay: ClientRelay = NO_RELAY  # the calling client, as an upstream may ask it things during the call
