@@ -31,6 +31,7 @@ from gateway.types import JSONObject, Principal
 
 __all__ = [
     "FLOW_META",
+    "GATEWAY_META_PREFIX",
     "MAX_FILES",
     "MAX_SOURCES",
     "Flow",
