@@ -86,12 +86,14 @@ class Flow:
         return "confidential" if any(s["label"] == "confidential" for s in self.sources) else "public"
 
     def as_input(self) -> JSONObject:
+        untrusted = [s for s in self.sources if s["label"] == "untrusted"]
+        confidential = [s for s in self.sources if s["label"] == "confidential"]
         return {
             "session": self.session,
-            "integrity": self.integrity,
-            "confidentiality": self.confidentiality,
-            "untrusted": [s for s in self.sources if s["label"] == "untrusted"],
-            "confidential": [s for s in self.sources if s["label"] == "confidential"],
+            "integrity": "untrusted" if untrusted else "trusted",
+            "confidentiality": "confidential" if confidential else "public",
+            "untrusted": untrusted,
+            "confidential": confidential,
         }
 
     def summary(self) -> JSONObject:

@@ -35,7 +35,7 @@ class Execute:
             input_responses=call.origin.input_responses,
             request_state=call.origin.request_state,
             confinement=granted_confinement(call),
-            flow=call.flow.as_input() if call.flow is not None else None,
+            flow=call.flow,
         )
         if self.relay is not None and call.spec.provider.upstream:
             invocation.relay = RelayToClient(call, self.relay)
