@@ -19,10 +19,11 @@ raised it, by which call), which the policy names in its reasons (``input.flow``
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from gateway.errors import Denied, InvalidRequest
 from gateway.ledger.chain import Ledger, utc_now
@@ -132,7 +133,7 @@ class FlowLabels:
         rows = self.store.query("SELECT sources, files FROM flow_labels WHERE session = ?", (session,))
         if not rows:
             return Flow(session)
-        return Flow(session, json.loads(rows[0]["sources"]), json.loads(rows[0]["files"]))
+        return Flow(session, _parsed(rows[0]["sources"]), _parsed(rows[0]["files"]))
 
     def raise_(self, session: str, sources: Sequence[Source], files: Iterable[str] = ()) -> Flow:
         """Add what a call's result brought; labels only rise. Answers the session's labels after it."""
@@ -194,3 +195,15 @@ class FlowLabels:
     def sessions(self) -> list[Flow]:
         rows = self.store.query("SELECT session, sources, files FROM flow_labels ORDER BY updated DESC")
         return [Flow(r["session"], json.loads(r["sources"]), json.loads(r["files"])) for r in rows]
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed_once(text: str) -> tuple[Any, ...]:
+    return tuple(json.loads(text))
+
+
+def _parsed(text: str) -> list[Any]:
+    """A session's stored sources or files, parsed once per version of them (read on every call of the session;
+    the store is still asked every call, so a raise by another replica is seen at once). The list is new; its
+    items are shared and never changed (a raise builds new ones)."""
+    return list(_parsed_once(text))

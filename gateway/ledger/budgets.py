@@ -72,7 +72,7 @@ class Budgets:
 
     def measures(self, scopes: Sequence[tuple[str, Budget]]) -> bool:
         """Whether any of the scopes limits what is measured after a call (egress bytes, wall time)."""
-        return any(b.egress_bytes is not None or b.wall_s is not None for _, b in scopes)
+        return any(b.measures for _, b in scopes)
 
     def settle(self, scopes: Sequence[tuple[str, Budget]], usage: Usage) -> None:
         """Add what a call used while it ran (egress bytes, wall time) to the scopes that limit it."""
@@ -85,7 +85,7 @@ class Budgets:
         if not usage:
             return
         for scope, budget in scopes:
-            if budget.egress_bytes is not None or budget.wall_s is not None:
+            if budget.measures:
                 tx.execute(
                     "UPDATE budgets SET egress_bytes = egress_bytes + ?, wall_ms = wall_ms + ? WHERE scope = ?",
                     (usage.egress_bytes, usage.wall_ms, scope),
@@ -119,7 +119,7 @@ def _row(tx: Any, scope: str, now: float, window_s: int, budget: Budget) -> dict
 
 def _check(scope: str, budget: Budget, row: dict[str, Any], usage: Usage, now: float, window_s: int) -> None:
     resets = row["window_start"] + window_s
-    for count, limit in _limits(budget):
+    for count, limit in budget.limits:
         charged = getattr(usage, count)
         # counts charged up front must fit; measured ones (egress, wall time) stop the next call once spent
         if (charged and row[count] + charged > limit) or (count in MEASURED and row[count] >= limit):
@@ -152,14 +152,9 @@ def _write(tx: Any, scope: str, row: dict[str, Any]) -> None:
     )
 
 
-@functools.lru_cache(maxsize=256)  # a budget is frozen: its limits are worked out once, not on every call
-def _limits(budget: Budget) -> tuple[tuple[str, float], ...]:
-    return tuple((count, limit) for count in COUNTS if (limit := budget.limit(count)) is not None)
-
-
 def _left(budget: Budget, row: dict[str, Any], window_s: int) -> JSONObject:
     left: JSONObject = {"resets_at": _iso(row["window_start"] + window_s)}
-    for count, limit in _limits(budget):
+    for count, limit in budget.limits:
         left[count] = max(0, round(limit - row[count]))
     if budget.rate is not None:
         left["rate_tokens"] = round(row["tokens"], 2)
