@@ -215,6 +215,16 @@ class Approvals:
             self._record(tx, row, state, by, comment.strip())
             return _row(tx.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)).fetchone())
 
+    def answered(self, key: str, site: CallSite) -> bool:
+        """Whether a person's answer waits for this call key (asked on the same channel), without taking it."""
+        return bool(
+            self.db.query(
+                "SELECT 1 FROM approvals WHERE call_key = ? AND channel = ? AND state IN ('approved', 'denied') "
+                "LIMIT 1",
+                (key, site.channel),
+            )
+        )
+
     def consume(self, key: str, call_id: str, site: CallSite) -> tuple[Settled, str] | None:
         """Take the settled answer for this call key (asked on the same channel), once: (answer, approval id),
         or None."""

@@ -9,6 +9,7 @@ window and its token bucket. A call is charged in one transaction for every scop
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -21,6 +22,7 @@ from gateway.types import JSONObject
 __all__ = ["Budgets"]
 
 
+@functools.lru_cache(maxsize=256)  # a window's reset time, the same on every call of the window
 def _iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
 
@@ -70,7 +72,7 @@ class Budgets:
 
     def measures(self, scopes: Sequence[tuple[str, Budget]]) -> bool:
         """Whether any of the scopes limits what is measured after a call (egress bytes, wall time)."""
-        return any(b.egress_bytes is not None or b.wall_s is not None for _, b in scopes)
+        return any(b.measures for _, b in scopes)
 
     def settle(self, scopes: Sequence[tuple[str, Budget]], usage: Usage) -> None:
         """Add what a call used while it ran (egress bytes, wall time) to the scopes that limit it."""
@@ -83,7 +85,7 @@ class Budgets:
         if not usage:
             return
         for scope, budget in scopes:
-            if budget.egress_bytes is not None or budget.wall_s is not None:
+            if budget.measures:
                 tx.execute(
                     "UPDATE budgets SET egress_bytes = egress_bytes + ?, wall_ms = wall_ms + ? WHERE scope = ?",
                     (usage.egress_bytes, usage.wall_ms, scope),
@@ -117,10 +119,7 @@ def _row(tx: Any, scope: str, now: float, window_s: int, budget: Budget) -> dict
 
 def _check(scope: str, budget: Budget, row: dict[str, Any], usage: Usage, now: float, window_s: int) -> None:
     resets = row["window_start"] + window_s
-    for count in COUNTS:
-        limit = budget.limit(count)
-        if limit is None:
-            continue
+    for count, limit in budget.limits:
         charged = getattr(usage, count)
         # counts charged up front must fit; measured ones (egress, wall time) stop the next call once spent
         if (charged and row[count] + charged > limit) or (count in MEASURED and row[count] >= limit):
@@ -155,10 +154,8 @@ def _write(tx: Any, scope: str, row: dict[str, Any]) -> None:
 
 def _left(budget: Budget, row: dict[str, Any], window_s: int) -> JSONObject:
     left: JSONObject = {"resets_at": _iso(row["window_start"] + window_s)}
-    for count in COUNTS:
-        limit = budget.limit(count)
-        if limit is not None:
-            left[count] = max(0, round(limit - row[count]))
+    for count, limit in budget.limits:
+        left[count] = max(0, round(limit - row[count]))
     if budget.rate is not None:
         left["rate_tokens"] = round(row["tokens"], 2)
     return left
