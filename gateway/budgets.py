@@ -22,7 +22,8 @@ a store that cannot be reached refuses it too (fail closed).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -91,7 +92,18 @@ class Budget(BaseModel):
                 if rate is None
                 else Rate(per_s=min(rate.per_s, manifest.rate.per_s), burst=min(rate.burst, manifest.rate.burst))
             )
-        return self.model_copy(update=update)
+        # a new model, not model_copy: a copy would keep the cached limits of this one
+        return type(self)(**{**{name: getattr(self, name) for name in type(self).model_fields}, **update})
+
+    @cached_property
+    def limits(self) -> tuple[tuple[str, float], ...]:
+        """(count, limit) for each count this budget limits: worked out once, read on every call."""
+        return tuple((count, limit) for count in COUNTS if (limit := self.limit(count)) is not None)
+
+    @cached_property
+    def measures(self) -> bool:
+        """Whether it limits what is known only after a call ran (egress bytes, wall time)."""
+        return self.egress_bytes is not None or self.wall_s is not None
 
     def limit(self, count: str) -> float | None:
         if count == "wall_ms":
@@ -131,5 +143,5 @@ class Usage:
     egress_bytes: int = 0
     wall_ms: int = 0
 
-    def __bool__(self) -> bool:
-        return any(getattr(self, f.name) for f in fields(self))
+    def __bool__(self) -> bool:  # on every call: plain attributes, not dataclasses.fields
+        return bool(self.calls or self.tier2 or self.tier3 or self.egress_bytes or self.wall_ms)

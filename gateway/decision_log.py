@@ -150,6 +150,24 @@ def redact(document: Any) -> tuple[Any, list[str]]:
     return _mask(document, (), masked), masked
 
 
+def redact_input(input_document: JSONObject) -> tuple[JSONObject, list[str]]:
+    """``redact`` of a policy input, its session's flow labels (``input.flow``) masked once per version of them:
+    they repeat on every call of a session, and masking their sources was as dear as charging a budget."""
+    flow = input_document.get("flow")
+    if not isinstance(flow, dict):
+        return redact(input_document)
+    rest, masked = redact({k: v for k, v in input_document.items() if k != "flow"})
+    masked_flow, flow_masked = _redacted_flow(json.dumps(flow, default=str))
+    # the masked flow is shared between entries: they are written out, never changed
+    return {k: masked_flow if k == "flow" else rest[k] for k in input_document}, [*masked, *flow_masked]
+
+
+@functools.lru_cache(maxsize=1024)
+def _redacted_flow(flow_json: str) -> tuple[Any, tuple[str, ...]]:
+    masked: list[str] = []
+    return _mask(json.loads(flow_json), ("flow",), masked), tuple(masked)
+
+
 def _mask(value: Any, path: tuple[Any, ...], masked: list[str]) -> Any:
     # One walk, on every decision: a secret-looking key's value becomes MASK (and is listed unless it already
     # was MASK); strings anywhere else are masked by their content. A value's pointer is spelled only when it
@@ -360,7 +378,7 @@ class DecisionLog:
         call_id: str | None = None,
         decision_id: str | None = None,
     ) -> JSONObject:
-        masked_input, masked = redact(input_document)
+        masked_input, masked = redact_input(input_document)
         result, _ = redact(result)  # reasons quote argv and paths: the same secrets the input had
         entry: JSONObject = {
             "decision_id": decision_id or str(uuid.uuid4()),

@@ -19,10 +19,11 @@ raised it, by which call), which the policy names in its reasons (``input.flow``
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from gateway.errors import Denied, InvalidRequest
 from gateway.ledger.chain import Ledger, utc_now
@@ -32,6 +33,7 @@ from gateway.types import JSONObject, Principal
 
 __all__ = [
     "FLOW_META",
+    "GATEWAY_META_PREFIX",
     "MAX_FILES",
     "MAX_SOURCES",
     "Flow",
@@ -86,12 +88,14 @@ class Flow:
         return "confidential" if any(s["label"] == "confidential" for s in self.sources) else "public"
 
     def as_input(self) -> JSONObject:
+        untrusted = [s for s in self.sources if s["label"] == "untrusted"]
+        confidential = [s for s in self.sources if s["label"] == "confidential"]
         return {
             "session": self.session,
-            "integrity": self.integrity,
-            "confidentiality": self.confidentiality,
-            "untrusted": [s for s in self.sources if s["label"] == "untrusted"],
-            "confidential": [s for s in self.sources if s["label"] == "confidential"],
+            "integrity": "untrusted" if untrusted else "trusted",
+            "confidentiality": "confidential" if confidential else "public",
+            "untrusted": untrusted,
+            "confidential": confidential,
         }
 
     def summary(self) -> JSONObject:
@@ -104,7 +108,7 @@ def session_of(principal: Principal, task: JSONObject | None) -> str:
     if task is not None and task.get("id"):
         return f"task:{task['id']}"
     if principal.jti:
-        return f"token:{principal.jti}"
+        return f"jti:{principal.jti}"  # "token:" reads as a credential to the redactor: the log would mask it
     return f"agent:{principal.role}/{principal.agent}"
 
 
@@ -128,7 +132,7 @@ class FlowLabels:
 
     def read(self, session: str) -> Flow:
         row = labels.labelled(self.store, session)
-        return _flow(row) if row is not None else Flow(session)
+        return Flow(session, _parsed(row.sources), _parsed(row.files)) if row is not None else Flow(session)
 
     def raise_(self, session: str, sources: Sequence[Source], files: Iterable[str] = ()) -> Flow:
         """Add what a call's result brought; labels only rise. Answers the session's labels after it."""
@@ -186,3 +190,15 @@ class FlowLabels:
 
 def _flow(row: labels.Labelled) -> Flow:
     return Flow(row.session, json.loads(row.sources), json.loads(row.files))
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed_once(text: str) -> tuple[Any, ...]:
+    return tuple(json.loads(text))
+
+
+def _parsed(text: str) -> list[Any]:
+    """A session's stored sources or files, parsed once per version of them (read on every call of the session;
+    the store is still asked every call, so a raise by another replica is seen at once). The list is new; its
+    items are shared and never changed (a raise builds new ones)."""
+    return list(_parsed_once(text))

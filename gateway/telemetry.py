@@ -347,6 +347,8 @@ class Telemetry:
 def decision_input(call: Call) -> JSONObject:
     """The policy input document of the call; for a call refused before the policy, the facts known so far
     in the same shape (``effects`` None when the arguments were never described)."""
+    if call.policy_input is not None:  # what the policy judged (not rebuilt: the call's labels rose since)
+        return call.policy_input
     if call.principal is not None and call.effects is not None and call.workspace is not None:
         from gateway.judge.decide import policy_input
 

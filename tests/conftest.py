@@ -9,9 +9,12 @@ async with http_client(url, token(config, "worker")) as client: ...
 
 from __future__ import annotations
 
+import json
 import os
+import resource
 import signal
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -33,6 +36,12 @@ from gateway.repo import Repo
 ROOT = Path(__file__).resolve().parent.parent
 NPM_MODULES = Path(os.environ.get("GATEWAY_TEST_NPM", ROOT / ".venv" / "npm" / "node_modules")).resolve()
 BIN = Path(sys.executable).parent
+
+# Compile each module once. With PYTHONDONTWRITEBYTECODE set (as in some shells and CI images), every gateway
+# process the suite starts (hundreds) compiled the gateway package afresh (0.47 s of CPU for all of it), and every
+# xdist worker rewrote every test module's asserts again; the processes the tests start inherit this.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 
 @pytest.fixture
@@ -94,6 +103,46 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "both_stores: run the test on SQLite and on PostgreSQL (the store fixture)")
     config.addinivalue_line("markers", "one_store: in a both_stores module, a test whose subject is not the store")
     config.addinivalue_line("markers", "slow: a test of many seconds; -m 'not slow' runs the fast subset")
+    if hasattr(config.option, "loadscopereorder"):
+        # xdist's default sorts files by their number of tests, which put the few-but-long ones last (a tail of
+        # minutes on one worker); pytest_collection_modifyitems's order is the one to keep
+        config.option.loadscopereorder = False
+
+
+# The suite's files by cost, heaviest first (tests/suite_costs.py writes it from a measured run). xdist's loadfile
+# hands a worker the next file as it runs out of work: the heaviest first, the light ones fill the gaps at the end
+# (longest-processing-time-first), so the two workers finish together. A file not listed yet counts as average.
+COSTS = Path(__file__).with_name("suite_costs.json")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    costs: dict[str, float] = json.loads(COSTS.read_text()) if COSTS.exists() else {}
+    average = sum(costs.values()) / len(costs) if costs else 0.0
+    # a stable sort: within a file the order (and so its module fixtures' lifetimes) is pytest's own
+    items.sort(key=lambda item: -costs.get(item.nodeid.split("::")[0], average))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """With GATEWAY_TEST_COSTS=file, each test's wall and CPU (this process and the processes it started and
+    reaped: gateways, git, bubblewrap) as a JSON line, for tests/suite_costs.py."""
+    out = os.environ.get("GATEWAY_TEST_COSTS")
+    if not out:
+        yield
+        return
+    started, cpu = time.monotonic(), _cpu_seconds()
+    yield
+    row = {"test": item.nodeid, "worker": os.environ.get("PYTEST_XDIST_WORKER", "-"), "start": started}
+    row |= {"wall": time.monotonic() - started, "cpu": _cpu_seconds() - cpu}
+    with open(out, "a") as f:
+        f.write(json.dumps(row) + "\n")
+
+
+def _cpu_seconds() -> float:
+    return sum(
+        usage.ru_utime + usage.ru_stime
+        for usage in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

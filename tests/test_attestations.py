@@ -58,6 +58,7 @@ def standard_verify(envelope: dict[str, Any], jwks: dict[str, Any]) -> dict[str,
     return json.loads(dsse.payload)
 
 
+@pytest.mark.slow
 async def test_a_merge_carries_an_attestation_that_verifies_and_fails_after_any_change(
     config: Any, repo: Path, tmp_path: Path
 ) -> None:

@@ -3,6 +3,7 @@ left in the result's _meta, an exhausted budget a clear refusal with its reset t
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from typing import Any
 
@@ -50,6 +51,52 @@ async def test_a_budget_spent_mid_session_refuses_the_next_call_with_its_reset(c
     assert row.outcome == "denied" and row.detail["error"]["code"] == "budget_exhausted"
     found = notice(row)
     assert found is not None and found["event"] == "budget_exhausted" and "agent a1" in found["text"]
+
+
+async def test_a_held_call_approved_and_retried_is_charged_once(config: Any) -> None:
+    add_role(config, "dev", ["*"], max_tier=2)  # above it: held for a person
+    config = reconfigure(config, budgets={"agent": {"calls": 10, "tier3": 5}})
+    gateway = Gateway(config)
+    async with inproc_client(gateway, token(config, "dev", agent="a3")) as client:
+        push = {"command": "git push origin main"}  # tier 3: held for a person
+        held = structured(await client.call_tool("shell_run", push))
+        assert held.get("status") == "approval_pending", held
+        gateway.approvals.settle(held["approval_id"], approve=True, by="alice")
+        retried = await client.call_tool("shell_run", push)
+        assert "status" not in structured(retried)  # it ran (git has no remote: its error is the command's)
+    [scope] = gateway.budgets.show()
+    assert (scope["calls"], scope["tier3"]) == (1, 1)
+    rows = [r for r in ledger_rows(gateway) if r.tool == "shell_run"]
+    assert next(r.outcome for r in rows) == "asked" and rows[-1].detail["approval"]["answer"] == "approved"
+
+
+async def test_a_commands_egress_through_the_proxy_spends_the_egress_budget(
+    config: Any, request: pytest.FixtureRequest
+) -> None:
+    """A real sandboxed curl, through the gateway's real egress proxy, to a real HTTP server on the loopback
+    (gateway.yaml names 127.0.0.1): its bytes spend the agent's egress budget, and the next call is refused."""
+    port, log = request.getfixturevalue("hello")  # a real HTTP server on the loopback (tests/test_egress.py)
+    config = reconfigure(config, egress={"allow_addresses": ["127.0.0.1"]}, budgets={"agent": {"egress_bytes": 64}})
+    gateway = Gateway(config)
+    async with inproc_client(gateway, token(config, "developer", agent="e1")) as client:
+        fetch = {"command": f"curl -s http://127.0.0.1:{port}/"}
+        asked = structured(await client.call_tool("shell_run", fetch))
+        assert asked.get("status") == "approval_pending", asked
+        gateway.approvals.settle(asked["approval_id"], approve=True, by="alice")
+        ran = structured(await client.call_tool("shell_run", fetch))
+        assert "hello from the host" in ran["stdout"], ran
+        refused = await client.call_tool("fs_read", {"path": "README.md"})
+    assert log.read_text().startswith(f"GET http://127.0.0.1:{port}/ HTTP/1.1")  # it went through the proxy
+    error = structured(refused)["error"]
+    assert refused.is_error and error["code"] == "budget_exhausted" and error["budget"] == "egress_bytes"
+    assert error["scope"] == "agent:e1" and f"it resets at {error['resets_at']}" in error["message"]
+    [scope] = gateway.budgets.show()
+    assert scope["egress_bytes"] > 64 and scope["calls"] == 1  # the approved retry was charged when it asked
+    rows = ledger_rows(gateway)
+    assert rows[-1].tool == "fs_read" and rows[-1].outcome == "denied"
+    assert rows[-1].detail["error"]["budget"] == "egress_bytes"
+    if shutil.which("bwrap"):  # the curl ran in the sandbox, whose only way out is the proxy
+        assert next(r for r in reversed(rows) if r.tool == "shell_run").detail["sandbox"]["mode"] == "bubblewrap"
 
 
 async def test_budgets_fail_closed_when_the_store_cannot_charge(config: Any, repo: Any) -> None:

@@ -141,6 +141,7 @@ async def test_a_commit_waits_for_the_peer_holding_the_intent_even_before_it_beg
     assert len(merges(repo)) == 1
 
 
+@pytest.mark.slow
 async def test_gateway_killed_mid_commit_reconciles_to_one_merge(config: Any, repo: Path) -> None:
     """SIGKILL while the post-merge verification runs (after the merge commit, before "committed")."""
     check = "grep -q 'return 42' src/app.py && sleep 5"

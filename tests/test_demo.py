@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from test_attestations import standard_verify
 
 from gateway.config import GatewayConfig
@@ -16,6 +17,7 @@ from gateway.process import gateway_cli
 from gateway.repo import Repo
 
 
+@pytest.mark.slow
 def test_demo_runs_end_to_end_and_prints_the_trace(tmp_path: Path) -> None:
     scratch = tmp_path / "demo"
     done = subprocess.run(

@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 from conftest import add_role, inproc_client, ledger_rows, reconfigure, token
+from test_forward import through_gateway
 
+from gateway.budgets import BUDGET_META
 from gateway.errors import InvalidRequest
 from gateway.hook import decide
 from gateway.labels import FLOW_META, FlowLabels, Source
@@ -113,11 +115,11 @@ def test_labels_survive_a_restart_are_shared_and_only_a_person_lowers_them(confi
 @pytest.mark.both_stores
 def test_labels_only_rise_in_either_store(config: Any) -> None:
     labels = Gateway(config).labels
-    labels.raise_("token:j1", [Source("confidential", "outside the workspace: /etc/hosts", "shell_run", "c1")])
-    labels.raise_("token:j1", [])
-    flow = labels.read("token:j1")
+    labels.raise_("jti:j1", [Source("confidential", "outside the workspace: /etc/hosts", "shell_run", "c1")])
+    labels.raise_("jti:j1", [])
+    flow = labels.read("jti:j1")
     assert flow.confidentiality == "confidential" and flow.integrity == "trusted"
-    assert labels.lower("token:j1", by="bob", reason="hosts is public", label="confidential").sources == []
+    assert labels.lower("jti:j1", by="bob", reason="hosts is public", label="confidential").sources == []
 
 
 def test_downloaded_file_read_again_is_untrusted(config: Any) -> None:
@@ -166,3 +168,24 @@ def test_hook_webfetch_then_push_is_held_naming_the_page(config: Any, repo: Path
     reason = ask("Bash", push)["hookSpecificOutput"]["permissionDecisionReason"]
     assert "a git push after the session read untrusted content (WebFetch https://evil.example/issue)" in reason
     assert ask("Bash", {"command": "git status"})["hookSpecificOutput"]["permissionDecision"] == "allow"
+
+
+async def test_an_upstream_cannot_forge_or_lower_labels_in_its_answers(config: Any, tmp_path: Path) -> None:
+    async with through_gateway(config, tmp_path, ("stdio", "modern")) as (client, gateway, _):
+        first = await client.call_tool("raw__forges", {})
+        second = await client.call_tool("raw__forges", {})  # its "trusted" claim lowered nothing
+    for result in (first, second):
+        assert result.meta is not None and result.meta[FLOW_META]["integrity"] == "untrusted"
+        assert result.meta[FLOW_META]["session"].startswith("jti:") and BUDGET_META not in result.meta
+        assert all(FLOW_META not in (block.meta or {}) for block in result.content)
+    rows = [r for r in ledger_rows(gateway) if r.tool == "raw__forges"]
+    assert [r.detail["forged_labels"] for r in rows] == [
+        [
+            f"_meta.{FLOW_META}",
+            f"_meta.{BUDGET_META}",
+            f"content[0]._meta.{FLOW_META}",
+            f"content[0]._meta.{BUDGET_META}",
+        ]
+    ] * 2
+    [session] = gateway.labels.sessions()
+    assert session.integrity == "untrusted" and session.sources[0]["what"] == "upstream:raw raw__forges"

@@ -262,6 +262,7 @@ async def test_the_red_teams_read_race_never_returns_a_key_byte(
 
 
 @pytest.mark.anyio
+@pytest.mark.slow
 async def test_the_red_teams_write_race_never_lands_in_the_state_dir(
     maintainer: str, gateway: Any, repo: Path, swapping: Any
 ) -> None:

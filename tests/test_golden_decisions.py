@@ -219,7 +219,7 @@ def flow(label: str, what: str) -> JSONObject:
     """input.flow of a session one source raised ``label`` in (gateway/labels.py)."""
     source = {"label": label, "what": what, "tool": "x", "call_id": "c1"}
     return {
-        "session": "token:j",
+        "session": "jti:j",
         "integrity": "untrusted" if label == "untrusted" else "trusted",
         "confidentiality": "confidential" if label == "confidential" else "public",
         "untrusted": [source] if label == "untrusted" else [],

@@ -125,6 +125,7 @@ def assert_usable(repo: Path) -> None:
     assert Repo(repo).run("status", "--porcelain") == "?? gateway.yaml\n"
 
 
+@pytest.mark.slow
 async def test_twenty_different_intents_committed_at_once_from_two_processes_all_land(config: Any, repo: Path) -> None:
     async with started(config) as gateway:
         names = [f"T{i:02d}" for i in range(20)]
@@ -309,6 +310,7 @@ def big_repo(repo: Path, files: int) -> None:
 
 
 @pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
+@pytest.mark.slow
 async def test_kill_during_a_merge_of_a_large_repo_recovers_on_restart(config: Any, repo: Path) -> None:
     async with started(config) as gateway:
         await submit(gateway, "T1", ["src/app.py"], ["grep -q 'return 42' src/app.py"])
@@ -572,6 +574,7 @@ def test_the_advice_for_a_checkout_left_behind_never_reverts_the_merge(tmp_path:
 
 
 @pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
+@pytest.mark.slow
 async def test_kill_during_the_catch_up_of_the_checkout_is_finished_on_restart(config: Any, repo: Path) -> None:
     """The merge rewrites thousands of files; the gateway is killed while it brings the user's checkout along
     (main moved, the checkout's index locked). On restart the catch-up planned on the intent is finished: the

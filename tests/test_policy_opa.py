@@ -457,6 +457,7 @@ async def test_a_role_edit_is_pushed_and_changes_the_revision(
 # --- the real OPA: the bundle's unit tests, and builtin errors -----------------------------------------
 
 
+@pytest.mark.slow
 def test_the_rego_unit_tests_pass_on_the_real_opa() -> None:
     """Every test_* rule of the bundle is true on OPA's own evaluator, as on regorus (what `opa test` runs)."""
     directory = ROOT / "policies"

@@ -382,6 +382,7 @@ def test_review_in_a_browser(site: dict[str, Any]) -> None:
     assert settled[-1].detail["comment"] == "hostname only; fine"
 
 
+@pytest.mark.slow
 def test_500_calls_in_a_browser(triage: dict[str, Any]) -> None:
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} is not installed: the browser test needs Debian's chromium")

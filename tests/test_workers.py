@@ -81,6 +81,7 @@ def serving(config: Any, topology: str) -> Iterator[list[str]]:
 
 
 @pytest.mark.parametrize("topology", ["workers", "replicas"])
+@pytest.mark.slow
 async def test_twenty_claims_and_twenty_commits_across_two_processes_give_one_owner_and_one_merge(
     config: Any, repo: Path, topology: str
 ) -> None:
@@ -125,6 +126,7 @@ async def test_twenty_claims_and_twenty_commits_across_two_processes_give_one_ow
     assert gateway_cli(config, "ledger", "verify").returncode == 0
 
 
+@pytest.mark.slow
 async def test_a_replica_killed_mid_commit_is_reconciled_by_the_other(config: Any, repo: Path) -> None:
     """SIGKILL to one replica while its post-merge verification runs; the other replica, running all along
     (it does not restart, so its start-up reconcile never sees this), settles the intent when a committer
@@ -211,6 +213,7 @@ async def seen_by_every_worker(probe: Callable[[], Awaitable[bool]], streak: int
 
 
 @pytest.mark.one_store
+@pytest.mark.slow
 async def test_a_role_edit_reaches_every_worker_without_a_restart(config: Any) -> None:
     """Tools removed from a role leave tools/list, a lowered max_tier makes a tier-2 write ask (the policy's
     data.roles, in each process's decision workers, past its decision cache), and a removed role file

@@ -7,8 +7,9 @@ worker did not delete; a verification cut short leaves no scratch checkout behin
 
 Each trial kills at one instant drawn at random from the operation's own landmarks (a row committed, the k-th
 of thousands of files written, git's index lock made, the call recorded): a wait on a condition, never on time.
-``GATEWAY_KILL_TRIALS`` sets the rounds (each step killed once a round; default 1), ``GATEWAY_KILL_SEED`` replays
-a run."""
+By default each step is killed on four of the six deployments, at each of its landmarks in turn (so every
+landmark, store, kill and topology is met by every step); ``GATEWAY_KILL_TRIALS=N`` kills every step on every
+deployment N rounds, at landmarks drawn at random (the full matrix); ``GATEWAY_KILL_SEED`` replays a run."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ from gateway.tasks.worktrees import git_dir
 pytestmark = [pytest.mark.anyio, pytest.mark.both_stores]
 
 FILES = 3000
-TRIALS = int(os.environ.get("GATEWAY_KILL_TRIALS", "1"))
+TRIALS = int(os.environ.get("GATEWAY_KILL_TRIALS", "0"))  # 0: the default matrix below
 SEED = int(os.environ.get("GATEWAY_KILL_SEED", str(random.SystemRandom().randrange(1_000_000))))
 VARIANTS = ("claim", "attempt", "report", "verify", "repair")
 DEPLOYMENTS = [
@@ -41,6 +42,28 @@ DEPLOYMENTS = [
     for alone in (False, True)
     for topology in ("restart", "replicas")
 ]
+# The default matrix: the deployments (store, killed alone, topology) in a cycle where any three in a row hold
+# both stores, both kills and both topologies; step s is killed on the SPREAD deployments from START[s] on, the
+# k-th of them at its k-th landmark (a step with fewer landmarks starts over), each deployment killing 3 or 4.
+CYCLE = [
+    ("sqlite", False, "restart"),
+    ("postgresql", True, "replicas"),
+    ("postgresql", False, "restart"),
+    ("sqlite", True, "restart"),
+    ("postgresql", False, "replicas"),
+    ("postgresql", True, "restart"),
+]
+SPREAD = 4  # at least the most landmarks a step has (Trial.kill_at checks)
+START = {"claim": 0, "report": 1, "repair": 2, "attempt": 3, "verify": 4}
+
+
+def trials(store: str, alone: bool, topology: str) -> list[tuple[int, str, int | None]]:
+    """The (round, step, landmark: its index, or None for one at random) a deployment kills."""
+    if TRIALS:
+        return [(n, variant, None) for n in range(TRIALS) for variant in VARIANTS]
+    at = CYCLE.index((store, alone, topology))
+    spread = [(variant, (at - START[variant]) % len(CYCLE)) for variant in VARIANTS]
+    return [(0, variant, k) for variant, k in spread if k < SPREAD]
 
 
 @pytest.fixture(scope="module")
@@ -89,12 +112,21 @@ def deployment(config: Any, alone: bool, topology: str) -> Iterator[Deployment]:
 class Trial:
     """One trial's task, its people and the landmarks of the operation killed."""
 
-    def __init__(self, config: Any, store: Store, rng: random.Random, task: str, tokens: dict[str, str]) -> None:
+    def __init__(
+        self,
+        config: Any,
+        store: Store,
+        rng: random.Random,
+        task: str,
+        tokens: dict[str, str],
+        landmark: int | None = None,
+    ) -> None:
         self.config = config
         self.store = store
         self.rng = rng
         self.task = task
         self.tokens = tokens
+        self.landmark = landmark
         self.instant = ""
 
     def bearer(self, role: str) -> str:
@@ -138,8 +170,11 @@ class Trial:
 
     async def kill_at(self, kill: Callable[[], None], work: Callable[[], Awaitable[Any]], **landmarks: Any) -> None:
         """Run ``work`` against the doomed gateway and kill it at one of ``landmarks`` (name -> condition),
-        drawn at random; or once the work is over (the instant right after, when the condition never came)."""
-        self.instant = self.rng.choice(sorted(landmarks))
+        the trial's or one drawn at random; or once the work is over (the instant right after, when the condition
+        never came)."""
+        names = sorted(landmarks)
+        assert len(names) <= SPREAD, f"the default matrix kills a step at {SPREAD} landmarks at most: raise SPREAD"
+        self.instant = self.rng.choice(names) if self.landmark is None else names[self.landmark % len(names)]
         condition = landmarks[self.instant]
         done = anyio.Event()
 
@@ -336,20 +371,20 @@ STEPS = {"claim": claim, "attempt": attempt, "report": report, "verify": verify,
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(120 * len(VARIANTS) * TRIALS)  # a guard against a hang; a round takes about a minute
+@pytest.mark.timeout(120 * len(VARIANTS) * max(TRIALS, 1))  # a guard against a hang; a round takes about a minute
 @pytest.mark.parametrize(("alone", "topology"), DEPLOYMENTS)
 async def test_every_step_killed_at_random_instants(config: Any, alone: bool, topology: str) -> None:
-    """Each step in turn (a claim, a new attempt, a report, a verification, a repair), ``TRIALS`` rounds, on one
-    deployment; then a start clears the verification checkouts a killed replica left."""
+    """Steps in turn (a claim, a new attempt, a report, a verification, a repair: those the default matrix gives
+    this deployment, or all of them ``TRIALS`` rounds) on one deployment; then a start clears the verification
+    checkouts a killed replica left."""
     if topology == "replicas" and config.store is None:
         pytest.skip("replicas share a PostgreSQL store (docs/scale-out.md)")
     rng = random.Random(f"{SEED}-{alone}-{topology}-{config.store}")
     store = open_store(config)
     tokens: dict[str, str] = {}
     with deployment(config, alone, topology) as running:
-        for n in range(TRIALS):
-            for variant in VARIANTS:
-                await STEPS[variant](running, Trial(config, store, rng, f"{variant}{n}", tokens))
+        for n, variant, landmark in trials("sqlite" if config.store is None else "postgresql", alone, topology):
+            await STEPS[variant](running, Trial(config, store, rng, f"{variant}{n}", tokens, landmark))
     if topology == "replicas" and sorted(config.worktrees.glob("_scratch-*")):
         with http_gateway(config.source):
             assert sorted(config.worktrees.glob("_scratch-*")) == [], "scratch checkouts a crash left stay"

@@ -53,6 +53,8 @@ def artifact_tools(artifacts: Artifacts, board: TaskBoard) -> list[ToolSpec]:
             "role": inv.principal.role,
             "task": task["id"] if task else None,
             "trace": inv.trace_id or None,
+            # what the session had read when it wrote this: a reader can tell content an injection may have shaped
+            **({"flow": inv.flow.as_input()} if inv.flow is not None else {}),
         }
 
     async def artifact_put(args: PutArgs, inv: ToolInvocation) -> mt.CallToolResult:

@@ -310,6 +310,9 @@ def cmd_artifacts(args: argparse.Namespace) -> int:
     elif args.artifacts_command == "resolve":
         content = Path(args.file).read_text(encoding="utf-8")
         emit(artifacts.resolve(args.conflict_id, content, {"agent": args.by, "role": "person"}))
+    elif args.artifacts_command == "show":
+        shown = artifacts.get(args.key, args.revision)
+        emit(shown) if wants_json(args) else block(artifact_fields(shown))
     elif wants_json(args):
         emit(artifacts.log(args.key))
     else:
@@ -578,6 +581,21 @@ def cmd_flow(args: argparse.Namespace) -> int:
     for flow in flows:
         block(flow_fields(flow.as_input()))
     return 0
+
+
+def artifact_fields(shown: dict[str, Any]) -> dict[str, Any]:
+    """One revision as ``gateway artifacts show`` prints it: who wrote it, with the session's flow labels then."""
+    by = shown["provenance"]
+    flow = by.get("flow")
+    return {
+        "key": shown["key"],
+        "revision": shown.get("revision", "staged"),
+        "digest": shown["digest"],
+        "by": f"{by.get('agent')} ({by.get('role')})",
+        "task": by.get("task") or "-",
+        **({f"flow {k}": v for k, v in flow_fields(flow).items()} if flow else {"flow": "no labels recorded"}),
+        "content": shown["content"],
+    }
 
 
 def flow_fields(flow: dict[str, Any]) -> dict[str, Any]:

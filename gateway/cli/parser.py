@@ -247,6 +247,16 @@ def build_parser() -> argparse.ArgumentParser:
     artifact_log.add_argument("key", help="NAMESPACE/NAME")
     json_option(artifact_log, "the history")
     artifact_log.set_defaults(handler=commands.cmd_artifacts)
+    artifact_show = artifacts.add(
+        "show",
+        "one revision (the latest unless --revision): its content and provenance, with the flow labels its writer's "
+        "session had",
+        ["gateway artifacts show notes/x", "gateway artifacts show notes/x --revision 2 --json"],
+    )
+    artifact_show.add_argument("key", help="NAMESPACE/NAME")
+    artifact_show.add_argument("--revision", type=int, default=None, help="this revision, not the latest")
+    json_option(artifact_show, "the revision")
+    artifact_show.set_defaults(handler=commands.cmd_artifacts)
     conflict = artifacts.add(
         "conflict", "one conflict: both revisions, their base, provenance", ["gateway artifacts conflict ac-1a2b3c"]
     )

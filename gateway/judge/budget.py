@@ -10,22 +10,42 @@ authorised it.
 
 from __future__ import annotations
 
+import functools
+import json
 import time
 
+from gateway.approvals import Approvals
 from gateway.budgets import BUDGET_META, Budget, Usage
 from gateway.egress import EGRESS_BYTES
+from gateway.judge.approval import Asking
 from gateway.judge.call import Call
 from gateway.judge.execute import with_meta
 from gateway.ledger.budgets import Budgets
 
-__all__ = ["ChargeBudget", "SettleBudget"]
+__all__ = ["ChargeBudget", "SettleBudget", "manifest_budget"]
+
+
+@functools.lru_cache(maxsize=256)
+def manifest_budget(manifest_json: str) -> Budget:
+    """A task manifest's budget, validated once rather than on every call of the task (a Budget is frozen)."""
+    return Budget.model_validate_json(manifest_json)
 
 
 class ChargeBudget:
     """Charges an authorised call to every budget it falls under; refuses it when one is spent."""
 
-    def __init__(self, budgets: Budgets) -> None:
+    def __init__(self, budgets: Budgets, approvals: Approvals) -> None:
         self.budgets = budgets
+        self.approvals = approvals
+
+    def _answered(self, call: Call) -> bool:
+        """Whether this asked call is the retry a person answered (out of band, or at the client): it was
+        charged when it asked, and is not charged again (what it uses while it runs still is)."""
+        responses = call.origin.input_responses
+        if responses and "approval" in responses:  # its seal is checked by ActOnTier: a forged one runs nothing
+            return True
+        asking = Asking.of(call)
+        return self.approvals.answered(asking.key, asking.site)
 
     async def __call__(self, call: Call) -> None:
         if not self.budgets.config.any:
@@ -37,14 +57,15 @@ class ChargeBudget:
             call.principal.role,
             call.principal.agent,
             task.get("id"),
-            Budget.model_validate(manifest) if isinstance(manifest, dict) else None,
+            manifest_budget(json.dumps(manifest, sort_keys=True)) if isinstance(manifest, dict) else None,
         )
         if not scopes:
             return
         decision = call.decision
-        usage = Usage(calls=1, tier2=int(decision.tier == 2), tier3=int(decision.action == "ask"))
         call.budget_scopes = scopes
-        call.budget_left = self.budgets.charge(scopes, usage)
+        if not (decision.action == "ask" and self._answered(call)):
+            usage = Usage(calls=1, tier2=int(decision.tier == 2), tier3=int(decision.action == "ask"))
+            call.budget_left = self.budgets.charge(scopes, usage)
         call.egress_bytes = [0]
         EGRESS_BYTES.set(call.egress_bytes)  # this call's task: the egress proxy it starts counts into it
         call.running_since = time.perf_counter()

@@ -6,11 +6,12 @@ from gateway.errors import GatewayError, ToolFailed
 from gateway.judge.approval import granted_confinement
 from gateway.judge.call import Call, Judge
 from gateway.judge.relay import RelayToClient
+from gateway.labels import GATEWAY_META_PREFIX
 from gateway.origin import no_progress
 from gateway.tools.spec import CallResult, ToolInvocation
 from gateway.types import JSONObject
 
-__all__ = ["CHECKPOINT_META", "Execute", "with_checkpoint", "with_meta"]
+__all__ = ["CHECKPOINT_META", "Execute", "with_checkpoint", "with_meta", "without_gateway_meta"]
 
 CHECKPOINT_META = "io.github.mcp-policy-gateway/checkpoint"
 
@@ -34,11 +35,16 @@ class Execute:
             input_responses=call.origin.input_responses,
             request_state=call.origin.request_state,
             confinement=granted_confinement(call),
+            flow=call.flow,
         )
         if self.relay is not None and call.spec.provider.upstream:
             invocation.relay = RelayToClient(call, self.relay)
         try:
             call.result = await call.spec.handler(invocation)
+            if call.spec.provider.upstream:  # an upstream may not speak in the gateway's name (labels, budgets)
+                call.result, claimed = without_gateway_meta(call.result)
+                if claimed:
+                    call.detail["forged_labels"] = claimed
         except GatewayError:
             raise
         except OSError as exc:
@@ -84,3 +90,20 @@ def with_checkpoint(result: CallResult, safeguard: JSONObject, structured: bool)
     if structured and isinstance(result.structured_content, dict):
         update["structured_content"] = {**result.structured_content, "checkpoint": safeguard}
     return result.model_copy(update=update)
+
+
+def without_gateway_meta(result: CallResult) -> tuple[CallResult, list[str]]:
+    """A result without the ``_meta`` keys of the gateway's namespace an upstream put in it (labels, a budget),
+    and which they were: only the gateway speaks in its name, and it adds its own after."""
+    import mcp_types as mt
+
+    from gateway.tools.forwarded import Forwarded
+
+    if isinstance(result, Forwarded):
+        return result.without_meta(GATEWAY_META_PREFIX)
+    if isinstance(result, mt.CallToolResult) and result.meta:
+        claimed = [k for k in result.meta if k.startswith(GATEWAY_META_PREFIX)]
+        if claimed:
+            kept = {k: v for k, v in result.meta.items() if k not in claimed} or None
+            return result.model_copy(update={"meta": kept}), [f"_meta.{k}" for k in claimed]
+    return result, []

@@ -22,11 +22,18 @@ from typing import TYPE_CHECKING
 
 from gateway.judge.call import Call, CallKind
 from gateway.judge.execute import with_meta
-from gateway.labels import FLOW_META, Flow, FlowLabels, ForgedLabels, Source, forged_labels, session_of
+from gateway.labels import (
+    FLOW_META,
+    Flow,
+    FlowLabels,
+    ForgedLabels,
+    Source,
+    forged_labels,
+    session_of,
+)
 
 if TYPE_CHECKING:
     from gateway.config import UpstreamConfig
-    from gateway.tools.spec import CallResult
 
 __all__ = ["DECODERS", "LabelResult", "ReadFlow", "result_sources"]
 
@@ -72,7 +79,7 @@ class LabelResult:
                 "raised": [s.as_dict() for s in sources],
                 **({"files": files} if files else {}),
             }
-        if call.result is not None and (call.flow.sources or _claims_labels(call.result)):
+        if call.result is not None and call.flow.sources:
             call.result = with_meta(call.result, FLOW_META, call.flow.summary())
 
     def _trusted_upstream(self, call: Call) -> bool:
@@ -132,12 +139,3 @@ def result_sources(call: Call, trusted_upstream: bool) -> tuple[list[Source], li
         secret = [r for r in decision.reasons if "secret" in r]
         add("confidential", secret[0] if secret else "secrets")
     return sources, files
-
-
-def _claims_labels(result: CallResult) -> bool:
-    """An upstream's answer that carries the gateway's flow key: replaced by the true labels, never passed on."""
-    meta = getattr(result, "meta", None)
-    if meta is None:
-        body = getattr(result, "body", None)
-        meta = body.get("_meta") if isinstance(body, dict) else None
-    return isinstance(meta, dict) and FLOW_META in meta

@@ -9,6 +9,7 @@ window and its token bucket. A call is charged in one transaction for every scop
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
@@ -23,6 +24,7 @@ from gateway.types import JSONObject
 __all__ = ["Budgets"]
 
 
+@functools.lru_cache(maxsize=256)  # a window's reset time, the same on every call of the window
 def _iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
 
@@ -72,7 +74,7 @@ class Budgets:
 
     def measures(self, scopes: Sequence[tuple[str, Budget]]) -> bool:
         """Whether any of the scopes limits what is measured after a call (egress bytes, wall time)."""
-        return any(b.egress_bytes is not None or b.wall_s is not None for _, b in scopes)
+        return any(b.measures for _, b in scopes)
 
     def settle(self, scopes: Sequence[tuple[str, Budget]], usage: Usage) -> None:
         """Add what a call used while it ran (egress bytes, wall time) to the scopes that limit it."""
@@ -85,7 +87,7 @@ class Budgets:
         if not usage:
             return
         for scope, budget in scopes:
-            if budget.egress_bytes is not None or budget.wall_s is not None:
+            if budget.measures:
                 budgets.add_measured(tx, scope, usage.egress_bytes, usage.wall_ms)
 
     def show(self) -> list[JSONObject]:
@@ -112,10 +114,7 @@ def _row(tx: Transaction, scope: str, now: float, window_s: int, budget: Budget)
 
 def _check(scope: str, budget: Budget, row: dict[str, Any], usage: Usage, now: float, window_s: int) -> None:
     resets = row["window_start"] + window_s
-    for count in COUNTS:
-        limit = budget.limit(count)
-        if limit is None:
-            continue
+    for count, limit in budget.limits:
         charged = getattr(usage, count)
         # counts charged up front must fit; measured ones (egress, wall time) stop the next call once spent
         if (charged and row[count] + charged > limit) or (count in MEASURED and row[count] >= limit):
@@ -143,10 +142,8 @@ def _write(tx: Transaction, scope: str, row: dict[str, Any]) -> None:
 
 def _left(budget: Budget, row: dict[str, Any], window_s: int) -> JSONObject:
     left: JSONObject = {"resets_at": _iso(row["window_start"] + window_s)}
-    for count in COUNTS:
-        limit = budget.limit(count)
-        if limit is not None:
-            left[count] = max(0, round(limit - row[count]))
+    for count, limit in budget.limits:
+        left[count] = max(0, round(limit - row[count]))
     if budget.rate is not None:
         left["rate_tokens"] = round(row["tokens"], 2)
     return left

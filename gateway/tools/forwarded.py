@@ -121,6 +121,25 @@ class Forwarded:
         body = {**self.body, "_meta": {**(self.body.get("_meta") or {}), meta_key: value}}
         return Forwarded(self.method, body, self.size)
 
+    def without_meta(self, prefix: str) -> tuple[Forwarded, list[str]]:
+        """The result without the ``_meta`` keys under ``prefix`` (its own, its blocks'), and where they were."""
+        found: list[str] = []
+
+        def clean(part: JSONObject, where: str) -> JSONObject:
+            meta = part.get("_meta")
+            if not isinstance(meta, dict) or not any(k.startswith(prefix) for k in meta):
+                return part
+            found.extend(f"{where}_meta.{k}" for k in meta if k.startswith(prefix))
+            return {**part, "_meta": {k: v for k, v in meta.items() if not k.startswith(prefix)} or None}
+
+        body = clean(self.body, "")
+        for field in ("content", "contents"):
+            blocks = body.get(field)
+            if isinstance(blocks, list):
+                cleaned = [clean(b, f"{field}[{i}].") if isinstance(b, dict) else b for i, b in enumerate(blocks)]
+                body = {**body, field: cleaned} if cleaned != blocks else body
+        return (Forwarded(self.method, body, self.size), found) if found else (self, found)
+
 
 def _check_meta(body: JSONObject) -> None:
     if not isinstance(body.get("_meta") or {}, dict):

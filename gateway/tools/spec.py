@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import mcp_types as mt
 
     from gateway.effects.paths import Workspace
+    from gateway.labels import Flow
     from gateway.origin import ProgressFn
     from gateway.sandbox import Confinement
     from gateway.tools.forwarded import Forwarded
@@ -111,4 +112,5 @@ class ToolInvocation:
     input_responses: JSONObject | None = None
     request_state: str | None = None
     confinement: Confinement | None = None  # the sandbox its commands (or its upstream server) run in
+    flow: Flow | None = None  # the session's flow labels as the call was judged
     relay: ClientRelay = NO_RELAY  # the calling client, as an upstream may ask it things during the call
