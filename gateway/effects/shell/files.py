@@ -11,8 +11,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gateway.effects.shell.walker import Call, Describer, Handler
-from gateway.effects.shell.words import Word, inside
+from gateway.effects.shell.call import Call, Handler
+from gateway.effects.shell.family import Family
+from gateway.effects.shell.walker import Describer
+from gateway.effects.shell.words import Word, inside, names
 
 
 def reads(
@@ -392,3 +394,18 @@ HANDLERS: dict[str, Handler] = {
     "unlink": _rmdir,
     "shred": _shred,
 }
+
+FAMILY = Family(
+    name="files",
+    handlers=HANDLERS,
+    classes={
+        "read_only_programs": names(
+            "ls cat head tail less more wc file stat du df tree realpath readlink sha256sum sha1sum md5sum od "
+            "hexdump strings tee"
+        ),
+        "described_programs": names("touch mkdir cp mv ln link install truncate rm rmdir unlink sha512sum b2sum cksum"),
+        "dangerous_programs": names("dd shred"),
+        "mode_programs": names("chmod chown chgrp"),
+        "link_programs": names("ln link"),
+    },
+)

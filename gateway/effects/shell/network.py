@@ -12,8 +12,10 @@ import re
 from dataclasses import replace
 from itertools import pairwise
 
+from gateway.effects.shell.call import Call, Handler
+from gateway.effects.shell.family import Family
 from gateway.effects.shell.options import Opts
-from gateway.effects.shell.walker import Call, Describer, Handler
+from gateway.effects.shell.walker import Describer
 from gateway.effects.shell.words import Word, inside, names, short
 
 _CURL_LONG = (
@@ -291,3 +293,12 @@ HANDLERS: dict[str, Handler] = {
     **{name: _dns for name in ("dig", "nslookup", "host")},
     "openssl": _openssl,
 }
+
+FAMILY = Family(
+    name="network",
+    handlers=HANDLERS,
+    # programs whose output is downloaded (or remote) bytes
+    fetchers=names(
+        "curl wget fetch nc ncat netcat socat telnet http https xh xhs aria2c lynx w3m links ftp tftp lftp ssh"
+    ),
+)
