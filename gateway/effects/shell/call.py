@@ -55,7 +55,7 @@ class Call:
     words: list[Word]
     ctx: Ctx
     redirects: list[Redir] = field(default_factory=list)
-    facts: CommandFacts = field(default_factory=lambda: CommandFacts.model_construct(argv=[]))
+    facts: CommandFacts = field(default_factory=lambda: CommandFacts(argv=[]))
     taints: bool = False
 
     @property

@@ -42,7 +42,8 @@ class Commands(Statements):
         registry = self.registry
         argv = [w.value for w in words]
         name = registry.program_name(head.value) if head is not None and head.literal else ""
-        facts = CommandFacts.model_construct(
+        # validated: pydantic's model_construct resolves every default factory anew, far slower
+        facts = CommandFacts(
             argv=argv,
             redirects=[r.redirect for r in redirs],
             via=ctx.via,
