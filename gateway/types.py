@@ -80,7 +80,6 @@ class CommandFacts(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-
     argv: list[str]
     redirects: list[Redirect] = Field(default_factory=list)
     via: str = "direct"  # direct | pipe | subst | procsubst | wrapper:<name> | background | heredoc
@@ -106,9 +105,10 @@ class CommandFacts(BaseModel):
 
 
 class CommandEffect(CommandFacts, Frozen):
-    """A command's facts as Effects carries them (``CommandFacts``, frozen).
+    """A command's facts as Effects carries them: ``CommandFacts``, frozen.
 
-        CommandEffect(argv=["git", "-C", "src", "log"], program="git", subcommand="log", cwd="src", access="read")
+    >>> CommandEffect(argv=["git", "-C", "src", "log"], program="git", subcommand="log", cwd="src").access is None
+    True
     """
 
 
