@@ -1,9 +1,9 @@
 """Programs that read, write, link and delete files: cat, ls, rm, cp, mv, ln, chmod, dd, tar, rsync, ...
 
-Each handler states the files the program's own operands and options touch; the dispatch table is
-``HANDLERS`` (program name -> handler), assembled with the other families in ``__init__``.
+Each handler states the files the program's own operands and options touch; ``FAMILY`` (at the end)
+declares them with the policy's classes of these programs (read-only, described, dangerous, modes, links).
 
-    HANDLERS["rm"](d, call)   # `rm -rf build`: a recursive delete of build, call.facts.recursive = True
+    FAMILY.handlers["rm"](d, call)   # `rm -rf build`: a recursive delete of build, call.facts.recursive = True
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from gateway.effects.shell.call import Call, Handler
 from gateway.effects.shell.family import Family
 from gateway.effects.shell.walker import Describer
 from gateway.effects.shell.words import Word, inside, names
+
+__all__ = ["FAMILY", "copy_like", "destinations", "reads", "world_writable"]
 
 
 def reads(

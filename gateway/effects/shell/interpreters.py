@@ -5,7 +5,7 @@ program text (-c/-e/--eval wherever it sits among the options, a heredoc or here
 recorded as the command's ``inline_code`` for the policy to judge; a script file is a read; the
 arguments after the program are path-like operands of unknown use (``paths``).
 
-    HANDLERS["python"](d, call)   # `python3 -W ignore -c 'import os'`: inline_code ["import os"]
+    FAMILY.handlers["python"](d, call)   # `python3 -W ignore -c 'import os'`: inline_code ["import os"]
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from gateway.effects.shell.family import Family
 from gateway.effects.shell.text import script_effects
 from gateway.effects.shell.walker import Describer
 from gateway.effects.shell.words import Word, names, short
+
+__all__ = ["FAMILY", "SHELLS", "Interpreter", "plain_substitution"]
 
 # Shells: a heredoc or here-string they read is a shell script, parsed again.
 SHELLS = names("sh bash zsh dash ksh ash mksh fish rbash")

@@ -3,7 +3,7 @@
 Each states the hosts it contacts (``Effects.network``), the files it reads (uploads, keys, configs)
 and writes (downloads, logs), and the local programs its options run (ProxyCommand, nc -e).
 
-    HANDLERS["curl"](d, call)   # `curl -o out.bin https://x.io/f`: contacts x.io, creates out.bin
+    FAMILY.handlers["curl"](d, call)   # `curl -o out.bin https://x.io/f`: contacts x.io, creates out.bin
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from gateway.effects.shell.family import Family
 from gateway.effects.shell.options import Opts
 from gateway.effects.shell.walker import Describer
 from gateway.effects.shell.words import Word, inside, names, short
+
+__all__ = ["FAMILY"]
 
 _CURL_LONG = (
     "--url --output --data --data-raw --data-binary --data-ascii --data-urlencode --json --form --form-string "

@@ -4,7 +4,7 @@ Each states the packages installed or removed and their scope (``local`` only wh
 workspace), the registries contacted, its ``subcommand`` and ``operation`` (``npm config set`` ->
 "config", "set"), and the user configuration it writes (``npm login`` writes ~/.npmrc).
 
-    HANDLERS["npm"](d, call)   # `npm i -g typescript`: PackageEffect(manager="npm", scope="global")
+    FAMILY.handlers["npm"](d, call)   # `npm i -g typescript`: PackageEffect(manager="npm", scope="global")
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from gateway.effects.shell.family import Family
 from gateway.effects.shell.options import Opts, first_operand
 from gateway.effects.shell.walker import Describer
 from gateway.effects.shell.words import Word, names
+
+__all__ = ["FAMILY", "pip_command", "subcommands"]
 
 _PIP_LONG = (
     "--requirement --constraint --editable --target --index-url --extra-index-url --find-links --config-settings "

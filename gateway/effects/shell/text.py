@@ -3,7 +3,7 @@
 Most read their file operands; sed and awk are languages, so their scripts are parsed
 (``sed_script``, ``awk_program``) for the files they read and write and the commands they run.
 
-    HANDLERS["sed"](d, call)   # `sed -n 'w /tmp/x' f`: reads f, writes /tmp/x
+    FAMILY.handlers["sed"](d, call)   # `sed -n 'w /tmp/x' f`: reads f, writes /tmp/x
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from gateway.effects.shell.files import reads
 from gateway.effects.shell.sed_script import SedEffects, SedError, parse_sed
 from gateway.effects.shell.walker import Describer
 from gateway.effects.shell.words import ASSIGNMENT, Word, names, short
+
+__all__ = ["FAMILY", "in_out", "script_effects"]
 
 
 def grep_like(short_opts: str, long: str, recursive_default: bool = False) -> Handler:

@@ -17,6 +17,8 @@ from gateway.effects.shell.family import Family
 from gateway.effects.shell.walker import Describer
 from gateway.effects.shell.words import Word, has_unparsed_subst, joined, names, short
 
+__all__ = ["FAMILY", "wrapper"]
+
 
 def wrapper(short: str = "", long: str = "", known: str = "") -> Handler:
     """A wrapper whose options end at its first operand, which starts the inner command."""
