@@ -76,3 +76,13 @@ def test_program_names_are_normalised_from_the_families_spellings() -> None:
     assert REGISTRY.program_name("python-config") == "python-config"
     assert REGISTRY.emits_untrusted(["base64", "-d"]) and REGISTRY.emits_untrusted(["curl", "x"])
     assert not REGISTRY.emits_untrusted(["base64", "f"]) and not REGISTRY.emits_untrusted([])
+
+
+def test_no_module_of_the_analysis_is_over_500_lines() -> None:
+    """One concept per module: a family that grows splits by concern, as git's subcommands do."""
+    long = {
+        str(path.relative_to(ROOT)): lines
+        for path in (ROOT / "gateway" / "effects").rglob("*.py")
+        if (lines := len(path.read_text().splitlines())) > 500
+    }
+    assert long == {}
