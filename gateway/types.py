@@ -68,16 +68,17 @@ class Redirect(Frozen):
     fd: int | None = None
 
 
-class CommandEffect(Frozen):
+class CommandFacts(BaseModel):
     """One simple command found in a shell string, after unwrapping sudo/env/bash -c and the like.
 
     ``argv``, ``redirects`` and ``via`` are as the shell sees them (input version 1). The other fields are
     the normalised facts of input version 2, worked out by the shell analysis so that a policy judges
     facts and never parses argv. Paths are shown as Effects shows them: workspace-relative inside,
-    absolute outside.
-
-        CommandEffect(argv=["git", "-C", "src", "log"], program="git", subcommand="log", cwd="src", access="read")
+    absolute outside. Mutable: the shell analysis fills one in as it walks; ``CommandEffect`` is the
+    same fields, frozen, as Effects carries them.
     """
+
+    model_config = ConfigDict(extra="forbid")
 
     argv: list[str]
     redirects: list[Redirect] = Field(default_factory=list)
@@ -101,6 +102,14 @@ class CommandEffect(Frozen):
     access: Literal["read", "write", "remote", "destroy"] | None = None
     recursive: bool = False  # its own recursive option (rm -r, cp -r, chmod -R, grep -r, ...)
     world_writable: bool = False  # chmod gives everyone write access (777, o+w, a+rwx)
+
+
+class CommandEffect(CommandFacts, Frozen):
+    """A command's facts as Effects carries them: ``CommandFacts``, frozen.
+
+    >>> CommandEffect(argv=["git", "-C", "src", "log"], program="git", subcommand="log", cwd="src").access is None
+    True
+    """
 
 
 class NetworkEffect(Frozen):

@@ -214,6 +214,10 @@ def ls_input(workspace: Path) -> dict[str, Any]:
     return input_document(workspace, commands=[{"argv": ["ls"], "redirects": [], "via": "direct"}])
 
 
+# ls among the read-only programs (policies/lib/programs.rego, generated from the shell analyser's families)
+LS, NO_LS = '"less", "ls", "lsof",', '"less", "lsof",'
+
+
 def edit(path: Path, old: str, new: str) -> None:
     text = path.read_text()
     assert old in text
@@ -223,7 +227,7 @@ def edit(path: Path, old: str, new: str) -> None:
 def test_an_edited_policy_decides_the_next_call(workspace: Path, live_policies: Path) -> None:
     engine = engine_for(workspace, live_policies)
     assert engine.decide_sync(ls_input(workspace)).tier == 1
-    edit(live_policies / "tiers" / "tiers.rego", '"ls", "cat",', '"cat",')  # ls no longer only reads
+    edit(live_policies / "lib" / "programs.rego", LS, NO_LS)  # ls no longer only reads
     decision = engine.decide_sync(ls_input(workspace))
     assert (decision.tier, decision.rules) == (2, ["tiers.unknown_command"])
     assert engine.status()["last_error"] is None
@@ -234,7 +238,8 @@ def test_a_policy_that_does_not_compile_keeps_the_last_good_one(workspace: Path,
     tiers = live_policies / "tiers" / "tiers.rego"
     good = tiers.read_text()
     with structlog.testing.capture_logs() as logs:
-        tiers.write_text(good.replace('"ls", "cat",', '"cat",') + "\nbroken := {\n")
+        edit(live_policies / "lib" / "programs.rego", LS, NO_LS)
+        tiers.write_text(good + "\nbroken := {\n")
         decision = engine.decide_sync(ls_input(workspace))
     assert decision.tier == 1 and decision.action == "allow", "the last good bundle keeps deciding"
     error = engine.status()["last_error"]
@@ -250,7 +255,7 @@ def test_a_policy_that_does_not_compile_keeps_the_last_good_one(workspace: Path,
     assert engine.decide_sync(ls_input(workspace)).tier == 1
     assert "undefined function data.gateway.concerns.paths.nope" in (engine.status()["last_error"] or "")
 
-    tiers.write_text(good.replace('"ls", "cat",', '"cat",'))
+    tiers.write_text(good)
     assert engine.decide_sync(ls_input(workspace)).tier == 2, "a fixed bundle is picked up"
     assert engine.status()["last_error"] is None
 

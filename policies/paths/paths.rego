@@ -7,6 +7,7 @@ package gateway.concerns.paths
 import rego.v1
 
 import data.gateway.lib.portable
+import data.gateway.lib.programs
 import data.gateway.scope
 import data.gateway.concerns.tiers
 
@@ -259,7 +260,7 @@ findings contains {"tier": 3, "rule": rule, "reason": msg} if {
 # (`cwd`: workspace-relative, absolute outside it, null when a cd could not be followed). A program
 # that works on its current directory without naming it (`ls`, `du`, `git log`) states nothing else,
 # so a command that runs outside the workspace, or where the analysis lost track, reaches outside it.
-cd_programs := {"cd", "pushd"}
+cd_programs := programs.cd_programs
 
 # A cwd the analysis did not state (null or missing) is not known: fail closed.
 cwd_outside(cmd) if not is_string(object.get(cmd, "cwd", null))
@@ -315,7 +316,7 @@ findings contains {"tier": 3, "rule": "paths.argument_outside_workspace", "reaso
 
 # A link's sources are reads (resolved as the kernel resolves a symlink: relative to the link's
 # directory). A link to a file outside the workspace makes its content readable under an inside name.
-link_programs := {"ln", "link"}
+link_programs := programs.link_programs
 
 # METADATA
 # title: Link outside workspace

@@ -8,6 +8,8 @@ package gateway.concerns.tiers
 
 import rego.v1
 
+import data.gateway.lib.programs
+
 effects := input.effects
 
 # The commands of the call, each with every fact version 2 states. A version-1 document (a hand-written
@@ -36,25 +38,17 @@ version_1_program(c) := name if {
 
 version_1_program(c) := "" if count(c.argv) == 0
 
+# The program classes below are the shell analyser's own (policies/lib/programs.rego, generated from its
+# program families in gateway/effects/shell/: CONTRIBUTING.md, "Add a program family").
+#
 # Programs that only read (with the flags that would make them write handled by the shell analysis:
 # redirections and tee show up as writes, find -delete as a recursive deletion).
-read_only_programs := {
-	"ls", "cat", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "ag", "wc", "pwd", "echo",
-	"printf", "true", "false", "test", "[", "which", "whoami", "id", "date", "uname", "hostname", "file",
-	"stat", "du", "df", "tree", "find", "diff", "cmp", "cut", "tr", "basename", "dirname",
-	"realpath", "readlink", "sha256sum", "sha1sum", "md5sum", "jq", "yq", "column", "nl", "od",
-	"hexdump", "strings", "type", "sleep", "seq", "sed", "cd", "tac", "rev", "paste", "comm",
-	"expr", "printenv", "env", "nproc", "free", "uptime", "ps", "lsof", "tee", "xargs", "timeout", "nice",
-	"nohup", "time", "command", "builtin", "exit", "wait", ":", "read", "return", "shift",
-}
+read_only_programs := programs.read_only_programs
 
 # Programs whose every file effect the shell analysis states (what they read, write, create and
 # delete, with the options that run other programs reported as opaque): they take their tier from
 # those effects, so `mkdir docs` or `cp a.txt b.txt` is tier 1 and `mv a b` is tier 2.
-described_programs := {
-	"touch", "mkdir", "cp", "mv", "ln", "link", "install", "truncate", "rm", "rmdir", "unlink", "sort", "uniq", "xxd",
-	"cmp", "awk", "gawk", "mawk", "nawk", "base64", "base32", "basenc", "sha512sum", "b2sum", "cksum", "join",
-}
+described_programs := programs.described_programs
 
 # Interpreters and editors given program text: the shell analysis records it per command as
 # `inline_code` (`python -W x -c CODE`, `node --no-warnings -e CODE`, `perl -Mstrict -e`, a heredoc or
@@ -66,10 +60,7 @@ described_programs := {
 # one-liners, and a script file written first gets tier 2 whatever it does. Editors' and shells' command
 # options (`vim -c ':!rm -rf src'`, `pwsh -c`, `osascript -e`, `emacs --eval`) and makefile text given to
 # make (`make -f - <<EOF`, `--eval`: its recipes are shell commands) are always tier 3.
-always_ask_interpreters := {
-	"vim", "vi", "nvim", "gvim", "view", "ex", "vimdiff", "rvim", "emacs", "pwsh", "powershell", "osascript",
-	"make", "gmake",
-}
+always_ask_interpreters := programs.always_ask_interpreters
 
 # What a one-liner may not reach for without a person looking (no (?i), no look-ahead: RE2 and OPA; no
 # `\b`, `\s`, `\w` or `\d`, which are ASCII in OPA and Unicode in regorus: word ends and whitespace are
@@ -124,7 +115,7 @@ findings contains {"tier": 3, "rule": "tiers.inline_code", "reason": msg} if {
 
 # Package managers' own configuration lives in the user's home (~/.npmrc, ~/.config/pip/pip.conf):
 # changing it (a registry, an index URL, a login token) reaches every project on the machine.
-package_config_programs := {"npm", "pnpm", "yarn", "pip", "poetry", "conda", "bun", "uv"}
+package_config_programs := programs.package_config_programs
 
 config_changes := {"set", "delete", "rm", "unset", "edit", "add", "remove"}
 
@@ -156,14 +147,7 @@ findings contains {"tier": 3, "rule": "tiers.global_config", "reason": msg} if {
 # image). `subcommand` is the command the program runs, however it was spelled (`npm pub`, `gem pu`, `cargo b`
 # with `[alias] b = "publish"`, `git p` with alias.p = push): the shell analysis resolves each program's
 # aliases and abbreviations. The network finding says where to; this one says what.
-registry_writes := {"publish", "unpublish", "deprecate", "undeprecate", "dist-tag", "owner", "access", "stage", "trust"}
-
-publishing := {
-	"npm": registry_writes, "pnpm": registry_writes, "yarn": registry_writes, "bun": registry_writes,
-	"cargo": {"publish", "yank", "owner"}, "gem": {"push", "yank", "owner"}, "twine": {"upload", "register"},
-	"poetry": {"publish"}, "uv": {"publish"}, "pdm": {"publish"}, "hatch": {"publish"}, "flit": {"publish"},
-	"docker": {"push"}, "podman": {"push"},
-}
+publishing := programs.publishing
 
 # METADATA
 # title: Publish
@@ -183,15 +167,9 @@ as_written(cmd) := cmd.subcommand_as_written if is_string(object.get(cmd, "subco
 as_written(cmd) := cmd.subcommand if not is_string(object.get(cmd, "subcommand_as_written", null))
 
 # Programs whose misuse is hard to undo or reaches beyond the workspace.
-dangerous_programs := {
-	"dd", "mkfs", "mkfs.ext4", "mkfs.xfs", "mkfs.vfat", "fdisk", "sfdisk", "parted", "wipefs", "shred",
-	"shutdown", "reboot", "halt", "poweroff", "init", "telinit", "systemctl", "service", "launchctl",
-	"crontab", "at", "iptables", "ip6tables", "nft", "ufw", "useradd", "userdel", "usermod", "passwd",
-	"chpasswd", "visudo", "mount", "umount", "insmod", "rmmod", "modprobe", "sysctl", "kill", "killall",
-	"pkill", "chattr", "setfacl", "docker", "podman", "kubectl", "terraform", "nsenter", "chroot",
-}
+dangerous_programs := programs.dangerous_programs
 
-mode_programs := {"chmod", "chown", "chgrp"}
+mode_programs := programs.mode_programs
 
 # METADATA
 # title: Read

@@ -17,13 +17,16 @@ follow goes into ``opaque`` with a reason, so the policy fails closed.
 
 Layout, one concept per module:
 
-    words.py         Word, quote removal, ANSI-C decoding
-    options.py       getopt-style option parsing
-    globs.py         bounded glob and directory expansion
-    walker.py        the tree walk and the helpers handlers use (Describer)
-    sed_script.py    the GNU sed script parser;  awk_program.py  the awk lexer
-    files.py  text.py  interpreters.py  git.py  network.py  packages.py  wrappers.py
-                     one module per program family, each exporting HANDLERS: program name -> handler
+    words.py  options.py  globs.py   Word and quote removal, getopt-style options, bounded glob expansion
+    call.py          what a handler sees: Call, Ctx, Redir, CommandFacts (the fields of CommandEffect)
+    walker.py        the Describer, built from walk/ (state, hosts, paths, words, redirections, statements,
+                     simple commands, what else runs); it knows no program by name
+    family.py        Family: what a program family knows, in one object
+    registry.py      FAMILIES, the one list of families, merged into REGISTRY for the walk
+    files.py  text.py  decoders.py  interpreters.py  git.py (git_*.py)  network.py  packages.py
+    privilege.py  wrappers.py  system.py
+                     one module per program family, each ending with its FAMILY
+    sed_script.py  awk_program.py  ed_script.py   the script languages some programs read
 """
 
 from __future__ import annotations
@@ -31,32 +34,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from gateway.effects.paths import Workspace
-from gateway.effects.shell import files, git, interpreters, network, packages, text, wrappers
-from gateway.effects.shell.walker import MAX_COMMAND_BYTES, MAX_COMMANDS, MAX_WORDS, Describer, Handler
+from gateway.effects.shell.registry import REGISTRY
+from gateway.effects.shell.walker import MAX_COMMAND_BYTES, MAX_COMMANDS, MAX_WORDS, Describer
 from gateway.types import Effects
 
-__all__ = ["HANDLERS", "MAX_COMMANDS", "MAX_COMMAND_BYTES", "MAX_WORDS", "describe_command"]
-
-# The dispatch table: program name -> handler. A later family does not silently take over an earlier
-# family's name (checked below), so each program has exactly one handler.
-FAMILIES: list[dict[str, Handler]] = [
-    files.HANDLERS,
-    text.HANDLERS,
-    interpreters.HANDLERS,
-    git.HANDLERS,
-    network.HANDLERS,
-    packages.HANDLERS,
-    wrappers.HANDLERS,
-]
-HANDLERS: dict[str, Handler] = {}
-for _family in FAMILIES:
-    _clash = HANDLERS.keys() & _family.keys()
-    assert not _clash, f"programs with two handlers: {sorted(_clash)}"
-    HANDLERS.update(_family)
+__all__ = ["MAX_COMMANDS", "MAX_COMMAND_BYTES", "MAX_WORDS", "describe_command"]
 
 
 def describe_command(command: str, workspace: Workspace, cwd: Path) -> Effects:
     """The facts of running ``command`` with bash in ``cwd`` (absolute, normally inside the workspace)."""
-    describer = Describer(workspace, Path(cwd), HANDLERS)
+    describer = Describer(workspace, Path(cwd), REGISTRY)
     describer.run(command)
     return describer.effects()

@@ -19,7 +19,8 @@ import os
 import tomllib
 from pathlib import Path
 
-from gateway.effects.shell.walker import Call, Describer
+from gateway.effects.shell.call import Call
+from gateway.effects.shell.walker import Describer
 from gateway.effects.shell.words import Word, names, short
 
 __all__ = ["BUILTIN_ALIASES", "COMMANDS", "expand"]

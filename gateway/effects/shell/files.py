@@ -1,9 +1,9 @@
 """Programs that read, write, link and delete files: cat, ls, rm, cp, mv, ln, chmod, dd, tar, rsync, ...
 
-Each handler states the files the program's own operands and options touch; the dispatch table is
-``HANDLERS`` (program name -> handler), assembled with the other families in ``__init__``.
+Each handler states the files the program's own operands and options touch; ``FAMILY`` (at the end)
+declares them with the policy's classes of these programs (read-only, described, dangerous, modes, links).
 
-    HANDLERS["rm"](d, call)   # `rm -rf build`: a recursive delete of build, call.facts.recursive = True
+    FAMILY.handlers["rm"](d, call)   # `rm -rf build`: a recursive delete of build, call.facts.recursive = True
 """
 
 from __future__ import annotations
@@ -11,8 +11,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gateway.effects.shell.walker import Call, Describer, Handler
-from gateway.effects.shell.words import Word, inside
+from gateway.effects.shell.call import Call, Handler
+from gateway.effects.shell.family import Family
+from gateway.effects.shell.walker import Describer
+from gateway.effects.shell.words import Word, inside, names
+
+__all__ = ["FAMILY", "copy_like", "destinations", "reads", "world_writable"]
 
 
 def reads(
@@ -392,3 +396,18 @@ HANDLERS: dict[str, Handler] = {
     "unlink": _rmdir,
     "shred": _shred,
 }
+
+FAMILY = Family(
+    name="files",
+    handlers=HANDLERS,
+    classes={
+        "read_only_programs": names(
+            "ls cat head tail less more wc file stat du df tree realpath readlink sha256sum sha1sum md5sum od "
+            "hexdump strings tee"
+        ),
+        "described_programs": names("touch mkdir cp mv ln link install truncate rm rmdir unlink sha512sum b2sum cksum"),
+        "dangerous_programs": names("dd shred"),
+        "mode_programs": names("chmod chown chgrp"),
+        "link_programs": names("ln link"),
+    },
+)

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import yaml
 
-from gateway.effects.shell.walker import Call, Describer
+from gateway.effects.shell.call import Call
+from gateway.effects.shell.walker import Describer
 from gateway.effects.shell.words import names, short
 
 __all__ = ["COMMANDS", "expand"]

@@ -21,7 +21,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from gateway.effects.shell.walker import Call, Describer
+from gateway.effects.shell.call import Call
+from gateway.effects.shell.walker import Describer
 from gateway.effects.shell.words import short
 
 __all__ = ["Untrusted", "git_commands", "lookup"]

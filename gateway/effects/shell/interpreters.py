@@ -5,7 +5,7 @@ program text (-c/-e/--eval wherever it sits among the options, a heredoc or here
 recorded as the command's ``inline_code`` for the policy to judge; a script file is a read; the
 arguments after the program are path-like operands of unknown use (``paths``).
 
-    HANDLERS["python"](d, call)   # `python3 -W ignore -c 'import os'`: inline_code ["import os"]
+    FAMILY.handlers["python"](d, call)   # `python3 -W ignore -c 'import os'`: inline_code ["import os"]
 """
 
 from __future__ import annotations
@@ -15,10 +15,17 @@ import re
 from dataclasses import dataclass, replace
 
 from gateway.effects.shell import packages
+from gateway.effects.shell.call import Call, Handler
 from gateway.effects.shell.ed_script import EdError, parse_ed
+from gateway.effects.shell.family import Family
 from gateway.effects.shell.text import script_effects
-from gateway.effects.shell.walker import SHELLS, Call, Describer, Handler
-from gateway.effects.shell.words import Word, short
+from gateway.effects.shell.walker import Describer
+from gateway.effects.shell.words import Word, names, short
+
+__all__ = ["FAMILY", "SHELLS", "Interpreter", "plain_substitution"]
+
+# Shells: a heredoc or here-string they read is a shell script, parsed again.
+SHELLS = names("sh bash zsh dash ksh ash mksh fish rbash")
 
 
 def _shell(d: Describer, call: Call) -> None:
@@ -128,7 +135,7 @@ def _python_module(d: Describer, call: Call, module: Word | None, rest: list[Wor
         d.listen("?", call)
         d.unknown_paths(rest, call)
     elif name in _PYTHON_PUBLISHERS:  # `python -m twine upload`: the program itself, with its own facts
-        packages.HANDLERS[name](d, replace(call, name=name, words=[module, *rest]))
+        packages.FAMILY.handlers[name](d, replace(call, name=name, words=[module, *rest]))
         call.facts.operation, call.facts.subcommand = call.facts.subcommand, name  # python -m twine upload
     else:
         d.unknown_paths(rest, call)
@@ -307,7 +314,7 @@ def _bun(d: Describer, call: Call) -> None:
     if any(re.match(r"^(-e|--eval|-p|--print)(=|$)", w.value) for w in call.args):
         Interpreter(code="ep", takes_value="r", aliases=("-pe", "-ep"))(d, call)
     else:
-        packages.HANDLERS["npm"](d, call)
+        packages.FAMILY.handlers["npm"](d, call)
 
 
 def _pwsh(d: Describer, call: Call) -> None:
@@ -442,3 +449,16 @@ HANDLERS: dict[str, Handler] = {
     "gmake": _make,
     "red": _ed,
 }
+
+FAMILY = Family(
+    name="interpreters",
+    handlers=HANDLERS,
+    shells=SHELLS,
+    versioned=names("python pypy perl ruby php node nodejs lua luajit"),
+    renamed={"pypy": "python", "nodejs": "node", "luajit": "lua"},
+    classes={
+        "always_ask_interpreters": names(
+            "vim vi nvim gvim view ex vimdiff rvim emacs pwsh powershell osascript make gmake"
+        ),
+    },
+)

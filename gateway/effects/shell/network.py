@@ -3,7 +3,7 @@
 Each states the hosts it contacts (``Effects.network``), the files it reads (uploads, keys, configs)
 and writes (downloads, logs), and the local programs its options run (ProxyCommand, nc -e).
 
-    HANDLERS["curl"](d, call)   # `curl -o out.bin https://x.io/f`: contacts x.io, creates out.bin
+    FAMILY.handlers["curl"](d, call)   # `curl -o out.bin https://x.io/f`: contacts x.io, creates out.bin
 """
 
 from __future__ import annotations
@@ -12,9 +12,13 @@ import re
 from dataclasses import replace
 from itertools import pairwise
 
+from gateway.effects.shell.call import Call, Handler
+from gateway.effects.shell.family import Family
 from gateway.effects.shell.options import Opts
-from gateway.effects.shell.walker import Call, Describer, Handler
+from gateway.effects.shell.walker import Describer
 from gateway.effects.shell.words import Word, inside, names, short
+
+__all__ = ["FAMILY"]
 
 _CURL_LONG = (
     "--url --output --data --data-raw --data-binary --data-ascii --data-urlencode --json --form --form-string "
@@ -291,3 +295,12 @@ HANDLERS: dict[str, Handler] = {
     **{name: _dns for name in ("dig", "nslookup", "host")},
     "openssl": _openssl,
 }
+
+FAMILY = Family(
+    name="network",
+    handlers=HANDLERS,
+    # programs whose output is downloaded (or remote) bytes
+    fetchers=names(
+        "curl wget fetch nc ncat netcat socat telnet http https xh xhs aria2c lynx w3m links ftp tftp lftp ssh"
+    ),
+)

@@ -4,7 +4,7 @@ Each states the packages installed or removed and their scope (``local`` only wh
 workspace), the registries contacted, its ``subcommand`` and ``operation`` (``npm config set`` ->
 "config", "set"), and the user configuration it writes (``npm login`` writes ~/.npmrc).
 
-    HANDLERS["npm"](d, call)   # `npm i -g typescript`: PackageEffect(manager="npm", scope="global")
+    FAMILY.handlers["npm"](d, call)   # `npm i -g typescript`: PackageEffect(manager="npm", scope="global")
 """
 
 from __future__ import annotations
@@ -13,9 +13,13 @@ import re
 from dataclasses import replace
 
 from gateway.effects.shell import cargo_aliases, gh_aliases, spellings
+from gateway.effects.shell.call import Call, Handler
+from gateway.effects.shell.family import Family
 from gateway.effects.shell.options import Opts, first_operand
-from gateway.effects.shell.walker import Call, Describer, Handler
+from gateway.effects.shell.walker import Describer
 from gateway.effects.shell.words import Word, names
+
+__all__ = ["FAMILY", "pip_command", "subcommands"]
 
 _PIP_LONG = (
     "--requirement --constraint --editable --target --index-url --extra-index-url --find-links --config-settings "
@@ -457,3 +461,24 @@ HANDLERS: dict[str, Handler] = {
     "twine": _twine,
     "gh": _gh,
 }
+
+# What a registry serves to everyone else: the subcommands that change it (as the program resolves the word)
+_REGISTRY_WRITES = names("publish unpublish deprecate undeprecate dist-tag owner access stage trust")
+
+FAMILY = Family(
+    name="packages",
+    handlers=HANDLERS,
+    versioned=names("pip"),
+    classes={
+        "package_config_programs": names("npm pnpm yarn pip poetry conda bun uv"),
+        "dangerous_programs": names("docker podman kubectl terraform systemctl"),
+    },
+    publishes={
+        **{name: _REGISTRY_WRITES for name in ("npm", "pnpm", "yarn", "bun")},
+        "cargo": names("publish yank owner"),
+        "gem": names("push yank owner"),
+        "twine": names("upload register"),
+        **{name: names("publish") for name in ("poetry", "uv", "pdm", "hatch", "flit")},
+        **{name: names("push") for name in ("docker", "podman")},
+    },
+)

@@ -3,16 +3,20 @@
 Most read their file operands; sed and awk are languages, so their scripts are parsed
 (``sed_script``, ``awk_program``) for the files they read and write and the commands they run.
 
-    HANDLERS["sed"](d, call)   # `sed -n 'w /tmp/x' f`: reads f, writes /tmp/x
+    FAMILY.handlers["sed"](d, call)   # `sed -n 'w /tmp/x' f`: reads f, writes /tmp/x
 """
 
 from __future__ import annotations
 
 from gateway.effects.shell.awk_program import AwkError, scan_awk
+from gateway.effects.shell.call import Call, Handler
+from gateway.effects.shell.family import Family
 from gateway.effects.shell.files import reads
 from gateway.effects.shell.sed_script import SedEffects, SedError, parse_sed
-from gateway.effects.shell.walker import Call, Describer, Handler
-from gateway.effects.shell.words import ASSIGNMENT, Word, short
+from gateway.effects.shell.walker import Describer
+from gateway.effects.shell.words import ASSIGNMENT, Word, names, short
+
+__all__ = ["FAMILY", "in_out", "script_effects"]
 
 
 def grep_like(short_opts: str, long: str, recursive_default: bool = False) -> Handler:
@@ -277,7 +281,6 @@ HANDLERS: dict[str, Handler] = {
     **{name: _awk for name in ("awk", "gawk", "mawk", "nawk")},
     "sort": _sort,
     "uniq": in_out("fsw", "--skip-fields --skip-chars --check-chars"),
-    "xxd": in_out("cglnosC"),
     "cmp": in_out("in", "--ignore-initial --bytes", inputs=2, output=False),
     "diff": _diff,
     "cut": reads("bcdf", "--bytes --characters --delimiter --fields --output-delimiter"),
@@ -289,9 +292,19 @@ HANDLERS: dict[str, Handler] = {
     "wc": reads(),
     "rev": reads(),
     "column": reads("cstoR", "--columns --separator --output-separator --table-columns"),
-    **{name: reads("w", "--wrap") for name in ("base64", "base32", "basenc")},
     "jq": _jq,
     "yq": _yq,
     "date": _date,
     "tr": _noop,
 }
+
+FAMILY = Family(
+    name="text",
+    handlers=HANDLERS,
+    classes={
+        "read_only_programs": names(
+            "grep egrep fgrep rg ag diff cmp cut tr jq yq column nl sed tac rev paste comm date"
+        ),
+        "described_programs": names("sort uniq cmp awk gawk mawk nawk join"),
+    },
+)

@@ -102,6 +102,12 @@ def has_unparsed_subst(value: str) -> bool:
     return False
 
 
+def subscript_with_subst(value: str) -> bool:
+    """An array subscript holding a command substitution (`a[$(id)]`): bash runs it when it evaluates the
+    subscript (`[[ -v ]]`, `test -v`, `printf -v`, `read`, `unset`, arithmetic)."""
+    return "[" in value and has_unparsed_subst(value)
+
+
 def unquote_bare(value: str) -> tuple[list[tuple[str, bool]], str]:
     """Backslash removal in an unquoted word: pieces as (text, quoted), and why it is not literal ("")."""
     pieces: list[tuple[str, bool]] = []

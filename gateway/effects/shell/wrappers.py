@@ -1,10 +1,10 @@
-"""Wrappers and builtins that run another command or change where the next ones run: sudo, env, xargs,
-find -exec, timeout, nice, eval, source, watch, cd/pushd/popd, ...
+"""Wrappers and builtins that run another command or change where the next ones run: env, xargs, find -exec,
+timeout, nice, eval, source, watch, cd/pushd/popd, ... (sudo and su: privilege.py)
 
 A wrapper's inner command is listed again (via "wrapper:<name>") and described like any other; text
 it runs (eval, watch, su -c) is parsed again; what cannot be followed is opaque.
 
-    HANDLERS["sudo"](d, call)   # `sudo -u bob rm x`: lists rm (via wrapper:sudo), privileged
+    FAMILY.handlers["env"](d, call)   # `env -C src rm x`: lists rm (via wrapper:env), in src
 """
 
 from __future__ import annotations
@@ -12,43 +12,21 @@ from __future__ import annotations
 import shlex
 from dataclasses import replace
 
-from gateway.effects.shell.walker import Call, Describer, Handler
+from gateway.effects.shell.call import Call, Handler
+from gateway.effects.shell.family import Family
+from gateway.effects.shell.walker import Describer
 from gateway.effects.shell.words import Word, has_unparsed_subst, joined, names, short
 
+__all__ = ["FAMILY", "wrapper"]
 
-def _wrapper(short: str = "", long: str = "", known: str = "") -> Handler:
+
+def wrapper(short: str = "", long: str = "", known: str = "") -> Handler:
     """A wrapper whose options end at its first operand, which starts the inner command."""
 
     def handler(d: Describer, call: Call) -> None:
         d.inner(d.options(call, short, long, known, stop=True).operands, call)
 
     return handler
-
-
-def _sudo(d: Describer, call: Call) -> None:
-    opts = d.options(
-        call,
-        "CDghpRrtTUu",
-        "--close-from --chdir --group --host --prompt --chroot --role --type --user --other-user --command-timeout",
-        known="--edit --login --shell --list --validate --preserve-env",
-        stop=True,
-    )
-    if opts.has("-e", "--edit") or call.name == "sudoedit":
-        for word in opts.operands:
-            d.write(word, call, modify=True)
-        return
-    if opts.values("-R", "--chroot"):
-        d.opaque("sudo --chroot runs the command in another root directory")
-    d.inner(opts.operands, call, cwd=opts.last("-D", "--chdir"))
-
-
-def _su(d: Describer, call: Call) -> None:
-    opts = d.options(call, "cCsgGw", "--command --session-command --shell --group --supp-group")
-    commands = opts.values("-c", "--command", "--session-command", "-C")
-    for word in commands:
-        d.run_text(word, call)
-    if not commands and len([w for w in opts.operands if w.value != "-"]) > 1:
-        d.opaque("su passes extra arguments to a shell")
 
 
 def _env(d: Describer, call: Call) -> None:
@@ -270,23 +248,17 @@ _NOOP = (
 )
 
 HANDLERS: dict[str, Handler] = {
-    "sudo": _sudo,
-    "sudoedit": _sudo,
-    "doas": _wrapper("Cu"),
-    "pkexec": _wrapper("", "--user", "--disable-internal-agent --keep-cwd"),
-    "run0": _wrapper("ugD", "--user --group --nice --chdir --setenv --property --unit --description --slice --machine"),
-    "su": _su,
     "env": _env,
-    "nice": _wrapper("n", "--adjustment"),
+    "nice": wrapper("n", "--adjustment"),
     "ionice": _ionice,
-    "nohup": _wrapper(),
+    "nohup": wrapper(),
     "timeout": _timeout,
     "time": _time,
     "command": _command_builtin,
-    "builtin": _wrapper(),
+    "builtin": wrapper(),
     "exec": _exec,
-    "stdbuf": _wrapper("ioe", "--input --output --error"),
-    "setsid": _wrapper(known="--ctty --fork --wait"),
+    "stdbuf": wrapper("ioe", "--input --output --error"),
+    "setsid": wrapper(known="--ctty --fork --wait"),
     "busybox": _busybox,
     "toybox": _busybox,
     "mapfile": _mapfile,
@@ -306,3 +278,29 @@ HANDLERS: dict[str, Handler] = {
     "popd": _cd,
     **{name: _noop for name in _NOOP.split()},
 }
+
+FAMILY = Family(
+    name="wrappers",
+    handlers=HANDLERS,
+    # programs that run another command this module does not unwrap: said so instead of pretending to know
+    opaque_runners=names(
+        "at batch crontab systemd-run parallel script runuser chroot unshare nsenter flatpak-spawn firejail bwrap "
+        "strace ltrace gdb valgrind expect coproc fc enable flock unbuffer faketime proot entr watchexec perf "
+        "chrt taskset prlimit cgexec sg setpriv numactl cpulimit torsocks proxychains proxychains4 xvfb-run "
+        "dbus-run-session fakeroot eatmydata nocache catchsegv ssh-agent"
+    ),
+    # names a shell function must not take over (every handled program's too)
+    guarded=names(
+        "ls cd echo printf test true false pwd read exit return set shift export unset type which whoami id make "
+        "pytest python3 git sudo kill ps grep cat rm mv cp mkdir chmod chown sh bash command builtin exec source "
+        "eval trap alias history jobs wait sleep date env"
+    ),
+    classes={
+        "read_only_programs": names(
+            "pwd echo printf true false test [ which whoami id uname hostname find basename dirname type sleep seq "
+            "cd expr printenv env nproc free uptime ps xargs timeout nice nohup time command builtin exit wait : "
+            "read return shift"
+        ),
+        "cd_programs": names("cd pushd"),
+    },
+)

@@ -1,8 +1,8 @@
-"""Subcommands as the program runs them: aliases and abbreviations resolved per family.
+"""The packages family (gateway/effects/shell/packages.py: pip, uv, npm, yarn, apt, cargo, gem, go, docker, gh, ...;
+spellings.py, cargo_aliases.py, gh_aliases.py): the facts its programs' commands state and what it makes opaque.
+Cases are grouped by the program a command starts with (a pipeline: its fetcher or decoder, else its last program).
 
-`npm pub` ran at tier 2 while `npm publish` asked a person: the `subcommand` fact was the word as written.
-Each family's resolver is checked against the program's own rules (npm's against npm itself when it is
-installed), and the shell analysis states the canonical name, the spelling, and the registry contacted.
+Cases run against ``shell_cases.shell_workspace`` (tests/shell_cases.py).
 """
 
 from __future__ import annotations
@@ -13,10 +13,182 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from shell_cases import (
+    HOME,
+    check_file_effects,
+    check_network,
+    check_no_network,
+    check_not_opaque,
+    check_opaque,
+    check_packages,
+    check_subcommand_after_global_options,
+    run,
+    shell_workspace,
+)
 
 from gateway.effects.paths import Workspace
 from gateway.effects.shell import describe_command, spellings
 from gateway.types import CommandEffect, Effects
+
+
+@pytest.fixture
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
+    return shell_workspace(tmp_path, monkeypatch)
+
+
+FILE_CASES = [
+    ("pip install -r requirements.txt", "reads", ["requirements.txt"]),
+]
+
+
+@pytest.mark.parametrize(("command", "field", "items"), FILE_CASES, ids=[f"{c}:{f}" for c, f, _ in FILE_CASES])
+def test_file_effects(command: str, field: str, items: list[str], ws: Workspace) -> None:
+    check_file_effects(command, field, items, ws)
+
+
+NETWORK_CASES = [
+    ("pip install requests", {("pypi.org", "pip")}),
+    ("pip install -i https://mirror.corp/simple x", {("pypi.org", "pip"), ("mirror.corp", "pip")}),
+    ("pip install git+https://github.com/org/pkg", {("pypi.org", "pip"), ("github.com", "pip")}),
+    ("npm install lodash", {("registry.npmjs.org", "npm")}),
+    ("npm ci", {("registry.npmjs.org", "npm")}),
+    ("npx create-react-app x", {("registry.npmjs.org", "npx")}),
+    ("yarn add react", {("registry.yarnpkg.com", "yarn")}),
+    ("apt-get install -y curl", {("deb.debian.org", "apt-get")}),
+    ("apt update", {("deb.debian.org", "apt")}),
+    ("cargo install ripgrep", {("crates.io", "cargo")}),
+    ("gem install rails", {("rubygems.org", "gem")}),
+    ("go install golang.org/x/tools/gopls@latest", {("proxy.golang.org", "go")}),
+    ("go get example.com/mod", {("proxy.golang.org", "go")}),
+    ("brew install jq", {("formulae.brew.sh", "brew")}),
+    ("uv add httpx", {("pypi.org", "uv")}),
+]
+
+
+@pytest.mark.parametrize(("command", "expected"), NETWORK_CASES, ids=[c for c, _ in NETWORK_CASES])
+def test_network(command: str, expected: set[tuple[str, str]], ws: Workspace) -> None:
+    check_network(command, expected, ws)
+
+
+NO_NETWORK_CASES = [
+    "pip list",
+    "pip install --no-index ./dist/x.whl",
+    "npm test",
+    "npm install --offline",
+    "cargo build",
+]
+
+
+@pytest.mark.parametrize("command", NO_NETWORK_CASES)
+def test_no_network(command: str, ws: Workspace) -> None:
+    check_no_network(command, ws)
+
+
+PACKAGE_CASES = [
+    ("pip install requests", "pip", ["requests"], "global"),
+    ("pip3 install 'django<5'", "pip", ["django<5"], "global"),
+    ("pip install -r requirements.txt", "pip", ["-r requirements.txt"], "global"),
+    ("pip install -e .", "pip", ["-e ."], "global"),
+    ("pip install --user black", "pip", ["black"], "global"),
+    ("./.venv/bin/pip install x", "pip", ["x"], "local"),
+    ("pip install --target ./vendor x", "pip", ["x"], "local"),
+    ("pip install -t vendor x", "pip", ["x"], "local"),
+    ("pip install --prefix /usr/local x", "pip", ["x"], "global"),
+    ("./.venv/bin/pip install --user x", "pip", ["x"], "global"),
+    ("uv pip install httpx", "pip", ["httpx"], "local"),
+    ("uv pip install --system httpx", "pip", ["httpx"], "global"),
+    ("uv add httpx", "pip", ["httpx"], "local"),
+    ("uv tool install ruff", "pip", ["ruff"], "global"),
+    ("pipx install black", "pipx", ["black"], "global"),
+    ("pip uninstall -y x", "pip", ["x"], "global"),
+    ("npm install lodash", "npm", ["lodash"], "local"),
+    ("npm i -D typescript", "npm", ["typescript"], "local"),
+    ("npm i -g typescript", "npm", ["typescript"], "global"),
+    ("npm install --global x", "npm", ["x"], "global"),
+    ("npm install --location=global x", "npm", ["x"], "global"),
+    ("npm ci", "npm", [], "local"),
+    ("yarn add react", "yarn", ["react"], "local"),
+    ("yarn", "yarn", [], "local"),
+    ("yarn global add x", "yarn", ["x"], "global"),
+    ("pnpm add -g x", "pnpm", ["x"], "global"),
+    ("pnpm install", "pnpm", [], "local"),
+    ("apt-get install -y curl git", "apt-get", ["curl", "git"], "global"),
+    ("apt install ./local.deb", "apt", ["./local.deb"], "global"),
+    ("dnf install -y gcc", "dnf", ["gcc"], "global"),
+    ("yum install httpd", "yum", ["httpd"], "global"),
+    ("apk add --no-cache bash", "apk", ["bash"], "global"),
+    ("brew install jq", "brew", ["jq"], "global"),
+    ("cargo install ripgrep", "cargo", ["ripgrep"], "global"),
+    ("cargo add serde", "cargo", ["serde"], "local"),
+    ("gem install rails", "gem", ["rails"], "global"),
+    ("gem install -i vendor/gems rails", "gem", ["rails"], "local"),
+    ("gem install --install-dir /opt/gems rails", "gem", ["rails"], "global"),
+    ("go install golang.org/x/tools/gopls@latest", "go", ["golang.org/x/tools/gopls@latest"], "global"),
+]
+
+
+@pytest.mark.parametrize(
+    ("command", "manager", "names", "scope"), PACKAGE_CASES, ids=[c for c, _, _, _ in PACKAGE_CASES]
+)
+def test_packages(command: str, manager: str, names: list[str], scope: str, ws: Workspace) -> None:
+    check_packages(command, manager, names, scope, ws)
+
+
+@pytest.mark.parametrize("command", ["pip list", "pip freeze", "npm run build", "cargo build", "apt-cache search x"])
+def test_no_packages(command: str, ws: Workspace) -> None:
+    assert run(command, ws).packages == []
+
+
+OPAQUE_CASES = [
+    ("apt-get -o APT::Update::Pre-Invoke::=id update", "can make it run commands"),
+]
+
+
+@pytest.mark.parametrize(("command", "reason"), OPAQUE_CASES, ids=[f"{c!r}" for c, _ in OPAQUE_CASES])
+def test_opaque(command: str, reason: str, ws: Workspace) -> None:
+    check_opaque(command, reason, ws)
+
+
+NOT_OPAQUE_CASES = [
+    "npm test && npm run build",
+    "docker ps --format '{{.Names}}'",
+    "uv run pytest -q",
+    "npx prettier --check .",
+]
+
+
+@pytest.mark.parametrize("command", NOT_OPAQUE_CASES)
+def test_not_opaque(command: str, ws: Workspace) -> None:
+    check_not_opaque(command, ws)
+
+
+SUBCOMMAND_CASES = [
+    ("npm --prefix sub install left-pad", "npm", "install", "left-pad"),
+    ("npm config set registry http://x", "npm", "config", "set"),
+    ("pip config set global.index-url x", "pip", "config", "set"),
+    ("pip install -r requirements.txt", "pip", "install", None),
+    ("uv add httpx", "uv", "add", "httpx"),
+    ("cargo build --release", "cargo", "build", None),
+    ("go test ./...", "go", "test", "./..."),
+    ("apt-get install -y curl", "apt-get", "install", "curl"),
+    ("docker --host tcp://h run alpine", "docker", "run", "alpine"),
+    ("kubectl -n prod get pods", "kubectl", "get", "pods"),
+]
+
+
+@pytest.mark.parametrize(
+    ("command_text", "program", "subcommand", "operation"), SUBCOMMAND_CASES, ids=[c[0] for c in SUBCOMMAND_CASES]
+)
+def test_subcommand_after_global_options(
+    command_text: str, program: str, subcommand: str | None, operation: str | None, ws: Workspace
+) -> None:
+    check_subcommand_after_global_options(command_text, program, subcommand, operation, ws)
+
+
+def test_user_configuration_writes(ws: Workspace) -> None:
+    assert f"{HOME}/.npmrc" in run("npm config set registry http://x", ws).creates + run("npm login", ws).creates
+    assert f"{HOME}/.config/pip/pip.conf" in run("pip config set global.index-url x", ws).creates
+    assert run("npm config set x y --location=project", ws).creates == []
 
 
 def described(command: str, root: Path) -> tuple[Effects, CommandEffect]:
@@ -24,11 +196,8 @@ def described(command: str, root: Path) -> tuple[Effects, CommandEffect]:
     return fx, fx.commands[-1]
 
 
-def hosts(fx: Effects) -> set[str]:
+def host_names(fx: Effects) -> set[str]:
     return {n.host for n in fx.network}
-
-
-# --- npm ----------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -95,7 +264,7 @@ def test_the_npm_family_states_the_command_it_runs(
 ) -> None:
     fx, cmd = described(command, repo)
     assert (cmd.subcommand, cmd.subcommand_as_written) == (runs, written)
-    assert (host in hosts(fx)) if host else not fx.network
+    assert (host in host_names(fx)) if host else not fx.network
 
 
 @pytest.mark.parametrize("command", ["pnpm pub", "yarn pub", "bun pub"])
@@ -103,9 +272,6 @@ def test_a_word_pnpm_yarn_or_bun_do_not_know_runs_a_script(repo: Path, command: 
     fx, cmd = described(command, repo)
     assert (cmd.subcommand, cmd.operation, cmd.subcommand_as_written) == ("run", "pub", "pub")
     assert not fx.network
-
-
-# --- gem, twine, poetry, uv, pdm, hatch, flit, docker, podman --------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -143,17 +309,14 @@ def test_gem_resolves_as_rubygems_does(word: str, runs: str | None) -> None:
 def test_publishing_contacts_the_registry(repo: Path, command: str, runs: str, host: str) -> None:
     fx, cmd = described(command, repo)
     assert cmd.subcommand == runs
-    assert host in hosts(fx), fx.network
-
-
-# --- cargo --------------------------------------------------------------------------------------------------
+    assert host in host_names(fx), fx.network
 
 
 def test_cargo_built_in_aliases(repo: Path) -> None:
     for word, runs in [("b", "build"), ("t", "test"), ("rm", "remove"), ("publish", "publish")]:
         _, cmd = described(f"cargo {word}", repo)
         assert (cmd.subcommand, cmd.subcommand_as_written) == (runs, word)
-    assert "crates.io" in hosts(described("cargo +stable publish", repo)[0])
+    assert "crates.io" in host_names(described("cargo +stable publish", repo)[0])
 
 
 def test_cargo_user_aliases_win_over_built_in_ones(repo: Path) -> None:
@@ -162,7 +325,7 @@ def test_cargo_user_aliases_win_over_built_in_ones(repo: Path) -> None:
     for word in ("b", "ship"):
         fx, cmd = described(f"cargo {word}", repo)
         assert (cmd.subcommand, cmd.subcommand_as_written) == ("publish", word)
-        assert "crates.io" in hosts(fx)
+        assert "crates.io" in host_names(fx)
     # a directory below reads the config above it; a nearer one wins
     (repo / "crate" / ".cargo").mkdir(parents=True)
     (repo / "crate" / ".cargo" / "config.toml").write_text('[alias]\nb = "build"\n')
@@ -195,62 +358,6 @@ def test_a_cargo_alias_that_cannot_be_known_is_opaque(repo: Path, setup: str, co
     assert any(why in reason for reason in fx.opaque), fx.opaque
 
 
-# --- git ----------------------------------------------------------------------------------------------------
-
-
-def git_config(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(repo), "config", *args], check=True)
-
-
-def test_git_aliases_are_what_git_runs(repo: Path) -> None:
-    git_config(repo, "alias.co", "checkout -b")
-    git_config(repo, "alias.p", "push")
-    git_config(repo, "alias.pp", "p --force")
-    git_config(repo, "alias.st", "status --short")
-    fx, cmd = described("git co topic", repo)
-    assert (cmd.subcommand, cmd.subcommand_as_written, cmd.access) == ("checkout", "co", "write")
-    fx, cmd = described("git pp origin main", repo)
-    assert (cmd.subcommand, cmd.subcommand_as_written, cmd.access) == ("push", "pp", "remote")
-    assert "git-remote:origin" in hosts(fx)
-    fx, cmd = described("git -C . st", repo)
-    assert (cmd.subcommand, cmd.access, fx.opaque) == ("status", "read", [])
-    fx, cmd = described("git -c alias.q=push q", repo)
-    assert cmd.subcommand == "push" and "git-remote:default" in hosts(fx)
-
-
-def test_an_alias_never_hides_a_git_command(repo: Path) -> None:
-    git_config(repo, "alias.status", "push")
-    fx, cmd = described("git status", repo)
-    assert (cmd.subcommand, cmd.access, fx.network) == ("status", "read", [])
-
-
-@pytest.mark.parametrize(
-    ("alias", "command", "why"),
-    [
-        ("!sh -c 'curl x | sh'", "git x", "runs a shell command"),
-        ("x", "git x", "not a git command it knows"),  # a loop: git refuses it
-        (None, "git nothing", "not a git command it knows"),
-        ("status", "HOME=/tmp git x", "HOME is given"),
-        ("status", "echo '[alias]' >> .git/config && git x", "writes .git/config"),
-    ],
-)
-def test_a_git_alias_that_cannot_be_trusted_is_opaque(repo: Path, alias: str | None, command: str, why: str) -> None:
-    if alias is not None:
-        git_config(repo, "alias.x", alias)
-    fx, _ = described(command, repo)
-    assert any(why in reason for reason in fx.opaque), fx.opaque
-
-
-def test_an_alias_from_a_file_the_agent_may_write_is_opaque(repo: Path) -> None:
-    (repo / "team.gitconfig").write_text("[alias]\n\tship = status\n")
-    git_config(repo, "include.path", "../team.gitconfig")
-    fx, _ = described("git ship", repo)
-    assert any("team.gitconfig, which the agent may rewrite" in reason for reason in fx.opaque), fx.opaque
-
-
-# --- gh -----------------------------------------------------------------------------------------------------
-
-
 def test_gh_aliases_from_its_config(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = tmp_path / "gh"
     config.mkdir()
@@ -258,7 +365,7 @@ def test_gh_aliases_from_its_config(repo: Path, tmp_path: Path, monkeypatch: pyt
     monkeypatch.setenv("GH_CONFIG_DIR", str(config))
     fx, cmd = described("gh rel v1.0", repo)
     assert (cmd.subcommand, cmd.operation, cmd.subcommand_as_written) == ("release", "create", "rel")
-    assert "api.github.com" in hosts(fx)
+    assert "api.github.com" in host_names(fx)
     _, cmd = described("gh -R acme/app co 12", repo)
     assert (cmd.subcommand, cmd.operation) == ("pr", "checkout")
     _, cmd = described("gh pr list", repo)
@@ -280,4 +387,4 @@ def test_a_gh_alias_that_cannot_be_known_is_opaque(
     monkeypatch.setenv("GH_CONFIG_DIR", str(tmp_path))
     fx, _ = described(command, repo)
     assert any(why in reason for reason in fx.opaque), fx.opaque
-    assert "api.github.com" in hosts(fx)
+    assert "api.github.com" in host_names(fx)

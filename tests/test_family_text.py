@@ -1,18 +1,147 @@
-"""The sed script parser and the awk lexer on their own: what a script reads, writes and runs.
+"""The text family (gateway/effects/shell/text.py: grep, rg, sed, awk, sort, diff, jq, ...; and the sed/awk script
+readers (sed_script.py, awk_program.py)): the facts its programs' commands state and what it makes opaque. Cases are
+grouped by the program a command starts with (a pipeline: its fetcher or decoder, else its last program).
 
-Real GNU sed agrees with the parser on the cases marked ``gnu``: the test runs them through
-``sed --debug`` (which parses and prints the program without running it) when GNU sed is there.
+Cases run against ``shell_cases.shell_workspace`` (tests/shell_cases.py).
 """
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
+from shell_cases import (
+    check_executes,
+    check_file_effects,
+    check_no_file_effects,
+    check_not_opaque,
+    check_opaque,
+    run,
+    shell_workspace,
+)
 
+from gateway.effects.paths import Workspace
 from gateway.effects.shell.awk_program import AwkError, scan_awk
 from gateway.effects.shell.sed_script import SedError, parse_sed
+
+
+@pytest.fixture
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
+    return shell_workspace(tmp_path, monkeypatch)
+
+
+FILE_CASES = [
+    ("wc -l exists.txt src/a.py", "reads", ["exists.txt", "src/a.py"]),
+    ("grep -n foo exists.txt", "reads", ["exists.txt"]),
+    ("grep -r TODO src", "reads", ["src"]),
+    ("grep -e pattern -- -file", "reads", ["-file"]),
+    ("rg secret", "reads", ["."]),
+    ("egrep 'a|b' exists.txt", "reads", ["exists.txt"]),
+    ("diff a.txt b.txt", "reads", ["a.txt", "b.txt"]),
+    ("cmp a b", "reads", ["a", "b"]),
+    ("sort -u exists.txt", "reads", ["exists.txt"]),
+    ("uniq in.txt", "reads", ["in.txt"]),
+    ("sed -n 1,5p exists.txt", "reads", ["exists.txt"]),
+    ("sed 'r /etc/passwd' exists.txt", "reads", ["/etc/passwd", "exists.txt"]),
+    ("awk '{print $1}' n=1 exists.txt", "reads", ["exists.txt"]),
+    ("sed -i 's/a/b/' exists.txt", "writes", ["exists.txt"]),
+    ("sed -i.bak -e 's/a/b/' exists.txt", "writes", ["exists.txt"]),
+    ("sed -n 'w /etc/x' exists.txt", "creates", ["/etc/x"]),
+    ("sed 's/a/b/w out.txt' exists.txt", "creates", ["out.txt"]),
+    ("sort -o sorted.txt exists.txt", "creates", ["sorted.txt"]),
+    ("uniq in.txt out.txt", "creates", ["out.txt"]),
+]
+
+
+@pytest.mark.parametrize(("command", "field", "items"), FILE_CASES, ids=[f"{c}:{f}" for c, f, _ in FILE_CASES])
+def test_file_effects(command: str, field: str, items: list[str], ws: Workspace) -> None:
+    check_file_effects(command, field, items, ws)
+
+
+NO_FILE_EFFECT_CASES = [
+    "grep foo",
+]
+
+
+@pytest.mark.parametrize("command", NO_FILE_EFFECT_CASES)
+def test_no_file_effects(command: str, ws: Workspace) -> None:
+    check_no_file_effects(command, ws)
+
+
+def test_grep_pattern_is_not_a_path(ws: Workspace) -> None:
+    # a recursive grep reads the directory and the files under it; the pattern is no path
+    assert run("grep -rn secret src", ws).reads == ["src", "src/a.py"]
+
+
+OPAQUE_CASES = [
+    ("sed 's/a/b/e' exists.txt", "runs commands (e)"),
+    ("awk 'BEGIN{system(\"id\")}'", "may run commands"),
+    ("awk '{print | \"sh\"}' exists.txt", "may run commands"),
+    ("rg --pre ./decode.sh secret", "--pre runs"),
+    ("sort --compress-program=sh x", "runs a program"),
+]
+
+
+@pytest.mark.parametrize(("command", "reason"), OPAQUE_CASES, ids=[f"{c!r}" for c, _ in OPAQUE_CASES])
+def test_opaque(command: str, reason: str, ws: Workspace) -> None:
+    check_opaque(command, reason, ws)
+
+
+NOT_OPAQUE_CASES = [
+    "sed -n 1,5p exists.txt",
+    "sed -i 's/old/new/g' exists.txt",
+    "awk '{print $1}' exists.txt | sort | uniq -c",
+    "find . -name '*.py' -print | wc -l",
+    "diff <(sort a) <(sort b)",
+]
+
+
+@pytest.mark.parametrize("command", NOT_OPAQUE_CASES)
+def test_not_opaque(command: str, ws: Workspace) -> None:
+    check_not_opaque(command, ws)
+
+
+@pytest.fixture
+def files(ws: Workspace) -> Workspace:
+    (ws.root / "server.key").write_text("k")
+    (ws.root / ".env").write_text("KEY=1")
+    (ws.root / "src" / "b.py").write_text("")
+    return ws
+
+
+def test_a_recursive_read_lists_the_files_under_it(files: Workspace) -> None:
+    fx = run("grep -r KEY .", files)
+    assert {".", ".env", "server.key", "src/a.py", "exists.txt"} <= set(fx.reads)
+    assert run("grep -rn x src", files).reads == ["src", "src/a.py", "src/b.py"]
+    assert ".env" not in run("rg KEY", files).reads, "rg skips hidden files"
+    assert ".env" in run("rg --hidden KEY", files).reads
+    assert ".env" in run("tar czf /tmp/gw-test.tgz .", files).reads
+
+
+def test_a_recursive_read_skips_symlinks_unless_told(
+    files: Workspace, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    secret = tmp_path_factory.mktemp("outside") / "secret.txt"
+    secret.write_text("s")
+    (files.root / "src" / "link").symlink_to(secret)
+    assert secret.as_posix() not in run("grep -r x src", files).reads
+    assert secret.as_posix() in run("grep -R x src", files).reads
+
+
+EXECUTES_CASES = [
+    ("sed '1e id' exists.txt", "sed", ["id"]),
+    ("sed 's/a/b/e' exists.txt", "sed", ["the pattern space, as a command"]),
+    ("awk '{print | \"sh\"}' exists.txt", "awk", ["sh"]),
+    ("rg --pre ./dec.sh x", "rg", ["./dec.sh"]),
+]
+
+
+@pytest.mark.parametrize(("command_text", "program", "executes"), EXECUTES_CASES, ids=[c[0] for c in EXECUTES_CASES])
+def test_executes(command_text: str, program: str, executes: list[str], ws: Workspace) -> None:
+    check_executes(command_text, program, executes, ws)
+
 
 SED_CASES = [
     # (script, reads, writes, runs)
@@ -64,6 +193,7 @@ SED_CASES = [
     ("v 4.2", [], [], []),
     ("btarget;:target", [], [], []),
 ]
+
 
 SED_ERRORS = ["s/a/b", "s/a[/x/", "{p", "p}", "x;y", "k", "r", "w", "s/a/b/q", ":", "1,", "/x"]
 
