@@ -43,13 +43,13 @@ class ReadHookEvent:
         assert call.principal is not None
         task = self.board.task_for(call.principal)
         call.task = self.board.policy_section(task) if task else None  # whose labels: the task's (situate agrees)
-        session_trace = hook_trace(task, event.get("session_id"))
-        call.trace_id = session_trace or call.trace_id
+        hooked_trace = hook_trace(task, event.get("session_id"))
+        call.trace_id = hooked_trace or call.trace_id
         if call.tool.startswith(GATEWAY_TOOLS) and event["hook_event_name"] == "PreToolUse":
             call.kind, call.outcome = CallKind.HOOK_JOIN, "allowed"
             # only a verified credential's word joins (the command hook's --agent is anyone's to claim)
-            if session_trace is not None and call.origin.token is not None and "tool_use_id" in call.detail:
-                self.joins.remember(call.detail["tool_use_id"], call.principal, session_trace)
+            if hooked_trace is not None and call.origin.token is not None and "tool_use_id" in call.detail:
+                self.joins.remember(call.detail["tool_use_id"], call.principal, hooked_trace)
             return
         worktree = self.board.workspace(task) if task else None
         root = (worktree or self.workspace).root
