@@ -17,6 +17,10 @@ without a server). Both fail closed: unreadable input, an unknown tool, a bad cr
 error is never "allow". PostToolUse events are recorded (kind "hook_result": the size and digest of what
 the tool returned, never its content).
 
+The gateway's own MCP tools (``mcp__gateway__*``: the server is named ``gateway`` in .mcp.json) are judged when
+their tools/call arrives, not here: their PreToolUse event is answered "allow", unrecorded, and only says which
+Claude Code session the MCP call belongs to (gateway/session_joins.py), so both channels share one trace.
+
     echo '{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"cwd":"/repo"}' \\
         | gateway --config /repo/gateway.yaml hook claude-code --role worker
 """
@@ -39,6 +43,8 @@ if TYPE_CHECKING:  # the command hook imports the runtime only once it has input
     from gateway.origin import Transport
 
 EVENTS = frozenset({"PreToolUse", "PostToolUse"})
+# how Claude Code names the gateway's own MCP tools: the server's name in .mcp.json, as the examples name it
+GATEWAY_TOOLS = "mcp__gateway__"
 MAX_TOOL_NAME = 200
 # Claude Code tools the gateway knows but cannot describe (and every MCP tool): tier 3, a person decides
 UNANALYSED = frozenset({"WebFetch", "WebSearch", "Task", "Agent"})
@@ -173,8 +179,12 @@ def result_of(event: JSONObject) -> JSONObject:
 def answer_for(call: Call) -> JSONObject:
     """Claude Code's hook output for a judged call: allow only what the judge allowed."""
     from gateway.judge.approval import not_used_note
-    from gateway.judge.call import verdict
+    from gateway.judge.call import CallKind, verdict
 
+    if call.kind == CallKind.HOOK_JOIN:
+        # no decision at all: Claude Code's own permissions still apply to the tool (a server the client calls
+        # "gateway" is whatever its config says, so the hook vouches for nothing); the MCP call is judged
+        return {}
     decision = verdict(call)
     reasons, rules, tier = (decision.reasons, decision.rules, decision.tier) if decision else ([], [], None)
     said = f"gateway policy (tier {tier}, {', '.join(rules)}): {'; '.join(reasons) or 'no reason given'}"

@@ -49,6 +49,7 @@ from gateway.policy.lint import flat_layout
 from gateway.policy.reload import PolicyData, WithSettings, policy_data
 from gateway.repo import Repo
 from gateway.sandbox import Sandbox
+from gateway.session_joins import SessionJoins
 from gateway.store import open_store
 from gateway.store.repositories.review_index import catch_up
 from gateway.supervise import Supervised
@@ -160,7 +161,9 @@ class Gateway:
         self.notifier = Notifier(config.notify, self.ledger, self.leases)
         self.request_state_seal = RequestStateSeal(self.keys.secret("request-state"))
         self.confinements = Confinements(config, self.workspace, self.sandbox, self.roles, lambda: self.pool)
-        self.situate = Situate(self.board, self.intents, self.workspace, self.confinements)
+        # which Claude Code session an MCP call belongs to, as the hook said (in memory: this process's hooks)
+        self.joins = SessionJoins()
+        self.situate = Situate(self.board, self.intents, self.workspace, self.confinements, self.joins)
         # One judge: a tools/call, `gateway check`, the Claude Code hook and the commands the gateway runs
         # itself are described and decided by the same stages, and recorded the same way (gateway/judge/)
         self.stacks = Stacks(self)

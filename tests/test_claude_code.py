@@ -7,6 +7,7 @@ the gateway's URL filled in; Claude Code runs in a temporary HOME with a dummy A
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 from conftest import NPM_MODULES, http_gateway, ledger_rows, token
 from servers.scripted_anthropic import ScriptedModel, text, tool_use
+from test_workers import gateway_cli
 
 from gateway.config import GatewayConfig
 from gateway.runtime import Gateway
@@ -104,6 +106,15 @@ def test_claude_code_through_the_http_hook_and_mcp(config: GatewayConfig, repo: 
         assert row.principal["agent"] == "claude-code-1" and row.principal["role"] == "developer"
     results = ledger_rows(gateway, kind="hook_result")
     assert [r.detail["tool_use_id"] for r in results] == ["toolu_script_0_0"], "only the allowed Bash ran"
+
+    # one session, one trace: the hook announced the MCP call (its PreToolUse on mcp__gateway__*, allowed and
+    # not recorded: the MCP call is judged and recorded once), and the call came with the same tool_use_id
+    assert calls[0].detail["tool_use_id"] == "toolu_script_2_0"
+    listed = json.loads(gateway_cli(config, "trace", "list", "--json").stdout)["traces"]
+    assert len(listed) == 1, listed
+    shown = json.loads(gateway_cli(config, "trace", "show", listed[0]["trace_id"], "--json").stdout)
+    entries = [(e["kind"], e["tool"], e["outcome"]) for e in shown["entries"] if e["type"] == "call"]
+    assert entries == [("hook", "shell_run", "allowed"), ("hook", "shell_run", "asked"), ("call", "fs_write", "ok")]
 
 
 def test_a_bad_token_blocks_every_built_in_call(config: GatewayConfig, repo: Path, home: Path) -> None:

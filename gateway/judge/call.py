@@ -43,6 +43,9 @@ class CallKind(StrEnum):
     CHECK = "check"  # a dry run: `gateway check`, decided and recorded, never run, kept apart in traces
     HOOK = "hook"  # one of Claude Code's own tools (the PreToolUse hook): Claude Code runs it
     HOOK_RESULT = "hook_result"  # a PostToolUse event: what the tool returned (its size and digest)
+    # a PreToolUse event of one of the gateway's own MCP tools: never recorded (the MCP call is, judged there),
+    # it only tells which Claude Code session the MCP call belongs to (gateway/session_joins.py)
+    HOOK_JOIN = "hook_join"
     VERIFY = "verify"  # a verification command the gateway runs itself, judged before it runs
     CEREMONY_CHECK = "ceremony_check"  # a merge the merge ceremony is about to make, judged as its intent_commit
     SCOPE = "scope"  # a task's files against its allowed paths (or its acceptance files), asked of the policy

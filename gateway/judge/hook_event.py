@@ -7,9 +7,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gateway.effects.paths import Workspace
-from gateway.hook import Untranslatable, hook_trace, parse_event, result_of, translate
+from gateway.hook import GATEWAY_TOOLS, Untranslatable, hook_trace, parse_event, result_of, translate
 from gateway.judge.authenticate import Authenticate, Verifier
 from gateway.judge.call import Call, CallKind, Stage
+from gateway.session_joins import SessionJoins
 from gateway.tasks.board import TaskBoard
 from gateway.types import Decision
 
@@ -22,12 +23,15 @@ class ReadHookEvent:
     (Bash -> shell_run, Edit -> fs_edit, ...) with its paths where the gateway would act: a worker's task
     worktree, else the workspace, so Claude Code working anywhere else is outside and refused. A tool the
     gateway cannot describe arrives decided: a person decides (tier 3). A PostToolUse event is settled here:
-    recorded (kind "hook_result": the size and digest of what the tool returned), never judged."""
+    recorded (kind "hook_result": the size and digest of what the tool returned), never judged. So is a
+    PreToolUse of one of the gateway's own MCP tools (kind "hook_join"): no decision given, unrecorded, and, for a
+    verified credential, its tool_use_id remembered with the session's trace for the MCP call to join."""
 
-    def __init__(self, tokens: Verifier, board: TaskBoard, workspace: Workspace) -> None:
+    def __init__(self, tokens: Verifier, board: TaskBoard, workspace: Workspace, joins: SessionJoins) -> None:
         self.authenticate = Authenticate(tokens, declared=True)
         self.board = board
         self.workspace = workspace
+        self.joins = joins
 
     async def __call__(self, call: Call) -> None:
         assert call.event is not None
@@ -39,7 +43,14 @@ class ReadHookEvent:
         assert call.principal is not None
         task = self.board.task_for(call.principal)
         call.task = self.board.policy_section(task) if task else None  # whose labels: the task's (situate agrees)
-        call.trace_id = hook_trace(task, event.get("session_id")) or call.trace_id
+        hooked_trace = hook_trace(task, event.get("session_id"))
+        call.trace_id = hooked_trace or call.trace_id
+        if call.tool.startswith(GATEWAY_TOOLS) and event["hook_event_name"] == "PreToolUse":
+            call.kind, call.outcome = CallKind.HOOK_JOIN, "allowed"
+            # only a verified credential's word joins (the command hook's --agent is anyone's to claim)
+            if hooked_trace is not None and call.origin.token is not None and "tool_use_id" in call.detail:
+                self.joins.remember(call.detail["tool_use_id"], call.principal, hooked_trace)
+            return
         worktree = self.board.workspace(task) if task else None
         root = (worktree or self.workspace).root
         cwd = Path(event["cwd"]) if isinstance(event.get("cwd"), str) else root

@@ -65,6 +65,8 @@ class Record:
         self.telemetry = telemetry
 
     async def __call__(self, call: Call) -> None:
+        if call.kind == CallKind.HOOK_JOIN:  # not a decision: the MCP call it announces is recorded
+            return
         if self.telemetry is None or call.kind == CallKind.HOOK_RESULT:  # a report of a run, not a decision
             self._append(call)
             return

@@ -1,6 +1,7 @@
 """Situate: where a call happens. The task it is judged against and the intent it names (what the policy
 sees as input.task and input.intent), its workspace (a worker's task worktree, or the workspace), its trace
-(the task's, else the session's) and the sandbox its commands will run in.
+(the task's, else the session's: the Claude Code session whose hook announced the call, else the MCP
+session's) and the sandbox its commands will run in.
 
 The task a call is judged against is the task it names: its ``task_id`` (or the task of the record or
 manifest it hands off), or the task of the intent it names. A credential bound to another task is refused,
@@ -8,7 +9,7 @@ saying so: separation of duty (policies/duty.rego) judges the task the call acts
 token is bound to. A call that names no task is judged against the caller's: the one its token is bound to,
 else the one it last claimed.
 
-    situate = Situate(board, intents, workspace, confinements)
+    situate = Situate(board, intents, workspace, confinements, joins)
     situate(call)          # call.workspace, call.task, call.intent, call.trace_id, call.confinement
 """
 
@@ -20,6 +21,7 @@ from gateway.commit.intents import Intents
 from gateway.effects.paths import Workspace
 from gateway.judge.call import Call, CallKind
 from gateway.judge.confine import Confinements
+from gateway.session_joins import TOOL_USE_META, SessionJoins
 from gateway.tasks.board import TaskBoard, bound_to
 from gateway.tools.spec import GATEWAY
 from gateway.types import JSONObject
@@ -48,11 +50,19 @@ class Situate:
     """Fills in where a call happens. Calls the gateway makes itself (verification commands) arrive with
     their workspace set."""
 
-    def __init__(self, board: TaskBoard, intents: Intents, workspace: Workspace, confinements: Confinements) -> None:
+    def __init__(
+        self,
+        board: TaskBoard,
+        intents: Intents,
+        workspace: Workspace,
+        confinements: Confinements,
+        joins: SessionJoins,
+    ) -> None:
         self.board = board
         self.intents = intents
         self.workspace = workspace
         self.confinements = confinements
+        self.joins = joins
 
     def __call__(self, call: Call) -> None:
         if call.workspace is None:
@@ -68,12 +78,24 @@ class Situate:
             pass  # a dry run keeps a trace of its own: never one of the agent's real calls in its task's trace
         elif task is not None:
             call.trace_id = task["trace_id"]
+        elif joined := self._joined(call):
+            call.trace_id = joined
         elif call.origin.session_id:
             call.trace_id = session_trace(call.origin.session_id)
         if named is not None:
             bound_to(call.principal, named)  # refused in the trace of the task it named
         call.workspace = (self.board.workspace(task) if task else None) or self.workspace
         call.task = self.board.policy_section(task) if task else None
+
+    def _joined(self, call: Call) -> str | None:
+        """The trace of the Claude Code session whose hook announced this call (its _meta names the tool use),
+        if the hook spoke for the same principal; the id is kept with the call either way."""
+        tool_use = (call.origin.meta or {}).get(TOOL_USE_META)
+        if call.kind != CallKind.CALL or not isinstance(tool_use, str):
+            return None
+        assert call.principal is not None
+        call.detail["tool_use_id"] = tool_use[:200]
+        return self.joins.trace_for(tool_use, call.principal)
 
     def _named(self, call: Call) -> str | None:
         """The task a call of one of the gateway's own tools names (an upstream's ``task_id`` is its own

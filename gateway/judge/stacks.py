@@ -59,6 +59,7 @@ from gateway.labels import FlowLabels
 from gateway.ledger.budgets import Budgets
 from gateway.ledger.chain import Ledger
 from gateway.policy.engine import PolicyEngine
+from gateway.session_joins import SessionJoins
 from gateway.tasks.board import TaskBoard
 from gateway.tasks.deadletters import DeadLetters
 from gateway.telemetry import Telemetry
@@ -102,6 +103,8 @@ class Services(Protocol):
     def labels(self) -> FlowLabels: ...
     @property
     def budgets(self) -> Budgets: ...
+    @property
+    def joins(self) -> SessionJoins: ...
 
 
 class Stacks:
@@ -146,7 +149,7 @@ class Stacks:
         # a Claude Code hook event: judged as the gateway tool with the same effects; Claude Code runs it
         self.hook = Pipeline(
             [
-                ReadHookEvent(services.tokens, services.board, services.workspace),
+                ReadHookEvent(services.tokens, services.board, services.workspace, services.joins),
                 UnlessDecided(deciding),
                 charge,
                 HookVerdict(enforcement),

@@ -1,0 +1,153 @@
+"""One Claude Code session, one trace: the hook's tool_use_id -> session association (gateway/session_joins.py),
+and the MCP call that names it, from the same principal only.
+
+The store is tested with an injected clock; the join end to end on a real `gateway serve --http`, with the
+hook posted as Claude Code posts it and the MCP calls made by a real MCP client (the real Claude Code run is
+tests/test_claude_code.py).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+from conftest import http_client, http_gateway, ledger_rows, token
+
+from gateway.config import GatewayConfig
+from gateway.hook import judge_command_hook
+from gateway.judge.situate import session_trace
+from gateway.runtime import Gateway
+from gateway.session_joins import TOOL_USE_META, SessionJoins
+from gateway.types import Principal
+
+ALICE = Principal(agent="alice", role="developer")
+MALLORY = Principal(agent="mallory", role="developer")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_hooks_principal_finds_its_session_and_no_one_else_does() -> None:
+    joins = SessionJoins()
+    joins.remember("toolu_1", ALICE, "trace-a")
+    assert joins.trace_for("toolu_1", ALICE) == "trace-a"
+    assert joins.trace_for("toolu_1", MALLORY) is None
+    assert joins.trace_for("toolu_1", ALICE.model_copy(update={"role": "planner"})) is None, "another role"
+    assert joins.trace_for("toolu_1", ALICE.model_copy(update={"task": "T1"})) is None, "another task"
+    assert joins.trace_for("toolu_2", ALICE) is None
+    assert joins.trace_for(["toolu_1"], ALICE) is None, "an id that is not a string"
+    joins.remember("x" * 201, ALICE, "trace-a")
+    assert joins.trace_for("x" * 201, ALICE) is None, "not an id Claude Code sends"
+
+
+@pytest.mark.parametrize(
+    "second", [(MALLORY, "trace-m"), (MALLORY, "trace-a"), (ALICE, "trace-other")], ids=["agent", "same", "session"]
+)
+def test_an_id_claimed_twice_differently_joins_nobody(second: tuple[Principal, str]) -> None:
+    joins = SessionJoins()
+    joins.remember("toolu_1", ALICE, "trace-a")
+    joins.remember("toolu_1", *second)
+    assert joins.trace_for("toolu_1", ALICE) is None
+    assert joins.trace_for("toolu_1", second[0]) is None
+    joins.remember("toolu_1", ALICE, "trace-a")
+    assert joins.trace_for("toolu_1", ALICE) is None, "poisoned until it expires"
+    joins.remember("toolu_2", ALICE, "trace-a")
+    joins.remember("toolu_2", ALICE, "trace-a")
+    assert joins.trace_for("toolu_2", ALICE) == "trace-a", "the same claim again is no conflict"
+
+
+def test_entries_expire_and_are_bounded_in_number() -> None:
+    clock = Clock()
+    joins = SessionJoins(ttl_s=60, size=3, clock=clock)
+    joins.remember("toolu_1", ALICE, "trace-a")
+    clock.now += 59
+    assert joins.trace_for("toolu_1", ALICE) == "trace-a"
+    clock.now += 1
+    assert joins.trace_for("toolu_1", ALICE) is None, "expired"
+    joins.remember("toolu_2", ALICE, "trace-a")
+    assert len(joins) == 1, "the expired entry is dropped"
+    for n in range(3, 6):
+        joins.remember(f"toolu_{n}", ALICE, "trace-a")
+    assert len(joins) == 3
+    assert joins.trace_for("toolu_2", ALICE) is None, "the oldest went first"
+    assert joins.trace_for("toolu_5", ALICE) == "trace-a"
+
+
+def hook_event(tool: str, session: str, tool_use_id: str, cwd: Path) -> str:
+    return json.dumps(
+        {
+            "session_id": session,
+            "hook_event_name": "PreToolUse",
+            "tool_name": tool,
+            "tool_input": {"path": "README.md"},
+            "tool_use_id": tool_use_id,
+            "cwd": str(cwd),
+        }
+    )
+
+
+@pytest.mark.anyio
+async def test_an_mcp_call_joins_its_own_agents_session_only(config: GatewayConfig) -> None:
+    alice = token(config, "developer", agent="alice")
+    mallory = token(config, "developer", agent="mallory")
+    repo = config.workspace
+
+    with http_gateway(config.source) as url, httpx2.Client(timeout=60, trust_env=False) as http:
+
+        def hook(tool: str, bearer: str, tool_use_id: str) -> dict[str, str]:
+            body = hook_event(tool, "cc-alice", tool_use_id, repo)
+            headers = {"Authorization": f"Bearer {bearer}", "Content-Type": "application/json"}
+            response = http.post(f"{url}/hooks/claude-code", content=body, headers=headers)
+            assert response.status_code == 200, response.text
+            return dict(response.json().get("hookSpecificOutput", {}))
+
+        # Alice's Claude Code announces its MCP call: no decision (Claude Code's own permissions apply, the
+        # MCP call is judged when it arrives), and nothing vouched for a server its client calls "gateway"
+        announced = await anyio.to_thread.run_sync(hook, "mcp__gateway__fs_read", alice, "toolu_alice")
+        assert announced == {}, announced
+        # another server's tool is not the gateway's to wave through: a person decides, as before
+        other = await anyio.to_thread.run_sync(hook, "mcp__other__fs_read", alice, "toolu_other")
+        assert other["permissionDecision"] == "deny" and "hook_untranslatable" in other["permissionDecisionReason"]
+
+        # Mallory names Alice's tool use: traced in Mallory's own MCP session, not in Alice's
+        async with http_client(url, mallory) as client:
+            forged = await client.call_tool("fs_read", {"path": "README.md"}, meta={TOOL_USE_META: "toolu_alice"})
+            assert not forged.is_error
+        # Alice's own call with the same id joins her Claude Code session
+        async with http_client(url, alice) as client:
+            joined = await client.call_tool("fs_read", {"path": "README.md"}, meta={TOOL_USE_META: "toolu_alice"})
+            assert not joined.is_error
+
+    gateway = Gateway(config)
+    hooks = ledger_rows(gateway, kind="hook")
+    assert [r.tool for r in hooks] == ["mcp__other__fs_read"], "the announcement is not a decision: not recorded"
+    alice_session = hooks[0].trace_id
+    assert alice_session == session_trace("claude-code:cc-alice")
+    calls = [r for r in ledger_rows(gateway) if r.outcome != "started"]
+    assert [(r.principal["agent"], r.detail["tool_use_id"]) for r in calls] == [
+        ("mallory", "toolu_alice"),
+        ("alice", "toolu_alice"),
+    ]
+    assert calls[0].trace_id != alice_session
+    assert calls[1].trace_id == alice_session
+    assert {r.trace_id for r in ledger_rows(gateway) if r.call_id == calls[1].call_id} == {alice_session}, "started too"
+
+
+@pytest.mark.anyio
+async def test_the_command_hook_without_a_credential_joins_nothing(config: GatewayConfig) -> None:
+    """Its --agent is whatever the command line says: a claim, not an identity, so its word joins nothing."""
+    gateway = Gateway(config, isolated=False)
+    raw = hook_event("mcp__gateway__fs_read", "cc-1", "toolu_1", config.workspace)
+    call = await judge_command_hook(gateway.stacks.hook, raw, None, "developer", "alice")
+    assert call.outcome == "allowed" and len(gateway.joins) == 0
+    bearer = token(config, "developer", agent="alice")
+    await judge_command_hook(gateway.stacks.hook, raw, bearer, "developer", "ignored")
+    assert gateway.joins.trace_for("toolu_1", ALICE) == session_trace("claude-code:cc-1")
