@@ -23,6 +23,7 @@ from gateway.ledger.store import Database
 from gateway.process import gateway_cli as cli
 from gateway.repo import Repo
 from gateway.runtime import Gateway
+from gateway.store.repositories import traces as trace_rows
 from gateway.traces import Filters, Traces, listed_names, render_trace
 
 HOSTILE = "docs/<script>alert(1)</script>.md"
@@ -360,7 +361,7 @@ def test_pages_are_found_by_index_not_by_scanning_the_ledger(
     db = big_copy(config, tmp_path / "big.db", 1_000)
     Traces(db).page()
     for filters in FILTERS[1:]:
-        where, params = traces_module._call_where(filters, 10**9)
+        where, params = trace_rows.call_where(filters, 10**9)
         sql = f"SELECT call_id FROM calls WHERE {where} ORDER BY seq DESC LIMIT 25"
         plan = " ".join(str(r["detail"]) for r in db.query(f"EXPLAIN QUERY PLAN {sql}", params))
         assert "USING" in plan and "ledger" not in plan, (filters, plan)

@@ -30,6 +30,7 @@ __all__ = [
     "states",
     "task",
     "tasks_in",
+    "trace_id_of",
     "trace_ids",
     "trace_of",
     "unfinished_of",
@@ -143,6 +144,11 @@ def trace_ids(store: Store, trace_id: str | None = None) -> dict[str, str]:
     return {str(row["id"]): str(row["trace_id"]) for row in rows}
 
 
+def trace_id_of(store: Store, task_id: str) -> str | None:
+    rows = store.query("SELECT trace_id FROM tasks WHERE id = ?", (task_id,))
+    return str(rows[0]["trace_id"]) if rows else None
+
+
 # --- in the caller's transaction ------------------------------------------------------------------
 
 
@@ -151,9 +157,9 @@ def locked(tx: Transaction, task_id: str) -> TaskRow | None:
     return TaskRow.of(row) if row is not None else None
 
 
-def update(tx: Transaction, task_id: str, **columns: Any) -> None:
-    """Write columns (JSON ones given as values) and ``updated``; a state only as TASK_MOVES allows."""
-    _ROWS.set(tx, task_id, **columns)
+update = _ROWS.set
+"""update(tx, task_id, **columns): write columns (JSON ones given as values) and ``updated``; a state only as
+TASK_MOVES allows."""
 
 
 def tasks_in(tx: Transaction) -> list[TaskRow]:
