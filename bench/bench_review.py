@@ -100,9 +100,9 @@ def call_rows(i: int, seq: int) -> tuple[list[dict[str, Any]], str]:
 
 def load(db_path: Path, calls: int) -> None:
     """N calls' ledger rows in bulk, then the review index built over them as a gateway builds it."""
-    from gateway.ledger.store import Database
+    from gateway.store import SqliteStore
 
-    Database.open(db_path)  # the schema, at this gateway's version
+    SqliteStore.open(db_path)  # the schema, at this gateway's version
     conn = sqlite3.connect(db_path)
     seq = conn.execute("SELECT COALESCE(max(seq), 0) FROM ledger").fetchone()[0]
     first = conn.execute("SELECT count(*) FROM calls").fetchone()[0]
@@ -127,10 +127,10 @@ def load(db_path: Path, calls: int) -> None:
 
 def reindex(db_path: Path) -> None:
     """The review index built again from the store's ledger rows (the derived tables emptied, the cursor at 0)."""
-    from gateway.ledger.review_index import CURSOR, catch_up
-    from gateway.ledger.store import Database
+    from gateway.store import SqliteStore
+    from gateway.store.repositories.review_index import CURSOR, catch_up
 
-    db = Database(db_path, synchronous="OFF")
+    db = SqliteStore(db_path, synchronous="OFF")
     with db.transaction() as tx:
         for table in ("calls", "call_rules", "call_counts", "trace_summaries", "trace_steps"):
             tx.execute(f"DELETE FROM {table}")
@@ -142,11 +142,11 @@ def reindex(db_path: Path) -> None:
 
 
 def queries(db_path: Path) -> list[tuple[str, Callable[[], Any]]]:
-    from gateway.ledger.store import Database
+    from gateway.store import SqliteStore
     from gateway.traces import Filters, Traces
     from gateway.web.export import as_csv, decision_entry
 
-    db = Database(db_path)
+    db = SqliteStore(db_path)
     traces = Traces(db)
     newest = traces.page(size=1)
     calls = newest.outcomes.get("any", 0)

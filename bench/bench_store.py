@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from gateway.ledger.chain import Ledger  # noqa: E402
-from gateway.ledger.store import Database, Store  # noqa: E402
+from gateway.store import SqliteStore, Store  # noqa: E402
 
 
 def appender(open_store: Callable[[], Store], count: int) -> None:
@@ -51,7 +51,7 @@ class SQLite:
         self.path = path
 
     def __call__(self) -> Store:
-        return Database.open(self.path)
+        return SqliteStore.open(self.path)
 
 
 class Postgres:
@@ -59,7 +59,7 @@ class Postgres:
         self.url = url
 
     def __call__(self) -> Store:
-        from gateway.ledger.postgres import PostgresStore
+        from gateway.store.postgres import PostgresStore
 
         store = PostgresStore(self.url)
         store.upgrade()

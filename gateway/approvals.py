@@ -35,14 +35,16 @@ import hashlib
 import hmac
 import json
 import secrets
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from gateway.digests import digest
 from gateway.errors import ConfigError
 from gateway.ledger.chain import Ledger, utc_now
-from gateway.ledger.store import Row, Store, Transaction
+from gateway.store import Store, Transaction
+from gateway.store.repositories import approvals
+from gateway.store.repositories.approvals import Approval
 from gateway.tasks.states import APPROVAL_MOVES, check_move
 from gateway.types import JSONObject, Principal
 
@@ -151,30 +153,27 @@ class Approvals:
         """A pending approval for this call key; an existing unexpired one is reused, not duplicated."""
         now = datetime.now(UTC)
         with self.db.transaction() as tx:
-            row = tx.execute(
-                "SELECT * FROM approvals WHERE call_key = ? AND channel = ? AND state = 'pending' AND expires > ?",
-                (key, site.channel, now.isoformat()),
-            ).fetchone()
-            if row is not None:
-                return _row(row)
+            found = approvals.pending_for(tx, key, site.channel, now.isoformat())
+            if found is not None:
+                return _row(found)
             approval_id = "ap-" + secrets.token_hex(6)
-            expires = (now + timedelta(seconds=self.ttl_s)).isoformat(timespec="microseconds")
-            tx.execute(
-                "INSERT INTO approvals (id, call_key, state, created, expires, principal, tool, arguments_digest, "
-                "request, channel, confinement) VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    approval_id,
-                    key,
-                    utc_now(),
-                    expires,
-                    principal.model_dump_json(),
-                    tool,
-                    digest(arguments),
-                    json.dumps({"arguments": arguments, **about}, default=str),
-                    site.channel,
-                    json.dumps(site.confinement),
-                ),
+            row = Approval(
+                id=approval_id,
+                call_key=key,
+                state="pending",
+                created=utc_now(),
+                expires=(now + timedelta(seconds=self.ttl_s)).isoformat(timespec="microseconds"),
+                principal=principal.model_dump_json(),
+                tool=tool,
+                arguments_digest=digest(arguments),
+                request=json.dumps({"arguments": arguments, **about}, default=str),
+                settled_by=None,
+                settled_at=None,
+                used_by_call=None,
+                channel=site.channel,
+                confinement=json.dumps(site.confinement),
             )
+            approvals.insert(tx, row)
             detail = {"action": "request", "approval_id": approval_id, "call_id": about.get("call_id")}
             self.ledger.append_in(
                 tx,
@@ -187,7 +186,7 @@ class Approvals:
                     "detail": {**detail, "channel": site.channel, "where": site.summary()},
                 },
             )
-            return _row(tx.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)).fetchone())
+            return _row(row)
 
     def settle(self, approval_id: str, approve: bool, by: str, comment: str = "") -> JSONObject:
         """A human's answer to a pending approval; refused for one already settled, used or expired. A comment
@@ -195,41 +194,35 @@ class Approvals:
         if len(comment) > MAX_COMMENT:
             raise ConfigError(f"the comment is {len(comment)} characters long; at most {MAX_COMMENT}")
         with self.db.transaction() as tx:
-            row = tx.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)).fetchone()
+            row = approvals.approval_in(tx, approval_id)
             if row is None:
                 raise ConfigError(f"no approval {approval_id!r}")
-            if row["state"] != "pending":
-                raise ConfigError(f"approval {approval_id} is already {row['state']}")
-            if row["expires"] <= datetime.now(UTC).isoformat():
-                check_move(APPROVAL_MOVES, f"approval {approval_id}", row["state"], "expired")
-                tx.execute("UPDATE approvals SET state = 'expired' WHERE id = ?", (approval_id,))
+            if row.state != "pending":
+                raise ConfigError(f"approval {approval_id} is already {row.state}")
+            if row.expires <= datetime.now(UTC).isoformat():
+                check_move(APPROVAL_MOVES, f"approval {approval_id}", row.state, "expired")
+                approvals.expire(tx, approval_id)
                 raise ConfigError(f"approval {approval_id} has expired; the agent must call again")
-            if approve and row["channel"] is None:
+            if approve and row.channel is None:
                 raise ConfigError(f"approval {approval_id} cannot be approved: {UNBOUND}; deny it or let it expire")
             state = "approved" if approve else "denied"
-            check_move(APPROVAL_MOVES, f"approval {approval_id}", row["state"], state)
-            tx.execute(
-                "UPDATE approvals SET state = ?, settled_by = ?, settled_at = ? WHERE id = ?",
-                (state, by, utc_now(), approval_id),
-            )
+            check_move(APPROVAL_MOVES, f"approval {approval_id}", row.state, state)
+            settled = replace(row, state=state, settled_by=by, settled_at=utc_now())
+            approvals.settle(tx, approval_id, state, by, str(settled.settled_at))
             self._record(tx, row, state, by, comment.strip())
-            return _row(tx.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)).fetchone())
+            return _row(settled)
 
     def consume(self, key: str, call_id: str, site: CallSite) -> tuple[Settled, str] | None:
         """Take the settled answer for this call key (asked on the same channel), once: (answer, approval id),
         or None."""
         with self.db.transaction() as tx:
-            row = tx.execute(
-                "SELECT * FROM approvals WHERE call_key = ? AND channel = ? AND state IN ('approved', 'denied') "
-                "ORDER BY settled_at LIMIT 1",
-                (key, site.channel),
-            ).fetchone()
+            row = approvals.settled_for(tx, key, site.channel)
             if row is None:
                 return None
-            used = "used" if row["state"] == "approved" else "denied-used"
-            check_move(APPROVAL_MOVES, f"approval {row['id']}", row["state"], used)
-            tx.execute("UPDATE approvals SET state = ?, used_by_call = ? WHERE id = ?", (used, call_id, row["id"]))
-            return row["state"], row["id"]
+            used = "used" if row.state == "approved" else "denied-used"
+            check_move(APPROVAL_MOVES, f"approval {row.id}", row.state, used)
+            approvals.use(tx, row.id, used, call_id)
+            return ("approved" if row.state == "approved" else "denied"), row.id
 
     def record_answer(
         self,
@@ -246,38 +239,31 @@ class Approvals:
         approval_id = "ap-" + secrets.token_hex(6)
         state = "used" if approve else "denied-used"
         now = utc_now()
+        row = Approval(
+            id=approval_id,
+            call_key=key,
+            state=state,
+            created=now,
+            expires=now,
+            principal=principal.model_dump_json(),
+            tool=tool,
+            arguments_digest=digest(arguments),
+            request="{}",
+            settled_by=by,
+            settled_at=now,
+            used_by_call=call_id,
+            channel=site.channel,
+            confinement=json.dumps(site.confinement),
+        )
         with self.db.transaction() as tx:
-            tx.execute(
-                "INSERT INTO approvals (id, call_key, state, created, expires, principal, tool, arguments_digest, "
-                "request, settled_by, settled_at, used_by_call, channel, confinement) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, '{}', ?, ?, ?, ?, ?)",
-                (
-                    approval_id,
-                    key,
-                    state,
-                    now,
-                    now,
-                    principal.model_dump_json(),
-                    tool,
-                    digest(arguments),
-                    by,
-                    now,
-                    call_id,
-                    site.channel,
-                    json.dumps(site.confinement),
-                ),
-            )
-            row = tx.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)).fetchone()
+            approvals.insert(tx, row)
             self._record(tx, row, "approved" if approve else "denied", by)
         return approval_id
 
     def elsewhere(self, principal: Principal, tool: str, arguments: JSONObject, key: str) -> list[JSONObject]:
         """Approvals a person gave to this same call (agent, role, task, tool, arguments) where it runs elsewhere:
         another channel or confinement, or none recorded. They are not used; the caller records why."""
-        rows = self.db.query(
-            "SELECT * FROM approvals WHERE tool = ? AND arguments_digest = ? AND state = 'approved' AND call_key != ?",
-            (tool, digest(arguments), key),
-        )
+        rows = approvals.approved_elsewhere(self.db, tool, digest(arguments), key)
         mine = {"agent": principal.agent, "role": principal.role, "task": principal.task}
         found = []
         for row in map(_row, rows):
@@ -286,38 +272,34 @@ class Approvals:
         return found
 
     def list(self, state: str | None = None) -> list[JSONObject]:
-        if state:
-            rows = self.db.query("SELECT * FROM approvals WHERE state = ? ORDER BY created DESC", (state,))
-        else:
-            rows = self.db.query("SELECT * FROM approvals ORDER BY created DESC LIMIT 500")
-        return [_row(r) for r in rows]
+        return [_row(r) for r in approvals.listed(self.db, state)]
 
     def get(self, approval_id: str) -> JSONObject:
-        rows = self.db.query("SELECT * FROM approvals WHERE id = ?", (approval_id,))
-        if not rows:
+        row = approvals.approval(self.db, approval_id)
+        if row is None:
             raise ConfigError(f"no approval {approval_id!r}")
-        return _row(rows[0])
+        return _row(row)
 
-    def _record(self, tx: Transaction, row: Row, state: str, by: str, comment: str = "") -> None:
-        detail: JSONObject = {"action": state, "approval_id": row["id"], "by": by, "channel": row["channel"]}
+    def _record(self, tx: Transaction, row: Approval, state: str, by: str, comment: str = "") -> None:
+        detail: JSONObject = {"action": state, "approval_id": row.id, "by": by, "channel": row.channel}
         if comment:
             detail["comment"] = comment
         self.ledger.append_in(
             tx,
             {
                 "kind": "approval",
-                "principal": json.loads(row["principal"]),
-                "tool": row["tool"],
-                "arguments_digest": row["arguments_digest"],
+                "principal": json.loads(row.principal),
+                "tool": row.tool,
+                "arguments_digest": row.arguments_digest,
                 "outcome": "ok",
                 "detail": detail,
             },
         )
 
 
-def _row(row: Row) -> JSONObject:
+def _row(row: Approval) -> JSONObject:
     """An approval as callers see it: its JSON columns read, and ``where`` (its site, in words) added."""
-    data: dict[str, Any] = dict(row)
+    data: dict[str, Any] = asdict(row)
     data["principal"] = json.loads(data["principal"])
     data["request"] = json.loads(data["request"])
     if data.get("channel") is None:

@@ -26,10 +26,11 @@ from gateway.checkpoints import record_layout
 from gateway.config import CONFIG_FILE, GatewayConfig
 from gateway.errors import ConfigError
 from gateway.identity.keys import KeyRing
-from gateway.ledger.store import open_store
 from gateway.locations import default_state_root
 from gateway.policy.lint import flat_layout, policy_sources, rule_ids
 from gateway.repo import Repo
+from gateway.store import open_store
+from gateway.store.repositories import state_layout
 from gateway.types import JSONObject
 
 CONFIG_TEMPLATE = """\
@@ -155,11 +156,7 @@ def migrate_state(config: GatewayConfig, state_dir: Path | None = None) -> JSONO
     shutil.rmtree(old)
     db = open_store(config.model_copy(update={"state_dir": state}))
     with db.transaction() as tx:
-        for table, column, prefix in (("tasks", "worktree", old_trees), ("checkpoints", "workspace", old_trees)):
-            tx.execute(
-                f"UPDATE {table} SET {column} = ? || substr({column}, ?) WHERE {column} LIKE ? || '%'",
-                (str(worktrees), len(str(prefix)) + 1, str(prefix)),
-            )
+        state_layout.move_worktrees(tx, str(old_trees), str(worktrees))
     db.close()
     assert config.source is not None
     raw = yaml.safe_load(config.source.read_text(encoding="utf-8")) or {}

@@ -20,10 +20,12 @@ import json
 import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Literal
 
-from gateway.ledger.store import Store
 from gateway.locks import this_process
+from gateway.store import Store
+from gateway.store.repositories import call_tasks
+from gateway.store.repositories.call_tasks import CallTask
 from gateway.types import JSONObject
 
 __all__ = ["EXTENSION", "POLL_INTERVAL_MS", "TASK_TOOLS", "CallTasks", "TaskStatus"]
@@ -51,11 +53,7 @@ class CallTasks:
         created = now.isoformat(timespec="milliseconds")
         expires = (now + timedelta(seconds=self.ttl_s)).isoformat(timespec="milliseconds")
         with self.db.transaction() as tx:
-            tx.execute(
-                "INSERT INTO call_tasks (id, agent, tool, call_id, status, process, created, updated, expires) "
-                "VALUES (?, ?, ?, ?, 'working', ?, ?, ?, ?)",
-                (task_id, agent, tool, call_id, this_process(), created, created, expires),
-            )
+            call_tasks.create(tx, task_id, agent, tool, call_id, this_process(), created, expires)
         task = self.get(task_id, agent)
         assert task is not None
         return task
@@ -70,63 +68,57 @@ class CallTasks:
     ) -> None:
         """The task's end (or a new message while it works); a task already ended is left as it ended."""
         with self.db.transaction() as tx:
-            tx.execute(
-                "UPDATE call_tasks SET status = ?, result = ?, error = ?, status_message = ?, updated = ? "
-                "WHERE id = ? AND status = 'working'",
-                (
-                    status,
-                    json.dumps(result) if result is not None else None,
-                    json.dumps(error) if error is not None else None,
-                    message,
-                    _now(),
-                    task_id,
-                ),
+            call_tasks.settle(
+                tx,
+                task_id,
+                status,
+                json.dumps(result) if result is not None else None,
+                json.dumps(error) if error is not None else None,
+                message,
+                _now(),
             )
 
     def get(self, task_id: str, agent: str) -> JSONObject | None:
         """The task as ``tasks/get`` answers it: None for one that does not exist, expired, or is another
         agent's (the same answer, so nothing can be probed)."""
-        rows = self.db.query(
-            "SELECT * FROM call_tasks WHERE id = ? AND agent = ? AND expires > ?", (task_id, agent, _now())
-        )
-        return _wire(dict(rows[0])) if rows else None
+        task = call_tasks.call_task(self.db, task_id, agent, live_at=_now())
+        return _wire(task) if task is not None else None
 
     def call_of(self, task_id: str) -> str | None:
-        rows = self.db.query("SELECT call_id FROM call_tasks WHERE id = ?", (task_id,))
-        return str(rows[0]["call_id"]) if rows else None
+        task = call_tasks.call_task(self.db, task_id)
+        return task.call_id if task is not None else None
 
     def recover(self, alive: Callable[[str], bool]) -> list[str]:
         """Tasks still working whose process is gone: failed, naming their call. Answers their ids."""
-        rows = self.db.query("SELECT id, call_id, process FROM call_tasks WHERE status = 'working'")
         failed = []
-        for row in rows:
-            if alive(row["process"]):
+        for task in call_tasks.working(self.db):
+            if alive(task.process):
                 continue
             error = {
                 "code": -32603,
-                "message": f"the gateway stopped during the call (call {row['call_id']} in the ledger); it may or "
+                "message": f"the gateway stopped during the call (call {task.call_id} in the ledger); it may or "
                 "may not have taken effect: check its trace before running it again",
             }
-            self.settle(row["id"], "failed", error=error)
-            failed.append(str(row["id"]))
+            self.settle(task.id, "failed", error=error)
+            failed.append(task.id)
         return failed
 
 
-def _wire(row: dict[str, Any]) -> JSONObject:
-    created = datetime.fromisoformat(row["created"])
-    ttl_ms = int((datetime.fromisoformat(row["expires"]) - created).total_seconds() * 1000)
+def _wire(row: CallTask) -> JSONObject:
+    created = datetime.fromisoformat(row.created)
+    ttl_ms = int((datetime.fromisoformat(row.expires) - created).total_seconds() * 1000)
     task: JSONObject = {
-        "taskId": row["id"],
-        "status": row["status"],
-        "createdAt": row["created"],
-        "lastUpdatedAt": row["updated"],
+        "taskId": row.id,
+        "status": row.status,
+        "createdAt": row.created,
+        "lastUpdatedAt": row.updated,
         "ttlMs": ttl_ms,
         "pollIntervalMs": POLL_INTERVAL_MS,
     }
-    if row["status_message"]:
-        task["statusMessage"] = row["status_message"]
-    if row["status"] == "completed" and row["result"]:
-        task["result"] = json.loads(row["result"])
-    if row["status"] == "failed" and row["error"]:
-        task["error"] = json.loads(row["error"])
+    if row.status_message:
+        task["statusMessage"] = row.status_message
+    if row.status == "completed" and row.result:
+        task["result"] = json.loads(row.result)
+    if row.status == "failed" and row.error:
+        task["error"] = json.loads(row.error)
     return task

@@ -26,7 +26,8 @@ from typing import Literal
 
 from gateway.errors import Denied, InvalidRequest
 from gateway.ledger.chain import Ledger, utc_now
-from gateway.ledger.store import Store
+from gateway.store import Store
+from gateway.store.repositories import labels
 from gateway.types import JSONObject, Principal
 
 __all__ = [
@@ -126,17 +127,16 @@ class FlowLabels:
         self.ledger = ledger
 
     def read(self, session: str) -> Flow:
-        rows = self.store.query("SELECT sources, files FROM flow_labels WHERE session = ?", (session,))
-        if not rows:
-            return Flow(session)
-        return Flow(session, json.loads(rows[0]["sources"]), json.loads(rows[0]["files"]))
+        row = labels.labelled(self.store, session)
+        return _flow(row) if row is not None else Flow(session)
 
     def raise_(self, session: str, sources: Sequence[Source], files: Iterable[str] = ()) -> Flow:
         """Add what a call's result brought; labels only rise. Answers the session's labels after it."""
         new_files = list(dict.fromkeys(files))
         with self.store.transaction() as tx:
-            row = tx.execute("SELECT sources, files FROM flow_labels WHERE session = ?", (session,)).fetchone()
-            flow = Flow(session, *(json.loads(row[0]), json.loads(row[1])) if row else ([], []))
+            row = labels.labelled_in(tx, session)
+            flow = _flow(row) if row is not None else Flow(session)
+            before = (list(flow.sources), list(flow.files))
             known = {(s["label"], s["what"]) for s in flow.sources}
             for source in sources:
                 per_label = sum(1 for s in flow.sources if s["label"] == source.label)
@@ -144,14 +144,9 @@ class FlowLabels:
                     flow.sources.append(source.as_dict())
                     known.add((source.label, source.what))
             flow.files = list(dict.fromkeys([*flow.files, *new_files]))[-MAX_FILES:]
-            if row is not None and json.loads(row[0]) == flow.sources and json.loads(row[1]) == flow.files:
+            if row is not None and before == (flow.sources, flow.files):
                 return flow
-            tx.execute(
-                "INSERT INTO flow_labels (session, sources, files, updated) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (session) DO UPDATE SET sources = excluded.sources, files = excluded.files, "
-                "updated = excluded.updated",
-                (session, json.dumps(flow.sources), json.dumps(flow.files), utc_now()),
-            )
+            labels.write(tx, labels.Labelled(session, json.dumps(flow.sources), json.dumps(flow.files)), utc_now())
         return flow
 
     def lower(self, session: str, by: str, reason: str, label: Label | None = None) -> Flow:
@@ -160,15 +155,12 @@ class FlowLabels:
         if not by.strip() or not reason.strip():
             raise InvalidRequest("lowering labels needs who (--by) and why (--reason)")
         with self.store.transaction() as tx:
-            row = tx.execute("SELECT sources, files FROM flow_labels WHERE session = ?", (session,)).fetchone()
+            row = labels.labelled_in(tx, session)
             if row is None:
                 raise InvalidRequest(f"session {session!r} has no labels to lower")
-            before = Flow(session, json.loads(row[0]), json.loads(row[1]))
+            before = _flow(row)
             kept = [s for s in before.sources if label is not None and s["label"] != label]
-            tx.execute(
-                "UPDATE flow_labels SET sources = ?, updated = ? WHERE session = ?",
-                (json.dumps(kept), utc_now(), session),
-            )
+            labels.lower(tx, session, json.dumps(kept), utc_now())
             if self.ledger is not None:
                 self.ledger.append_in(
                     tx,
@@ -189,5 +181,8 @@ class FlowLabels:
         return Flow(session, kept, before.files)
 
     def sessions(self) -> list[Flow]:
-        rows = self.store.query("SELECT session, sources, files FROM flow_labels ORDER BY updated DESC")
-        return [Flow(r["session"], json.loads(r["sources"]), json.loads(r["files"])) for r in rows]
+        return [_flow(row) for row in labels.sessions(self.store)]
+
+
+def _flow(row: labels.Labelled) -> Flow:
+    return Flow(row.session, json.loads(row.sources), json.loads(row.files))

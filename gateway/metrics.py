@@ -35,7 +35,7 @@ from gateway.ledger.chain import utc_now
 if TYPE_CHECKING:
     from gateway.config import MetricsConfig
     from gateway.judge.call import Call
-    from gateway.ledger.store import Store
+    from gateway.store import Store
 
 __all__ = ["Metrics", "metrics_routes"]
 
@@ -118,18 +118,17 @@ class _Gauges:
 def store_gauges(metrics: Metrics, db: Store) -> None:
     """The gauges the store answers: what waits for a person, and what waits to merge."""
 
-    def count(sql: str, params: tuple[Any, ...] = ()) -> float:
-        return float(db.query(sql, params)[0][0])
+    from gateway.store.repositories import metrics as gauges
 
     metrics.gauge(
         "gateway_approvals_pending",
         "tier-3 approvals waiting for a person, not yet expired",
-        lambda: count("SELECT COUNT(*) FROM approvals WHERE state = 'pending' AND expires > ?", (utc_now(),)),
+        lambda: gauges.pending_approvals(db, utc_now()),
     )
     metrics.gauge(
         "gateway_merge_queue_depth",
         "merge intents approved and waiting, or executing",
-        lambda: count("SELECT COUNT(*) FROM intents WHERE action = 'merge' AND state IN ('approved', 'executing')"),
+        lambda: gauges.merge_queue_depth(db),
     )
 
 

@@ -32,6 +32,7 @@ import structlog
 from gateway.config import NotifyConfig
 from gateway.ledger.chain import Ledger, LedgerEvent
 from gateway.ledger.leases import Leases
+from gateway.store.repositories import cursors
 from gateway.types import JSONObject
 
 if TYPE_CHECKING:
@@ -173,20 +174,14 @@ class Notifier:
         )
 
     def _cursor(self) -> tuple[int, int]:
-        rows = self.ledger.db.query("SELECT seq, tries FROM cursors WHERE name = ?", (CURSOR,))
-        if not rows:  # placed once: a process starting beside another never moves the cursor it placed
+        found = cursors.position(self.ledger.db, CURSOR)
+        if found is None:  # placed once: a process starting beside another never moves the cursor it placed
             with self.ledger.db.transaction() as tx:
-                tx.execute(
-                    "INSERT INTO cursors (name, seq, tries) VALUES (?, ?, 0) ON CONFLICT (name) DO NOTHING",
-                    (CURSOR, self.ledger.head_seq()),
-                )
-            rows = self.ledger.db.query("SELECT seq, tries FROM cursors WHERE name = ?", (CURSOR,))
-        return int(rows[0]["seq"]), int(rows[0]["tries"])
+                cursors.place(tx, CURSOR, self.ledger.head_seq())
+            found = cursors.position(self.ledger.db, CURSOR)
+            assert found is not None
+        return found.seq, found.tries
 
     def _advance(self, seq: int, tries: int) -> None:
         with self.ledger.db.transaction() as tx:
-            tx.execute(
-                "INSERT INTO cursors (name, seq, tries) VALUES (?, ?, ?) "
-                "ON CONFLICT (name) DO UPDATE SET seq = excluded.seq, tries = excluded.tries",
-                (CURSOR, seq, tries),
-            )
+            cursors.move(tx, CURSOR, seq, tries)

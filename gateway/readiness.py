@@ -17,16 +17,13 @@ the endpoint needs no credential (an orchestrator asks it), so a flood of reques
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 import anyio
 
-from gateway.errors import StoreUnavailable
-from gateway.ledger.store import SCHEMA_VERSION, Database
+from gateway.store import SCHEMA_VERSION, SqliteStore
 from gateway.types import JSONObject
 
 if TYPE_CHECKING:
@@ -89,8 +86,8 @@ class Readiness:
 
     async def _store(self) -> Check:
         db = self.gateway.db
-        if isinstance(db, Database):  # a new connection: the one kept open still reads a file since removed
-            version = await anyio.to_thread.run_sync(sqlite_version, db)
+        if isinstance(db, SqliteStore):  # a new connection: the one kept open still reads a file since removed
+            version = await anyio.to_thread.run_sync(db.version_on_disk)
         else:
             version = await anyio.to_thread.run_sync(db.schema_version)
         if version != SCHEMA_VERSION:
@@ -110,17 +107,3 @@ class Readiness:
             failed = await anyio.to_thread.run_sync(first_failure, config)  # the cause, named
             return False, f"{failed.name}: {failed.detail}" if failed is not None else exc.message
         return True, "bubblewrap starts the sandbox"
-
-
-def sqlite_version(db: Database) -> int:
-    """The schema version in the SQLite file as it is on disk now (read-only, never created)."""
-    try:
-        conn = sqlite3.connect(f"file:{quote(str(db.path))}?mode=ro", uri=True, timeout=5.0)
-    except sqlite3.Error as exc:
-        raise StoreUnavailable(f"cannot open the store {db.where}: {exc}") from None
-    try:
-        return int(conn.execute("PRAGMA user_version").fetchone()[0])
-    except sqlite3.Error as exc:
-        raise StoreUnavailable(f"cannot read the store {db.where}: {exc}") from None
-    finally:
-        conn.close()

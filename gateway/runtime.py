@@ -37,8 +37,6 @@ from gateway.labels import FlowLabels
 from gateway.ledger.budgets import Budgets
 from gateway.ledger.chain import Ledger
 from gateway.ledger.leases import Leases
-from gateway.ledger.review_index import catch_up
-from gateway.ledger.store import open_store
 from gateway.locks import alive
 from gateway.notify import Notifier
 from gateway.origin import Origin
@@ -51,6 +49,8 @@ from gateway.policy.lint import flat_layout
 from gateway.policy.reload import PolicyData, WithSettings, policy_data
 from gateway.repo import Repo
 from gateway.sandbox import Sandbox
+from gateway.store import open_store
+from gateway.store.repositories.review_index import catch_up
 from gateway.supervise import Supervised
 from gateway.tasks.board import TaskBoard
 from gateway.tasks.deadletters import DeadLetters

@@ -38,11 +38,11 @@ from typing import TYPE_CHECKING, Any
 from gateway.decision_log import DecisionLogIndex, mask_text, redact
 from gateway.digests import digest
 from gateway.errors import GatewayError
-from gateway.ledger.review_index import CALL_KINDS, REFUSED, catch_up, side_effect
-from gateway.ledger.store import Store, open_store
+from gateway.store import Store, open_store
 from gateway.store.repositories import intents as intent_rows
 from gateway.store.repositories import tasks as task_rows
 from gateway.store.repositories import traces as trace_rows
+from gateway.store.repositories.review_index import CALL_KINDS, REFUSED, catch_up, side_effect
 from gateway.types import FILTER_OUTCOMES, JSONObject
 
 if TYPE_CHECKING:
@@ -316,7 +316,7 @@ class Trace:
 
 class Traces:
     """The read model over one store. Pages, counts, exports and the trace list read the review index
-    (gateway/ledger/review_index.py: a row per call and per trace, written with each ledger row), so each
+    (gateway/store/repositories/review_index.py: a row per call and per trace, written with each ledger row), so each
     costs what it shows: the calls of a page are found by index, newest first, and only their own ledger rows
     are read, masked and get their arguments read back. A trace is read by its trace id (the ledger's index)."""
 

@@ -60,7 +60,7 @@ class PostgresServer:
         )
         (root / "pwfile").unlink()
         server.restart()
-        from gateway.ledger.postgres import PostgresStore
+        from gateway.store.postgres import PostgresStore
 
         server.admin(f"CREATE DATABASE {TEMPLATE}")
         template = PostgresStore(server.url(TEMPLATE))

@@ -23,10 +23,10 @@ from conftest import (
     token,
 )
 
-from gateway.ledger.store import open_store
 from gateway.process import gateway_cli
 from gateway.repo import Repo
 from gateway.runtime import Gateway
+from gateway.store import open_store
 
 pytestmark = [pytest.mark.anyio, pytest.mark.both_stores]
 

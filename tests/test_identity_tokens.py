@@ -20,7 +20,7 @@ from gateway.identity.keys import KeyRing
 from gateway.identity.revocations import Revocations
 from gateway.identity.roles import RoleSet
 from gateway.identity.tokens import Tokens
-from gateway.ledger.store import Database
+from gateway.store import SqliteStore
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ def ring(tmp_path: Path) -> KeyRing:
 @pytest.fixture
 def tokens(ring: KeyRing, tmp_path: Path) -> Tokens:
     roles = RoleSet.load(defaults_dir() / "roles")
-    return Tokens(ring, roles, Revocations(Database.open(tmp_path / "db.sqlite")), "mcp-gateway", "mcp-gateway")
+    return Tokens(ring, roles, Revocations(SqliteStore.open(tmp_path / "db.sqlite")), "mcp-gateway", "mcp-gateway")
 
 
 def claims(**overrides: object) -> dict[str, object]:

@@ -13,7 +13,7 @@ import pytest
 from gateway.config import GatewayConfig
 from gateway.digests import canonical_json
 from gateway.ledger.chain import GENESIS, Ledger, Seal, chain_hash
-from gateway.ledger.store import Store, open_store
+from gateway.store import Store, open_store
 
 pytestmark = pytest.mark.both_stores
 

@@ -32,13 +32,13 @@ from test_locks import hold_open, release
 
 from gateway.commit.checkout import Checkout
 from gateway.ledger.leases import Leases
-from gateway.ledger.store import open_store
 from gateway.locks import HOST
 from gateway.notify import notice
 from gateway.process import gateway_cli
 from gateway.repo import Repo
 from gateway.runtime import Gateway
 from gateway.server import build_server
+from gateway.store import open_store
 from gateway.tasks.worktrees import git_dir
 
 pytestmark = [pytest.mark.anyio, pytest.mark.both_stores]

@@ -17,10 +17,10 @@ from test_cli import one_error_line
 
 from gateway.config import GatewayConfig
 from gateway.errors import ConfigError, StoreUnavailable
-from gateway.ledger.postgres import PostgresStore, mask_url, translate
-from gateway.ledger.store import SCHEMA_VERSION, store_for
 from gateway.process import free_port
 from gateway.runtime import Gateway
+from gateway.store import SCHEMA_VERSION, store_for
+from gateway.store.postgres import PostgresStore, mask_url, translate
 
 PASSWORD_REF = "${" + PASSWORD_VAR + "}"  # gateway.yaml names the variable; the environment holds the password
 
@@ -168,7 +168,7 @@ def test_a_restarted_server_is_reconnected_to_but_a_transaction_it_cut_is_not_do
 async def test_the_review_index_is_written_with_each_call(config: GatewayConfig) -> None:
     """Each ledger row of a call updates the review index in its own transaction, on either store: pages, counts,
     the trace list and a trace agree with the calls made, with no catch-up left to do."""
-    from gateway.ledger.review_index import catch_up
+    from gateway.store.repositories.review_index import catch_up
     from gateway.traces import Filters, Traces
 
     gateway = Gateway(config)

@@ -17,12 +17,12 @@ import pytest
 from conftest import add_role, inproc_client, make_repo, token, workspace_for_tests
 from rich.console import Console
 
-import gateway.ledger.review_index as review_index
+import gateway.store.repositories.review_index as review_index
 import gateway.traces as traces_module
-from gateway.ledger.store import Database
 from gateway.process import gateway_cli as cli
 from gateway.repo import Repo
 from gateway.runtime import Gateway
+from gateway.store import SqliteStore
 from gateway.store.repositories import traces as trace_rows
 from gateway.traces import Filters, Traces, listed_names, render_trace
 
@@ -222,17 +222,17 @@ def test_empty_workspace_lists_nothing(tmp_path: Path) -> None:
     assert listed == {"traces": [], "unknown_tool_only": {"traces": 0, "calls": 0}}
 
 
-def big_copy(config: Any, path: Path, copies: int) -> Database:
+def big_copy(config: Any, path: Path, copies: int) -> SqliteStore:
     """The workspace's store copied to ``path`` with ``copies`` more calls: copies of its own call rows, with new
     seq, call ids and a new trace per 50 (not chained: the review pages read, they do not verify)."""
     with sqlite3.connect(config.store_path) as source, sqlite3.connect(path) as target:
         source.backup(target)
-    db = Database(path)
+    db = SqliteStore(path)
     append_copies(db, copies)
     return db
 
 
-def append_copies(db: Database, copies: int) -> None:
+def append_copies(db: SqliteStore, copies: int) -> None:
     rows = [json.loads(r["body"]) for r in db.query("SELECT body FROM ledger ORDER BY seq")]
     calls = [r for r in rows if r.get("kind") == "call" and r.get("outcome") != "started"]
     seq = rows[-1]["seq"]
@@ -269,7 +269,7 @@ FILTERS = [
 ]
 
 
-def every_call(db: Database) -> list[Any]:
+def every_call(db: SqliteStore) -> list[Any]:
     """Every call the slow way, the oracle the index must agree with: the whole ledger folded in memory."""
     rows = [json.loads(r["body"]) for r in db.query("SELECT body FROM ledger ORDER BY seq")]
     tasks = {r["id"]: r["trace_id"] for r in db.query("SELECT id, trace_id FROM tasks")}

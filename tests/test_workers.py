@@ -25,9 +25,9 @@ from test_tiers import TIER3
 from gateway.cli.commands import issue_token
 from gateway.commit.executor import intent_lease
 from gateway.ledger.leases import Leases, new_holder
-from gateway.ledger.store import open_store
 from gateway.repo import Repo
 from gateway.runtime import Gateway
+from gateway.store import open_store
 
 pytestmark = [pytest.mark.anyio, pytest.mark.both_stores]  # the races run on SQLite and PostgreSQL
 

@@ -26,8 +26,8 @@ import pytest
 from conftest import http_client, http_gateway, killable_gateway, make_repo, text_of, token
 from test_merge_queue import big_repo
 
-from gateway.ledger.store import Store, open_store
 from gateway.repo import Repo
+from gateway.store import Store, open_store
 from gateway.tasks.worktrees import git_dir
 
 pytestmark = [pytest.mark.anyio, pytest.mark.both_stores]

@@ -27,7 +27,8 @@ from typing import Any
 
 from gateway.errors import GatewayError
 from gateway.ledger.chain import Ledger, utc_now
-from gateway.ledger.store import Store, Transaction
+from gateway.store import Store, Transaction
+from gateway.store.repositories import artifacts
 from gateway.types import JSONObject
 
 __all__ = ["ArtifactConflict", "ArtifactRefused", "Artifacts", "check_key"]
@@ -82,7 +83,7 @@ class Artifacts:
             raise ArtifactRefused(f"base revision {base} of {key!r}: revisions start at 1 (0: a new key)")
         digest = content_digest(content)
         with self.db.transaction() as tx:
-            current = _latest(tx, key)
+            current = artifacts.latest_in(tx, key)
             if base > current:
                 raise ArtifactRefused(
                     f"base revision {base} of {key!r} does not exist; the current revision is {current}"
@@ -97,11 +98,10 @@ class Artifacts:
                 )
             if by.get("task"):
                 put_id = "ap-" + secrets.token_hex(8)
-                tx.execute(
-                    "INSERT INTO artifact_puts (id, task_id, key, base, digest, content, provenance, state, created)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, 'staged', ?)",
-                    (put_id, by["task"], key, base, digest, content, json.dumps(by), utc_now()),
+                staged = artifacts.Put(
+                    put_id, by["task"], key, base, digest, content, json.dumps(by), "staged", None, utc_now()
                 )
+                artifacts.stage(tx, staged)
                 self._record(tx, "staged", key, by, base=base, digest=digest, put=put_id)
                 return {"key": key, "base": base, "digest": digest, "staged": True, "task": by["task"], "put": put_id}
             revision = self._insert(tx, key, current + 1, base, digest, content, by)
@@ -110,55 +110,43 @@ class Artifacts:
     def promote(self, tx: Transaction, task_id: str, intent_id: str) -> list[JSONObject]:
         """The task's merge committed (inside that transaction): each key's last staged put becomes canonical,
         or a conflict when the key moved past its base."""
-        rows = tx.execute(
-            "SELECT * FROM artifact_puts WHERE task_id = ? AND state = 'staged' ORDER BY created, id", (task_id,)
-        ).fetchall()
-        last: dict[str, Any] = {}
-        for row in rows:
-            last[row["key"]] = row
+        last = {row.key: row for row in artifacts.staged_in(tx, task_id)}
         done = []
         for key, row in last.items():
-            by = {**json.loads(row["provenance"]), "intent": intent_id}
-            current = _latest(tx, key)
-            if current == row["base"]:
-                revision = self._insert(tx, key, current + 1, row["base"], row["digest"], row["content"], by)
-                tx.execute(
-                    "UPDATE artifact_puts SET state = 'canonical', revision = ? WHERE id = ?", (revision, row["id"])
-                )
+            by = {**json.loads(row.provenance), "intent": intent_id}
+            current = artifacts.latest_in(tx, key)
+            if current == row.base:
+                revision = self._insert(tx, key, current + 1, row.base, row.digest, row.content, by)
+                artifacts.set_put_state(tx, row.id, "canonical", revision)
                 done.append({"key": key, "revision": revision})
             else:
                 conflict = "ac-" + secrets.token_hex(6)
-                tx.execute(
-                    "INSERT INTO artifact_conflicts (id, key, base, current, put_id, state, created)"
-                    " VALUES (?, ?, ?, ?, ?, 'open', ?)",
-                    (conflict, key, row["base"], current, row["id"], utc_now()),
+                opened = artifacts.Conflict(
+                    conflict, key, row.base, current, row.id, "open", None, None, utc_now(), None
                 )
-                tx.execute("UPDATE artifact_puts SET state = 'conflict' WHERE id = ?", (row["id"],))
-                self._record(tx, "conflict", key, by, base=row["base"], current=current, conflict=conflict)
+                artifacts.add_conflict(tx, opened)
+                artifacts.set_put_state(tx, row.id, "conflict")
+                self._record(tx, "conflict", key, by, base=row.base, current=current, conflict=conflict)
                 done.append({"key": key, "conflict": conflict})
-        tx.execute("UPDATE artifact_puts SET state = 'superseded' WHERE task_id = ? AND state = 'staged'", (task_id,))
+        artifacts.supersede_staged(tx, task_id)
         return done
 
     def resolve(self, conflict_id: str, content: str, by: JSONObject) -> JSONObject:
         """A conflict resolved: ``content`` becomes the key's next revision, naming the conflict it resolves."""
         with self.db.transaction() as tx:
-            row = tx.execute("SELECT * FROM artifact_conflicts WHERE id = ?", (conflict_id,)).fetchone()
+            row = artifacts.conflict_in(tx, conflict_id)
             if row is None:
                 raise ArtifactRefused(f"no artifact conflict {conflict_id[:40]!r}")
-            if row["state"] != "open":
-                raise ArtifactRefused(f"conflict {conflict_id} is already resolved (revision {row['resolution']})")
+            if row.state != "open":
+                raise ArtifactRefused(f"conflict {conflict_id} is already resolved (revision {row.resolution})")
             size = len(content.encode("utf-8", "surrogatepass"))
             if size > self.max_bytes:
                 raise ArtifactRefused(f"the resolution is {size} bytes; the limit is {self.max_bytes}")
-            current = _latest(tx, row["key"])
+            current = artifacts.latest_in(tx, row.key)
             provenance = {**by, "resolves": conflict_id}
-            revision = self._insert(tx, row["key"], current + 1, current, content_digest(content), content, provenance)
-            tx.execute(
-                "UPDATE artifact_conflicts SET state = 'resolved', resolved_by = ?, resolution = ?, updated = ?"
-                " WHERE id = ?",
-                (by.get("agent"), revision, utc_now(), conflict_id),
-            )
-        return {"key": row["key"], "revision": revision, "resolves": conflict_id}
+            revision = self._insert(tx, row.key, current + 1, current, content_digest(content), content, provenance)
+            artifacts.resolve_conflict(tx, conflict_id, by.get("agent"), revision, utc_now())
+        return {"key": row.key, "revision": revision, "resolves": conflict_id}
 
     # --- reading -------------------------------------------------------------------------------------
 
@@ -169,51 +157,36 @@ class Artifacts:
         task's own last put of the key comes first (read-your-writes)."""
         check_key(key)
         if task and revision is None:
-            staged = self.db.query(
-                "SELECT * FROM artifact_puts WHERE task_id = ? AND key = ? AND state = 'staged'"
-                " ORDER BY created DESC, id DESC LIMIT 1",
-                (task, key),
-            )
-            if staged and (at_least is None or staged[0]["base"] >= at_least - 1):
-                row = staged[0]
+            staged = artifacts.last_staged(self.db, task, key)
+            if staged is not None and (at_least is None or staged.base >= at_least - 1):
                 return {
                     "key": key,
-                    "base": row["base"],
-                    "digest": row["digest"],
-                    "content": row["content"],
+                    "base": staged.base,
+                    "digest": staged.digest,
+                    "content": staged.content,
                     "staged": True,
-                    "provenance": json.loads(row["provenance"]),
+                    "provenance": json.loads(staged.provenance),
                 }
         latest = self.latest(key)
         wanted = revision if revision is not None else latest
         if at_least is not None and latest < at_least:
             raise ArtifactRefused(f"{key!r} has no revision {at_least} yet (the latest is {latest}); ask again later")
-        rows = self.db.query("SELECT * FROM artifacts WHERE key = ? AND revision = ?", (key, wanted))
-        if not rows:
+        found = artifacts.revision(self.db, key, wanted)
+        if found is None:
             raise ArtifactRefused(f"{key!r} has no revision {wanted} (the latest is {latest})")
-        return _revision(rows[0], content=True)
+        return _revision(found, content=True)
 
     def latest(self, key: str) -> int:
-        return int(self.db.query("SELECT COALESCE(MAX(revision), 0) FROM artifacts WHERE key = ?", (key,))[0][0])
+        return artifacts.latest(self.db, key)
 
     def log(self, key: str) -> JSONObject:
         """Every revision of ``key`` (newest first, without content) and its conflicts."""
         check_key(key)
-        rows = self.db.query("SELECT * FROM artifacts WHERE key = ? ORDER BY revision DESC", (key,))
-        return {"key": key, "revisions": [_revision(r) for r in rows], "conflicts": self.conflicts(key)}
+        revisions = [_revision(r) for r in artifacts.revisions(self.db, key)]
+        return {"key": key, "revisions": revisions, "conflicts": self.conflicts(key)}
 
     def conflicts(self, key: str | None = None, state: str | None = None) -> list[JSONObject]:
-        where, params = "1=1", []
-        if key:
-            where, params = where + " AND c.key = ?", [key]
-        if state:
-            where, params = where + " AND c.state = ?", [*params, state]
-        rows = self.db.query(
-            "SELECT c.*, p.digest AS put_digest, p.provenance AS put_provenance FROM artifact_conflicts c"
-            f" JOIN artifact_puts p ON p.id = c.put_id WHERE {where} ORDER BY c.created",
-            params,
-        )
-        return [self._conflict(r) for r in rows]
+        return [self._conflict(r) for r in artifacts.conflicts(self.db, key, state)]
 
     def conflict(self, conflict_id: str) -> JSONObject:
         """Only what resolving it needs: both revisions, their base, and provenance."""
@@ -221,55 +194,45 @@ class Artifacts:
         if not found:
             raise ArtifactRefused(f"no artifact conflict {conflict_id[:40]!r}")
         conflict = found[0]
-        put = self.db.query("SELECT content FROM artifact_puts WHERE id = ?", (conflict["put"],))[0]
+        put = artifacts.put(self.db, conflict["put"])
+        assert put is not None  # a conflict's put is never removed
         base = self.get(conflict["key"], revision=conflict["base"]) if conflict["base"] else None
         return {
             **conflict,
             "base_content": base["content"] if base else None,
             "current_content": self.get(conflict["key"], revision=conflict["current"]["revision"])["content"],
-            "theirs_content": put["content"],
+            "theirs_content": put.content,
         }
 
     def for_trace(self, trace_id: str) -> list[JSONObject]:
         """The artifact steps recorded in a trace (puts, promotions, conflicts)."""
-        return [
-            e.detail
-            for e in self.ledger.events(
-                "json_extract(body, '$.kind') = 'artifact' AND json_extract(body, '$.trace_id') = ?", (trace_id,)
-            )
-        ]
+        return [e.detail for e in self.ledger.of_kind("artifact", trace_id=trace_id)]
 
     # --- helpers -------------------------------------------------------------------------------------
 
     def _insert(
         self, tx: Transaction, key: str, revision: int, base: int, digest: str, content: str, by: JSONObject
     ) -> int:
-        tx.execute(
-            "INSERT INTO artifacts (key, revision, digest, content, base, provenance, created)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (key, revision, digest, content, base, json.dumps(by), utc_now()),
-        )
+        artifacts.add_revision(tx, artifacts.Revision(key, revision, digest, content, base, json.dumps(by), utc_now()))
         self._record(tx, "revision", key, by, revision=revision, base=base, digest=digest)
         return revision
 
-    def _conflict(self, row: Any) -> JSONObject:
-        current = self.db.query(
-            "SELECT digest, provenance FROM artifacts WHERE key = ? AND revision = ?", (row["key"], row["current"])
-        )
+    def _conflict(self, row: artifacts.ListedConflict) -> JSONObject:
+        current = artifacts.revision(self.db, row.key, row.current)
         return {
-            "id": row["id"],
-            "key": row["key"],
-            "state": row["state"],
-            "base": row["base"],
+            "id": row.id,
+            "key": row.key,
+            "state": row.state,
+            "base": row.base,
             "current": {
-                "revision": row["current"],
-                "digest": current[0]["digest"] if current else None,
-                "provenance": json.loads(current[0]["provenance"]) if current else None,
+                "revision": row.current,
+                "digest": current.digest if current else None,
+                "provenance": json.loads(current.provenance) if current else None,
             },
-            "theirs": {"digest": row["put_digest"], "provenance": json.loads(row["put_provenance"])},
-            "put": row["put_id"],
-            "resolution": row["resolution"],
-            "resolved_by": row["resolved_by"],
+            "theirs": {"digest": row.put_digest, "provenance": json.loads(row.put_provenance)},
+            "put": row.put_id,
+            "resolution": row.resolution,
+            "resolved_by": row.resolved_by,
         }
 
     def _record(self, tx: Transaction, action: str, key: str, by: JSONObject, **detail: Any) -> None:
@@ -286,17 +249,13 @@ class Artifacts:
         )
 
 
-def _latest(tx: Transaction, key: str) -> int:
-    return int(tx.execute("SELECT COALESCE(MAX(revision), 0) FROM artifacts WHERE key = ?", (key,)).fetchone()[0])
-
-
-def _revision(row: Any, content: bool = False) -> JSONObject:
+def _revision(row: artifacts.Revision, content: bool = False) -> JSONObject:
     found = {
-        "key": row["key"],
-        "revision": row["revision"],
-        "base": row["base"],
-        "digest": row["digest"],
-        "provenance": json.loads(row["provenance"]),
-        "time": row["created"],
+        "key": row.key,
+        "revision": row.revision,
+        "base": row.base,
+        "digest": row.digest,
+        "provenance": json.loads(row.provenance),
+        "time": row.created,
     }
-    return {**found, "content": row["content"]} if content else found
+    return {**found, "content": row.content} if content else found

@@ -16,6 +16,7 @@ withdrawn and its note removed, so a note never vouches for a merge that was not
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any
 
 import structlog
@@ -26,8 +27,9 @@ from gateway.attest.statement import PREDICATE_TYPE, STATEMENT_TYPE, merge_predi
 from gateway.digests import canonical_json, digest
 from gateway.identity.keys import KeyRing
 from gateway.ledger.chain import Ledger, utc_now
-from gateway.ledger.store import Store
 from gateway.repo import GitError, Repo
+from gateway.store import Store, Transaction
+from gateway.store.repositories import attestations
 from gateway.tools.pins import Pins
 from gateway.types import JSONObject, Principal
 
@@ -82,16 +84,11 @@ class Attestations:
             envelope = seal(merge_statement(merge_commit, tree, predicate), kid, key)
             text = canonical_json(envelope)
             now = utc_now()
-            tx.execute(
-                "INSERT INTO attestations (commit_id, tree, ref, intent_id, task_id, kid, envelope, state, created,"
-                " updated) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)"
-                # a merge deferred and made again is the same commit when nothing moved: its earlier, withdrawn or
-                # pending, attestation is replaced (a published one is kept: that merge is already out)
-                " ON CONFLICT (commit_id) DO UPDATE SET tree = excluded.tree, ref = excluded.ref,"
-                " intent_id = excluded.intent_id, task_id = excluded.task_id, kid = excluded.kid,"
-                " envelope = excluded.envelope, state = 'pending', updated = excluded.updated"
-                " WHERE attestations.state <> 'published'",
-                (merge_commit, tree, ref, intent["id"], task["id"], kid, text, now, now),
+            attestations.record(
+                tx,
+                attestations.Attestation(
+                    merge_commit, tree, ref, intent["id"], task["id"], kid, text, "pending", now, now
+                ),
             )
             self._record(
                 tx,
@@ -119,10 +116,10 @@ class Attestations:
         """Settle attestations a crash left pending: published when the base branch has their commit, else
         withdrawn. Called with the merge queue's lease held."""
         settled = []
-        for row in self.db.query("SELECT commit_id, ref, envelope FROM attestations WHERE state = 'pending'"):
-            commit, ref = row["commit_id"], row["ref"]
+        for row in attestations.pending(self.db):
+            commit, ref = row.commit_id, row.ref
             if _is_ancestor(self.repo, commit, ref):
-                self._note(commit, row["envelope"])  # the crash may have come before the note was written
+                self._note(commit, row.envelope)  # the crash may have come before the note was written
                 self.published(commit)
                 settled.append(f"published the attestation of {commit[:12]} (its merge is on {ref})")
             else:
@@ -148,8 +145,8 @@ class Attestations:
     # --- reading and verifying ----------------------------------------------------------------------
 
     def get(self, commit: str) -> JSONObject | None:
-        rows = self.db.query("SELECT * FROM attestations WHERE commit_id = ?", (commit,))
-        return dict(rows[0]) if rows else None
+        row = attestations.attestation(self.db, commit)
+        return asdict(row) if row is not None else None
 
     def note(self, commit: str) -> str | None:
         text = self.repo.run("notes", f"--ref={NOTES_REF}", "show", commit, check=False)
@@ -211,15 +208,15 @@ class Attestations:
 
     def _settle(self, commit: str, state: str, **detail: Any) -> None:
         with self.db.transaction() as tx:
-            row = tx.execute("SELECT state, intent_id FROM attestations WHERE commit_id = ?", (commit,)).fetchone()
-            if row is None or row["state"] == state:
+            row = attestations.attestation_in(tx, commit)
+            if row is None or row.state == state:
                 return
-            tx.execute("UPDATE attestations SET state = ?, updated = ? WHERE commit_id = ?", (state, utc_now(), commit))
-            self._record(tx, state, commit, intent_id=row["intent_id"], **detail)
+            attestations.set_state(tx, commit, state, utc_now())
+            self._record(tx, state, commit, intent_id=row.intent_id, **detail)
 
     def _record(
         self,
-        tx: Any,
+        tx: Transaction,
         action: str,
         commit: str,
         *,

@@ -15,7 +15,8 @@ from typing import Any
 
 from gateway import __version__
 from gateway.digests import digest
-from gateway.ledger.store import Transaction
+from gateway.store import Transaction
+from gateway.store.repositories import approvals, ledger
 from gateway.types import JSONObject, Principal
 
 __all__ = ["PREDICATE_TYPE", "STATEMENT_TYPE", "merge_predicate", "merge_statement"]
@@ -58,7 +59,7 @@ def merge_predicate(
 ) -> JSONObject:
     """What the merge of ``intent`` attests, read inside the transaction that records the attestation (so the
     ledger head it names is the row just before the attestation's own)."""
-    head = tx.execute("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1").fetchone()
+    head = ledger.head_in(tx)
     steps = _steps(tx, task)
     steps.append({"step": "commit", **_who(committer.model_dump()), "intent": intent["id"]})
     return {
@@ -78,7 +79,7 @@ def merge_predicate(
         },
         "steps": steps,
         "approvals": _approvals(tx, task["trace_id"]),
-        "ledger": {"seq": head["seq"], "hash": head["hash"]} if head else None,
+        "ledger": {"seq": head.seq, "hash": head.hash} if head is not None else None,
     }
 
 
@@ -90,14 +91,9 @@ def _who(principal: JSONObject | None) -> JSONObject:
 def _steps(tx: Transaction, task: JSONObject) -> list[JSONObject]:
     """The last successful call of each protocol step in the task's trace, with the verification's red and
     green runs (their exit codes and output digests, as the task board recorded them)."""
-    rows = tx.execute(
-        "SELECT body FROM ledger WHERE json_extract(body, '$.trace_id') = ? AND json_extract(body, '$.kind') = 'call'"
-        " ORDER BY seq",
-        (task["trace_id"],),
-    ).fetchall()
     last: dict[str, JSONObject] = {}
-    for row in rows:
-        body = json.loads(row["body"])
+    for text in ledger.calls_in_trace(tx, task["trace_id"]):
+        body = json.loads(text)
         if body.get("tool") in STEP_TOOLS and body.get("outcome") == "ok":
             last[STEP_TOOLS[body["tool"]]] = body
     steps: list[JSONObject] = []
@@ -136,23 +132,19 @@ def _steps(tx: Transaction, task: JSONObject) -> list[JSONObject]:
 
 def _approvals(tx: Transaction, trace_id: str) -> list[JSONObject]:
     """Tier-3 approvals people gave to calls in the task's trace: what was approved and by whom."""
-    rows = tx.execute(
-        "SELECT id, tool, arguments_digest, state, settled_by, settled_at, request FROM approvals"
-        " WHERE state IN ('approved', 'used') ORDER BY created"
-    ).fetchall()
     found: list[JSONObject] = []
-    for row in rows:
-        request: dict[str, Any] = json.loads(row["request"])
+    for row in approvals.granted(tx):
+        request: dict[str, Any] = json.loads(row.request)
         if request.get("trace_id") != trace_id:
             continue
         found.append(
             {
-                "id": row["id"],
-                "tool": row["tool"],
-                "arguments_digest": row["arguments_digest"],
-                "approved_by": row["settled_by"],
-                "approved_at": row["settled_at"],
-                "state": row["state"],
+                "id": row.id,
+                "tool": row.tool,
+                "arguments_digest": row.arguments_digest,
+                "approved_by": row.settled_by,
+                "approved_at": row.settled_at,
+                "state": row.state,
             }
         )
     return found

@@ -34,7 +34,7 @@ import os
 import secrets
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -58,10 +58,11 @@ from gateway.checkpoints.vault import QUIET_FETCH, Vault, tree_entries
 from gateway.config import CheckpointsConfig, GatewayConfig
 from gateway.errors import ConfigError, GatewayError, ToolFailed
 from gateway.ledger.chain import utc_now
-from gateway.ledger.store import Store
 from gateway.locks import file_lock
 from gateway.repo import Repo, common_dir
 from gateway.sandbox import Sandbox
+from gateway.store import Store
+from gateway.store.repositories import checkpoints
 from gateway.types import JSONObject
 
 __all__ = [
@@ -214,20 +215,17 @@ class Checkpoints:
         else:
             detail, restores = self._take_copy(where, checkpoint_id, message, paths, list(exclude))
         detail["restores"] = restores
+        row = checkpoints.Checkpoint(
+            checkpoint_id,
+            utc_now(),
+            where.kind,
+            str(where.root),
+            Vault.PREFIX + checkpoint_id,
+            call_id,
+            json.dumps(detail),
+        )
         with self.db.transaction() as tx:
-            tx.execute(
-                "INSERT INTO checkpoints (id, time, kind, workspace, ref, call_id, detail) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    checkpoint_id,
-                    utc_now(),
-                    where.kind,
-                    str(where.root),
-                    Vault.PREFIX + checkpoint_id,
-                    call_id,
-                    json.dumps(detail),
-                ),
-            )
+            checkpoints.record(tx, row)
         self._retain()
         return {
             "id": checkpoint_id,
@@ -342,40 +340,32 @@ class Checkpoints:
         """Mark the checkpoints past the retention pruned (in the store, first), then drop their refs from the
         vault (and refs no row has, once they are an hour old) and let git pack and prune; their ids."""
         now = now or datetime.now(UTC)
-        rows = self.db.query("SELECT id, time FROM checkpoints WHERE ref IS NOT NULL ORDER BY time DESC, id DESC")
+        kept = checkpoints.kept(self.db)
         cutoff = (now - timedelta(days=self.settings.max_age_days)).isoformat(timespec="microseconds")
-        doomed = [r for n, r in enumerate(rows) if n >= self.settings.keep or r["time"] < cutoff]
+        doomed = [cp for n, (cp, time) in enumerate(kept) if n >= self.settings.keep or time < cutoff]
         if doomed:
             why = (
                 f"past the retention (checkpoints.keep {self.settings.keep}, max_age_days {self.settings.max_age_days})"
             )
             with self.db.transaction() as tx:
-                for row in doomed:  # what it held goes; the row says when and why (and stays small)
-                    detail = {"pruned": {"time": now.isoformat(), "why": why}}
-                    tx.execute(
-                        "UPDATE checkpoints SET ref = NULL, detail = ? WHERE id = ? AND ref IS NOT NULL",
-                        (json.dumps(detail), row["id"]),
-                    )
-        restorable = {r["id"] for r in rows} - {r["id"] for r in doomed}
+                for cp in doomed:  # what it held goes; the row says when and why (and stays small)
+                    checkpoints.prune(tx, cp, json.dumps({"pruned": {"time": now.isoformat(), "why": why}}))
+        restorable = {cp for cp, _ in kept} - set(doomed)
         old = (now - ORPHAN_GRACE).timestamp()
         gone = [
-            cp
-            for cp, when in self.vault.checkpoints().items()
-            if cp not in restorable and (when < old or cp in {r["id"] for r in doomed})
+            cp for cp, when in self.vault.checkpoints().items() if cp not in restorable and (when < old or cp in doomed)
         ]
         self.vault.forget(gone)
         self.vault.maintain()
-        return [r["id"] for r in doomed]
+        return doomed
 
     # --- rollback ----------------------------------------------------------------------------------
 
     def get(self, checkpoint_id: str) -> JSONObject:
-        rows = self.db.query("SELECT * FROM checkpoints WHERE id = ?", (checkpoint_id,))
-        if not rows:
+        found = checkpoints.checkpoint(self.db, checkpoint_id)
+        if found is None:
             raise ConfigError(f"no checkpoint {checkpoint_id!r}")
-        row = dict(rows[0])
-        row["detail"] = json.loads(row["detail"])
-        return row
+        return {**asdict(found), "detail": json.loads(found.detail)}
 
     def plan(self, checkpoint_id: str) -> Plan:
         """What rolling back would write, remove and move, against the tree as it is now; changes nothing."""

@@ -241,9 +241,7 @@ def issued_here(gateway: Gateway, jti: str) -> bool:
     text is none of them). Reads only the ledger's token rows that name the jti."""
     if not jti.isalnum():
         return False
-    rows = gateway.ledger.events(
-        "json_extract(body, '$.kind') = ? AND body LIKE ?", ("token", f'%"{jti}"%'), limit=1_000_000
-    )
+    rows = gateway.ledger.of_kind("token", containing=f'"{jti}"', limit=1_000_000)
     return any(row.detail.get("action") == "issue" and row.detail.get("jti") == jti for row in rows)
 
 
@@ -364,7 +362,7 @@ def cmd_ledger_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_db_status(args: argparse.Namespace) -> int:
-    from gateway.ledger.store import SCHEMA_VERSION, store_for
+    from gateway.store import SCHEMA_VERSION, store_for
 
     store = store_for(load_config(args))
     version = store.schema_version()
@@ -380,7 +378,7 @@ def cmd_db_status(args: argparse.Namespace) -> int:
 
 
 def cmd_db_upgrade(args: argparse.Namespace) -> int:
-    from gateway.ledger.store import store_for
+    from gateway.store import store_for
 
     store = store_for(load_config(args))
     before, after = store.upgrade()
@@ -616,7 +614,7 @@ def approval_fields(approval: dict[str, Any]) -> dict[str, Any]:
 
 def cmd_upstreams(args: argparse.Namespace) -> int:
     from gateway.ledger.chain import Ledger
-    from gateway.ledger.store import open_store
+    from gateway.store import open_store
     from gateway.tools.pins import Pins
 
     config = load_config(args)

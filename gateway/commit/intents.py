@@ -19,7 +19,7 @@ from typing import Any, Literal
 from gateway.digests import canonical_json
 from gateway.errors import Denied, InvalidRequest
 from gateway.ledger.chain import Ledger, utc_now
-from gateway.ledger.store import Store, Transaction
+from gateway.store import Store, Transaction
 from gateway.store.repositories import intents as intent_rows
 from gateway.types import JSONObject, Principal
 

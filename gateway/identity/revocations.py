@@ -8,7 +8,8 @@ revocations.is_revoked(jti)
 from __future__ import annotations
 
 from gateway.ledger.chain import utc_now
-from gateway.ledger.store import Store
+from gateway.store import Store
+from gateway.store.repositories import revocations
 
 
 class Revocations:
@@ -18,11 +19,7 @@ class Revocations:
     def revoke(self, jti: str, reason: str | None = None) -> bool:
         """Returns False when the jti was already revoked."""
         with self.db.transaction() as tx:
-            cursor = tx.execute(
-                "INSERT INTO revocations (jti, time, reason) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                (jti, utc_now(), reason),
-            )
-            return bool(cursor.rowcount == 1)
+            return revocations.revoke(tx, jti, utc_now(), reason)
 
     def is_revoked(self, jti: str) -> bool:
-        return bool(self.db.query("SELECT 1 FROM revocations WHERE jti = ?", (jti,)))
+        return revocations.is_revoked(self.db, jti)

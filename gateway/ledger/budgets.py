@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
 from gateway.budgets import COUNTS, MEASURED, Budget, BudgetExhausted, BudgetsConfig, BudgetUnavailable, Usage
-from gateway.ledger.store import Store
+from gateway.store import Store, Transaction
+from gateway.store.repositories import budgets
 from gateway.types import JSONObject
 
 __all__ = ["Budgets"]
@@ -77,31 +79,24 @@ class Budgets:
         with self.store.transaction() as tx:
             self.settle_in(tx, scopes, usage)
 
-    def settle_in(self, tx: Any, scopes: Sequence[tuple[str, Budget]], usage: Usage) -> None:
+    def settle_in(self, tx: Transaction, scopes: Sequence[tuple[str, Budget]], usage: Usage) -> None:
         """``settle`` inside a caller's transaction (the call's ledger row): one UPDATE a scope, to the window
         it is in now (a call that ran across the end of a window counts in the next)."""
         if not usage:
             return
         for scope, budget in scopes:
             if budget.egress_bytes is not None or budget.wall_s is not None:
-                tx.execute(
-                    "UPDATE budgets SET egress_bytes = egress_bytes + ?, wall_ms = wall_ms + ? WHERE scope = ?",
-                    (usage.egress_bytes, usage.wall_ms, scope),
-                )
+                budgets.add_measured(tx, scope, usage.egress_bytes, usage.wall_ms)
 
     def show(self) -> list[JSONObject]:
-        return [dict(r) for r in self.store.query("SELECT * FROM budgets ORDER BY scope")]
+        return [asdict(row) for row in budgets.charged(self.store)]
 
 
-def _row(tx: Any, scope: str, now: float, window_s: int, budget: Budget) -> dict[str, Any]:
+def _row(tx: Transaction, scope: str, now: float, window_s: int, budget: Budget) -> dict[str, Any]:
     """The scope's counts in the current window (a new window starts at zero), its bucket refilled to now."""
-    found = tx.execute(
-        "SELECT window_start, calls, tier2, tier3, egress_bytes, wall_ms, tokens, refilled FROM budgets "
-        "WHERE scope = ?",
-        (scope,),
-    ).fetchone()
+    found = budgets.charged_in(tx, scope)
     row: dict[str, Any] = (
-        {k: found[k] for k in ("window_start", *COUNTS, "tokens", "refilled")}
+        {k: getattr(found, k) for k in ("window_start", *COUNTS, "tokens", "refilled")}
         if found is not None
         else {"window_start": now, **dict.fromkeys(COUNTS, 0), "tokens": None, "refilled": now}
     )
@@ -142,15 +137,8 @@ def _check(scope: str, budget: Budget, row: dict[str, Any], usage: Usage, now: f
         )
 
 
-def _write(tx: Any, scope: str, row: dict[str, Any]) -> None:
-    tx.execute(
-        "INSERT INTO budgets (scope, window_start, calls, tier2, tier3, egress_bytes, wall_ms, tokens, refilled) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (scope) DO UPDATE SET window_start = excluded.window_start, "
-        "calls = excluded.calls, tier2 = excluded.tier2, tier3 = excluded.tier3, "
-        "egress_bytes = excluded.egress_bytes, wall_ms = excluded.wall_ms, tokens = excluded.tokens, "
-        "refilled = excluded.refilled",
-        (scope, row["window_start"], *(row[c] for c in COUNTS), row["tokens"], row["refilled"]),
-    )
+def _write(tx: Transaction, scope: str, row: dict[str, Any]) -> None:
+    budgets.write(tx, budgets.Charged(scope, **row))
 
 
 def _left(budget: Budget, row: dict[str, Any], window_s: int) -> JSONObject:

@@ -34,8 +34,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.digests import canonical_json
-from gateway.ledger.review_index import index_row
-from gateway.ledger.store import Store, open_store
+from gateway.store import Store, Transaction, open_store
+from gateway.store.repositories import ledger as rows
+from gateway.store.repositories.review_index import index_row
 from gateway.types import JSONObject
 from gateway.unicode import escaped_value
 
@@ -178,7 +179,7 @@ class Ledger:
         with self.db.transaction() as tx:
             return self.append_in(tx, fields)
 
-    def append_in(self, tx: Any, fields: JSONObject) -> LedgerEvent:
+    def append_in(self, tx: Transaction, fields: JSONObject) -> LedgerEvent:
         """Append inside a caller's transaction, so a state change and its event commit together. Text that
         is not valid Unicode (a lone surrogate a request carried) is recorded escaped, never dropped."""
         try:
@@ -186,19 +187,16 @@ class Ledger:
         except UnicodeEncodeError:  # raised by the hash, before anything is written
             return self._append_in(tx, escaped_value(fields))
 
-    def _append_in(self, tx: Any, fields: JSONObject) -> LedgerEvent:
-        last = tx.execute("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1").fetchone()
-        seq, prev = (last["seq"] + 1, last["hash"]) if last else (1, GENESIS)
+    def _append_in(self, tx: Transaction, fields: JSONObject) -> LedgerEvent:
+        last = rows.head_in(tx)
+        seq, prev = (last.seq + 1, last.hash) if last is not None else (1, GENESIS)
         body = {"time": utc_now(), **fields, "seq": seq, "prev_hash": prev}
         unhashed = LedgerEvent.model_validate({**body, "hash": ""})
         body = unhashed.body()
         # the body is validated already: adding its hash needs no second validation
         event = unhashed.model_copy(update={"hash": chain_hash(body)})
         mac = self.seal.mac(seq, event.hash) if self.seal is not None else None
-        tx.execute(
-            "INSERT INTO ledger (seq, body, prev_hash, hash, mac) VALUES (?, ?, ?, ?, ?)",
-            (seq, canonical_json(body), prev, event.hash, mac),
-        )
+        rows.append(tx, rows.Stored(seq, canonical_json(body), prev, event.hash, mac))
         index_row(tx, body)  # the review's index of calls and traces commits with the row
         if self.seal is not None:
             self.db.after_commit(lambda: self._advance(seq, event.hash))
@@ -212,10 +210,9 @@ class Ledger:
         """Make the authenticated head at the newest row: the rows so far without an HMAC (written before
         the ledger had a key) stay legacy. Called once, when the key is made; False if a head exists."""
         assert self.seal is not None, "a ledger without a key has nothing to authenticate with"
-        last = self.db.query("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1")
-        legacy = self.db.query("SELECT max(seq) AS s FROM ledger WHERE mac IS NULL")[0]["s"] or 0
-        seq, row_hash = (last[0]["seq"], last[0]["hash"]) if last else (0, GENESIS)
-        return self.seal.begin(seq, row_hash, legacy)
+        last = rows.head(self.db)
+        seq, row_hash = (last.seq, last.hash) if last is not None else (0, GENESIS)
+        return self.seal.begin(seq, row_hash, rows.legacy_through(self.db))
 
     def verify(self) -> VerifyReport:
         """Recompute the whole chain and every HMAC; report the first row whose content, link or
@@ -237,9 +234,9 @@ class Ledger:
             checked += 1
             bad = self._bad_row(row, checked, prev, head, legacy)
             if bad is not None:
-                return VerifyReport(False, checked, row["seq"], bad)
-            head_seen = head_seen or (head is not None and row["seq"] == head.seq)
-            prev = row["hash"]
+                return VerifyReport(False, checked, row.seq, bad)
+            head_seen = head_seen or (head is not None and row.seq == head.seq)
+            prev = row.hash
         if not head_seen:
             assert head is not None
             why = f"the ledger ends at seq {checked}, before its authenticated head {head.seq}: rows were cut off"
@@ -247,50 +244,44 @@ class Ledger:
         authenticated = head is not None and (legacy == 0 or checked > legacy)
         return VerifyReport(True, checked, authenticated=authenticated, legacy=min(legacy, checked))
 
-    def _in_order(self, page: int = 5000) -> Iterator[Any]:
+    def _in_order(self, page: int = 5000) -> Iterator[rows.Stored]:
         """Every row, oldest first, a page at a time: a long ledger is never held whole."""
         seq = 0
-        sql = "SELECT seq, body, prev_hash, hash, mac FROM ledger WHERE seq > ? ORDER BY seq LIMIT ?"
-        while rows := self.db.query(sql, (seq, page)):
-            yield from rows
-            seq = rows[-1]["seq"]
+        while found := rows.page(self.db, seq, page):
+            yield from found
+            seq = found[-1].seq
 
-    def _bad_row(self, row: Any, expected_seq: int, prev: str, head: Head | None, legacy: int) -> str | None:
+    def _bad_row(self, row: rows.Stored, expected_seq: int, prev: str, head: Head | None, legacy: int) -> str | None:
         """Why one row breaks the chain or its authentication, or None."""
-        seq = row["seq"]
+        seq = row.seq
         if seq != expected_seq:
             return f"sequence gap: expected {expected_seq}, found {seq}"
         try:
-            body = json.loads(row["body"])
+            body = json.loads(row.body)
         except json.JSONDecodeError:
             return "body is not valid JSON"
-        if body.get("seq") != seq or body.get("prev_hash") != row["prev_hash"]:
+        if body.get("seq") != seq or body.get("prev_hash") != row.prev_hash:
             return "row columns disagree with the hashed body"
-        if row["prev_hash"] != prev:
+        if row.prev_hash != prev:
             return "prev_hash does not match the previous event's hash"
-        if chain_hash(body) != row["hash"]:
+        if chain_hash(body) != row.hash:
             return "hash does not match the event's content"
         if (
             self.seal is not None
             and seq > legacy
-            and not hmac.compare_digest(row["mac"] or "", self.seal.mac(seq, row["hash"]))
+            and not hmac.compare_digest(row.mac or "", self.seal.mac(seq, row.hash))
         ):
             return "HMAC does not authenticate the row (rewritten without the key)"
-        if head is not None and seq == head.seq and row["hash"] != head.hash:
+        if head is not None and seq == head.seq and row.hash != head.hash:
             return "the row at the authenticated head was replaced"
         return None
 
     def close_interrupted(self, alive: Callable[[str], bool]) -> list[str]:
         """Calls whose "started" row has no end, whose process is gone (``alive(process)`` is False): each
         gets an "interrupted" row, so a trace never shows a call running forever. Answers their call ids."""
-        rows = self.db.query(
-            "SELECT body FROM ledger WHERE json_extract(body, '$.outcome') = 'started' AND "
-            "json_extract(body, '$.call_id') NOT IN (SELECT json_extract(body, '$.call_id') FROM ledger "
-            "WHERE json_extract(body, '$.outcome') != 'started' AND json_extract(body, '$.call_id') IS NOT NULL)"
-        )
         closed = []
-        for row in rows:
-            started = json.loads(row["body"])
+        for body in rows.open_calls(self.db):
+            started = json.loads(body)
             process = (started.get("detail") or {}).get("process")
             if process and alive(process):
                 continue
@@ -321,15 +312,21 @@ class Ledger:
 
     def since(self, seq: int, limit: int = 500) -> list[LedgerEvent]:
         """Events after ``seq``, oldest first: how a reader follows the ledger from its cursor."""
-        rows = self.db.query("SELECT body, hash FROM ledger WHERE seq > ? ORDER BY seq LIMIT ?", (seq, limit))
-        return [LedgerEvent.model_validate({**json.loads(r["body"]), "hash": r["hash"]}) for r in rows]
+        return [_event(row) for row in rows.since(self.db, seq, limit)]
 
     def head_seq(self) -> int:
-        return int(self.db.query("SELECT COALESCE(MAX(seq), 0) FROM ledger")[0][0])
+        return rows.head_seq(self.db)
 
     def events(self, where: str = "1=1", params: tuple[Any, ...] = (), limit: int = 1000) -> list[LedgerEvent]:
-        rows = self.db.query(
-            f"SELECT body, hash FROM ledger WHERE {where} ORDER BY seq DESC LIMIT ?",
-            (*params, limit),
-        )
-        return [LedgerEvent.model_validate({**json.loads(r["body"]), "hash": r["hash"]}) for r in rows]
+        """Events meeting ``where`` (a condition over the ledger's columns, as tests write it), newest first."""
+        return [_event(row) for row in rows.matching(self.db, where, params, limit)]
+
+    def of_kind(
+        self, kind: str, trace_id: str | None = None, containing: str | None = None, limit: int = 1000
+    ) -> list[LedgerEvent]:
+        """Events of one kind, newest first: in one trace, and/or whose JSON contains a text (no % or _)."""
+        return [_event(row) for row in rows.of_kind(self.db, kind, trace_id, containing, limit)]
+
+
+def _event(row: rows.Stored) -> LedgerEvent:
+    return LedgerEvent.model_validate({**json.loads(row.body), "hash": row.hash})

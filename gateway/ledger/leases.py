@@ -20,13 +20,13 @@ import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import anyio
 
-from gateway.ledger.store import Store
 from gateway.locks import alive, this_process
 from gateway.origin import ProgressFn
+from gateway.store import Store
+from gateway.store.repositories import leases
 
 TTL_S = 120.0  # pushed forward every RENEW_S while held
 RENEW_S = 30.0
@@ -41,9 +41,9 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _live(row: Any, now: datetime) -> bool:
-    """A lease row whose holder still has it: not expired, and not a process of this host that is gone."""
-    return datetime.fromisoformat(row["expires"]) > now and alive(row["holder"])
+def _live(lease: leases.Lease, now: datetime) -> bool:
+    """A lease whose holder still has it: not expired, and not a process of this host that is gone."""
+    return datetime.fromisoformat(lease.expires) > now and alive(lease.holder)
 
 
 def new_holder() -> str:
@@ -59,35 +59,29 @@ class Leases:
     def try_acquire(self, name: str, holder: str, ttl_s: float = TTL_S) -> bool:
         now = _now()
         with self.db.transaction() as tx:
-            row = tx.execute("SELECT holder, expires FROM leases WHERE name = ?", (name,)).fetchone()
-            if row is not None and row["holder"] != holder and _live(row, now):
+            current = leases.lease_in(tx, name)
+            if current is not None and current.holder != holder and _live(current, now):
                 return False
-            expires = (now + timedelta(seconds=ttl_s)).isoformat()
-            tx.execute(
-                "INSERT INTO leases (name, holder, acquired, expires) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, acquired = excluded.acquired, "
-                "expires = excluded.expires",
-                (name, holder, now.isoformat(), expires),
-            )
+            leases.take(tx, name, holder, now.isoformat(), (now + timedelta(seconds=ttl_s)).isoformat())
             return True
 
     def renew(self, name: str, holder: str, ttl_s: float = TTL_S) -> None:
         expires = (_now() + timedelta(seconds=ttl_s)).isoformat()
         with self.db.transaction() as tx:
-            tx.execute("UPDATE leases SET expires = ? WHERE name = ? AND holder = ?", (expires, name, holder))
+            leases.extend(tx, name, holder, expires)
 
     def release(self, name: str, holder: str) -> None:
         with self.db.transaction() as tx:
-            tx.execute("DELETE FROM leases WHERE name = ? AND holder = ?", (name, holder))
+            leases.release(tx, name, holder)
 
     def held(self, name: str) -> bool:
         """Whether a live holder has ``name`` now: what a waiter for another's work polls."""
-        rows = self.db.query("SELECT holder, expires FROM leases WHERE name = ?", (name,))
-        return bool(rows) and _live(rows[0], _now())
+        current = leases.lease(self.db, name)
+        return current is not None and _live(current, _now())
 
     def holder_of(self, name: str) -> str | None:
-        rows = self.db.query("SELECT holder FROM leases WHERE name = ?", (name,))
-        return rows[0]["holder"] if rows else None
+        current = leases.lease(self.db, name)
+        return current.holder if current is not None else None
 
     @asynccontextmanager
     async def hold(self, name: str, progress: ProgressFn | None = None, wait_s: float = 3600.0) -> AsyncIterator[str]:

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from gateway.ledger.chain import utc_now
-from gateway.ledger.store import Transaction
+from gateway.store import Transaction
 from gateway.store.repositories import tasks as task_rows
 from gateway.tasks.records import TaskRecords
 from gateway.types import JSONObject

@@ -10,7 +10,7 @@ import anyio
 import structlog
 
 from gateway.ledger.chain import utc_now
-from gateway.ledger.store import Transaction
+from gateway.store import Transaction
 from gateway.store.repositories import tasks as task_rows
 from gateway.tasks.attempts import Attempts
 from gateway.tasks.models import Claim, StrategyShift

@@ -35,8 +35,8 @@ from gateway.judge.call import Call, Stage
 from gateway.judge.pipeline import Pipeline
 from gateway.ledger.chain import Ledger, utc_now
 from gateway.ledger.leases import Leases, new_holder
-from gateway.ledger.store import Store
 from gateway.origin import Origin
+from gateway.store import Store
 from gateway.store.repositories import dead_letters
 from gateway.types import JSONObject, Principal
 from gateway.unicode import escaped

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.ledger.store import Transaction
+from gateway.store import Transaction
 from gateway.store.repositories import tasks as task_rows
 from gateway.tasks.attempts import Attempts
 from gateway.tasks.records import dependents_in

@@ -15,7 +15,7 @@ from gateway.effects.shell import describe_command
 from gateway.errors import InvalidRequest
 from gateway.judge.scope import ScopeQuestion
 from gateway.ledger.chain import utc_now
-from gateway.ledger.store import Transaction
+from gateway.store import Transaction
 from gateway.store.repositories import tasks as task_rows
 from gateway.tasks.attempts import Attempts
 from gateway.tasks.drift import frozen_problems

@@ -17,8 +17,8 @@ from gateway.errors import Denied
 from gateway.judge.scope import ScopeQuestion
 from gateway.ledger.chain import Ledger
 from gateway.ledger.leases import Leases
-from gateway.ledger.store import Store, Transaction
 from gateway.repo import Repo
+from gateway.store import Store, Transaction
 from gateway.store.repositories import tasks as task_rows
 from gateway.tasks.verification import Verification
 from gateway.types import JSONObject, Outcome, Principal

@@ -32,7 +32,7 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -41,7 +41,9 @@ import rfc8785
 from gateway.approvals import MAX_COMMENT
 from gateway.errors import ConfigError
 from gateway.ledger.chain import Ledger, utc_now
-from gateway.ledger.store import Store, Transaction
+from gateway.store import Store, Transaction
+from gateway.store.repositories import pins as stored
+from gateway.store.repositories.pins import PinIndex
 from gateway.types import JSONObject
 
 __all__ = [
@@ -176,9 +178,6 @@ class PinStatus:
         }
 
 
-PinIndex = dict[tuple[str, str], tuple[str, str]]  # (kind, name) -> (digest, fingerprint)
-
-
 def judge(definition: Definition, pins: PinIndex, instructions: Status = "pinned") -> PinStatus:
     """One definition against its upstream's pins (``instructions``: the status of the upstream's own)."""
     pinned = pins.get(definition.key)
@@ -203,10 +202,7 @@ class Pins:
     # --- what is pinned --------------------------------------------------------------------------
 
     def index(self, upstream: str) -> PinIndex:
-        rows = self.db.query(
-            "SELECT kind, name, digest, fingerprint FROM upstream_pins WHERE upstream = ?", (upstream,)
-        )
-        return {(r["kind"], r["name"]): (r["digest"], r["fingerprint"]) for r in rows}
+        return stored.index(self.db, upstream)
 
     def statuses(self, upstream: str, definitions: Iterable[Definition]) -> dict[tuple[str, str], PinStatus]:
         """Every listed definition against the upstream's pins, read now (another process may have approved)."""
@@ -219,12 +215,7 @@ class Pins:
     def status(self, upstream: str, definition: Definition, server: Definition | None) -> PinStatus:
         """One definition's status (a call's): its own pin and the instructions' read alone, the whole index
         only when it is not pinned (to tell a rename from a new one)."""
-        rows = self.db.query(
-            "SELECT kind, name, digest, fingerprint FROM upstream_pins WHERE upstream = ? "
-            "AND ((kind = ? AND name = ?) OR kind = 'server')",
-            (upstream, definition.kind, definition.name),
-        )
-        pins = {(r["kind"], r["name"]): (r["digest"], r["fingerprint"]) for r in rows}
+        pins = stored.index_for(self.db, upstream, definition.kind, definition.name)
         instructions = judge(server, pins).status if server is not None else "pinned"
         found = judge(definition, pins, "pinned" if definition.kind == "server" else instructions)
         if found.status != "new":
@@ -232,21 +223,12 @@ class Pins:
         return self.statuses(upstream, [definition, *([server] if server is not None else [])])[definition.key]
 
     def list(self, upstream: str | None = None) -> list[JSONObject]:
-        where, params = ("WHERE upstream = ?", (upstream,)) if upstream else ("", ())
-        rows = self.db.query(f"SELECT * FROM upstream_pins {where} ORDER BY upstream, kind, name", params)
-        return [_decoded(r) for r in rows]
+        return [_decoded(asdict(pin)) for pin in stored.pins(self.db, upstream)]
 
     def changes(self, upstream: str | None = None) -> builtins.list[JSONObject]:
         """Pending changes, newest first, each with the pinned definition it would replace (or None) and the
         unified diff between the two (``diff``)."""
-        where, params = ("WHERE c.upstream = ?", (upstream,)) if upstream else ("", ())
-        rows = self.db.query(
-            "SELECT c.*, p.digest AS pinned_digest, p.definition AS pinned_definition FROM upstream_changes c "
-            "LEFT JOIN upstream_pins p ON p.upstream = c.upstream AND p.kind = c.kind AND p.name = c.name "
-            f"{where} ORDER BY c.last_seen DESC",
-            params,
-        )
-        changes = [_decoded(r) for r in rows]
+        changes = [_decoded(asdict(change)) for change in stored.changes(self.db, upstream)]
         for change in changes:
             change["diff"] = diff_text(change["pinned_definition"], change["definition"], change["name"])
         return changes
@@ -259,9 +241,7 @@ class Pins:
         lists, and answer every status."""
         now = utc_now()
         with self.db.transaction() as tx:
-            locked = tx.execute("SELECT 1 FROM upstream_locks WHERE upstream = ?", (upstream,)).fetchone()
-            pinned = tx.execute("SELECT 1 FROM upstream_pins WHERE upstream = ? LIMIT 1", (upstream,)).fetchone()
-            if pinned is None and locked is None:
+            if not stored.has_pins(tx, upstream) and stored.lock_digest(tx, upstream) is None:
                 for d in definitions:
                     _pin(tx, upstream, d, "first-use", "gateway", now)
                 self._record(
@@ -279,45 +259,30 @@ class Pins:
             # what is pending is what it lists now: a change it took back, or a definition it no longer lists,
             # is not left for a person to approve (approving it would hold back what it lists instead)
             listed = {(d.kind, d.name, d.digest) for d in definitions if statuses[d.key].status != "pinned"}
-            pending = tx.execute("SELECT kind, name, digest FROM upstream_changes WHERE upstream = ?", (upstream,))
-            for row in pending.fetchall():
-                if (row["kind"], row["name"], row["digest"]) not in listed:
-                    tx.execute(
-                        "DELETE FROM upstream_changes WHERE upstream = ? AND kind = ? AND name = ? AND digest = ?",
-                        (upstream, row["kind"], row["name"], row["digest"]),
-                    )
+            for kind, name, digest in stored.pending(tx, upstream):
+                if (kind, name, digest) not in listed:
+                    stored.drop_change(tx, upstream, kind, name, digest)
             for d in definitions:
                 status = statuses[d.key]
                 if status.status == "pinned":
                     continue
-                known = tx.execute(
-                    "SELECT 1 FROM upstream_changes WHERE upstream = ? AND kind = ? AND name = ? AND digest = ?",
-                    (upstream, d.kind, d.name, d.digest),
-                ).fetchone()
-                if known is not None:
-                    tx.execute(
-                        "UPDATE upstream_changes SET last_seen = ? WHERE upstream = ? AND kind = ? AND name = ? "
-                        "AND digest = ?",
-                        (now, upstream, d.kind, d.name, d.digest),
-                    )
+                if stored.change_known(tx, upstream, d.kind, d.name, d.digest):
+                    stored.see_change(tx, upstream, d.kind, d.name, d.digest, now)
                     continue
-                tx.execute(
-                    "INSERT INTO upstream_changes (upstream, kind, name, digest, exposed, status, fingerprint, "
-                    "definition, renamed_from, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        upstream,
-                        d.kind,
-                        d.name,
-                        d.digest,
-                        d.exposed,
-                        status.status,
-                        d.fingerprint,
-                        json.dumps(d.body, ensure_ascii=False),
-                        status.renamed_from,
-                        now,
-                        now,
-                    ),
+                change = stored.Change(
+                    upstream,
+                    d.kind,
+                    d.name,
+                    d.digest,
+                    d.exposed,
+                    status.status,
+                    d.fingerprint,
+                    json.dumps(d.body, ensure_ascii=False),
+                    status.renamed_from,
+                    now,
+                    now,
                 )
+                stored.add_change(tx, change)
                 self._record(
                     tx,
                     "quarantined",
@@ -353,57 +318,39 @@ class Pins:
             raise ConfigError(f"the comment is {len(comment)} characters long; at most {MAX_COMMENT}")
         approved: list[JSONObject] = []
         with self.db.transaction() as tx:
-            clauses, params = [], []
-            if upstream:
-                clauses.append("upstream = ?")
-                params.append(upstream)
-            if name:
-                clauses.append("(exposed = ? OR name = ?)")
-                params += [name, name]
-            if digest:
-                clauses.append("digest = ?")
-                params.append(digest)
-            where = " AND ".join(clauses) or "1=1"
-            rows = tx.execute(
-                f"SELECT * FROM upstream_changes WHERE {where} ORDER BY last_seen DESC", params
-            ).fetchall()
+            rows = stored.matching_changes(tx, upstream, name, digest)
             if not rows:
                 raise ConfigError(
                     f"no pending change matches {name or 'that'}" + (f" in upstream {upstream!r}" if upstream else "")
                 )
-            chosen: dict[tuple[str, str, str], Any] = {}
+            chosen: dict[tuple[str, str, str], stored.Change] = {}
             for row in rows:  # per definition, the candidate seen last (with --digest: that one)
-                chosen.setdefault((row["upstream"], row["kind"], row["name"]), row)
+                chosen.setdefault((row.upstream, row.kind, row.name), row)
             if not every and len(chosen) > 1:
                 where_found = ", ".join(sorted(f"{u}/{k}/{n}" for u, k, n in chosen))
                 raise ConfigError(f"{name!r} names several pending changes ({where_found}): pass --upstream")
             if not every and not digest and len(rows) > 1:
-                digests = ", ".join(r["digest"] for r in rows)
+                digests = ", ".join(r.digest for r in rows)
                 raise ConfigError(f"{name!r} was seen with several definitions ({digests}): pass --digest")
             now = utc_now()
             for (up, kind, key), row in chosen.items():
-                previous = tx.execute(
-                    "SELECT digest FROM upstream_pins WHERE upstream = ? AND kind = ? AND name = ?", (up, kind, key)
-                ).fetchone()
-                tx.execute("DELETE FROM upstream_pins WHERE upstream = ? AND kind = ? AND name = ?", (up, kind, key))
+                previous = stored.pinned_digest(tx, up, kind, key)
+                stored.unpin(tx, up, kind, key)
                 # a renamed one's old pin stays: the upstream may list both names (a copy, not a rename)
                 _pin(tx, up, _stored(row), "approved", by, now)
-                tx.execute(
-                    "DELETE FROM upstream_changes WHERE upstream = ? AND kind = ? AND name = ? AND digest = ?",
-                    (up, kind, key, row["digest"]),
-                )
+                stored.drop_change(tx, up, kind, key, row.digest)
                 detail = {
                     "upstream": up,
                     "definition_kind": kind,
                     "name": key,
-                    "status": row["status"],
-                    "digest": row["digest"],
-                    "previous": previous["digest"] if previous is not None else None,
-                    "renamed_from": row["renamed_from"],
+                    "status": row.status,
+                    "digest": row.digest,
+                    "previous": previous,
+                    "renamed_from": row.renamed_from,
                     "by": by,
                 }
-                self._record(tx, "approved", "ok", tool=row["exposed"], comment=comment.strip() or None, **detail)
-                approved.append({**detail, "exposed": row["exposed"]})
+                self._record(tx, "approved", "ok", tool=row.exposed, comment=comment.strip() or None, **detail)
+                approved.append({**detail, "exposed": row.exposed})
         return approved
 
     # --- the lockfile ----------------------------------------------------------------------------
@@ -446,11 +393,10 @@ class Pins:
         with self.db.transaction() as tx:
             for upstream, kinds in sorted(lock.items()):
                 entry_digest = definition_digest(kinds)
-                row = tx.execute("SELECT lock_digest FROM upstream_locks WHERE upstream = ?", (upstream,)).fetchone()
-                if row is not None and row["lock_digest"] == entry_digest:
+                if stored.lock_digest(tx, upstream) == entry_digest:
                     continue
                 now = utc_now()
-                tx.execute("DELETE FROM upstream_pins WHERE upstream = ?", (upstream,))
+                stored.unpin_upstream(tx, upstream)
                 for kind, name, entry in _entries(self.lockfile, upstream, kinds):
                     body = entry.get("definition") or {}
                     exposed = str(entry.get("exposed") or name)
@@ -463,11 +409,8 @@ class Pins:
                         "lockfile",
                         now,
                     )
-                    tx.execute(
-                        "DELETE FROM upstream_changes WHERE upstream = ? AND kind = ? AND name = ? AND digest = ?",
-                        (upstream, kind, name, entry["digest"]),
-                    )
-                _lock_digest(tx, upstream, entry_digest, now)
+                    stored.drop_change(tx, upstream, kind, name, entry["digest"])
+                stored.set_lock_digest(tx, upstream, entry_digest, now)
                 self._record(
                     tx, "locked", "ok", upstream=upstream, lockfile=str(self.lockfile), lock_digest=entry_digest
                 )
@@ -494,7 +437,7 @@ class Pins:
         now = utc_now()
         with self.db.transaction() as tx:
             for upstream in names:
-                _lock_digest(tx, upstream, definition_digest(lock[upstream]), now)
+                stored.set_lock_digest(tx, upstream, definition_digest(lock[upstream]), now)
         return self.lockfile
 
     def ensure_lockfile(self) -> bool:
@@ -548,39 +491,16 @@ def _entries(lockfile: Path | None, upstream: str, kinds: Any) -> Iterable[tuple
 
 
 def _pin(tx: Transaction, upstream: str, d: Definition, source: str, by: str, now: str) -> None:
-    tx.execute(
-        "INSERT INTO upstream_pins (upstream, kind, name, exposed, digest, fingerprint, definition, source, "
-        "pinned_by, pinned_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        (
-            upstream,
-            d.kind,
-            d.name,
-            d.exposed,
-            d.digest,
-            d.fingerprint,
-            json.dumps(d.body, ensure_ascii=False),
-            source,
-            by,
-            now,
-        ),
-    )
+    body = json.dumps(d.body, ensure_ascii=False)
+    stored.pin(tx, stored.Pin(upstream, d.kind, d.name, d.exposed, d.digest, d.fingerprint, body, source, by, now))
 
 
-def _lock_digest(tx: Transaction, upstream: str, digest: str, now: str) -> None:
-    tx.execute("DELETE FROM upstream_locks WHERE upstream = ?", (upstream,))
-    tx.execute(
-        "INSERT INTO upstream_locks (upstream, lock_digest, imported_at) VALUES (?, ?, ?)", (upstream, digest, now)
-    )
-
-
-def _stored(row: Any) -> Definition:
+def _stored(row: stored.Change) -> Definition:
     """A pending change's definition as it was recorded."""
-    body = json.loads(row["definition"])
-    return Definition(row["kind"], row["name"], row["exposed"], body, row["digest"], row["fingerprint"], 0)
+    return Definition(row.kind, row.name, row.exposed, json.loads(row.definition), row.digest, row.fingerprint, 0)
 
 
-def _decoded(row: Any) -> JSONObject:
-    data = dict(row)
+def _decoded(data: dict[str, Any]) -> JSONObject:
     for key in ("definition", "pinned_definition"):
         if isinstance(data.get(key), str):
             data[key] = json.loads(data[key])

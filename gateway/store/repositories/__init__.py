@@ -1,5 +1,4 @@
-"""Repositories: one module per concern of the store, owning every SQL string of it and answering typed rows.
-
-Reads take a ``Store``; writes take the caller's ``Transaction``, so a read-check-write sequence (claiming a
-task, executing an intent once) stays one transaction of the caller's.
-"""
+"""One module per concern of the store: each owns the SQL of its tables and answers typed rows (frozen
+dataclasses). Reads take the ``Store``; writes take a ``Transaction``, so they join the caller's (a state
+change and its ledger row commit together). Nothing outside ``gateway/store/`` writes SQL
+(tests/test_store_layout.py holds that)."""

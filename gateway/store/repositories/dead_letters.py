@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, fields
 from typing import Any
 
-from gateway.ledger.store import Row, Store, Transaction
+from gateway.store.interface import Row, Store, Transaction
 from gateway.types import JSONObject
 
 __all__ = ["DeadLetterRow", "insert", "letter", "listed", "locked", "mark_replayed"]

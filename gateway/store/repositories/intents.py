@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, fields
 
 from gateway.digests import canonical_json
-from gateway.ledger.store import Row, Store, Transaction
+from gateway.store.interface import Row, Store, Transaction
 from gateway.store.repositories.stateful import StatefulRows
 from gateway.tasks.states import INTENT_MOVES
 from gateway.types import JSONObject

@@ -18,7 +18,7 @@ from enum import StrEnum
 from typing import Any
 
 from gateway.ledger.chain import utc_now
-from gateway.ledger.store import Row, Transaction
+from gateway.store.interface import Row, Transaction, one_row
 from gateway.tasks.states import check_move
 
 __all__ = ["StatefulRows"]
@@ -46,7 +46,7 @@ class StatefulRows:
         if unknown:
             raise ValueError(f"{self.table} has no writable column {sorted(unknown)}")
         if "state" in columns:
-            row = tx.execute(f"SELECT state FROM {self.table} WHERE id = ?", (identifier,)).fetchone()
+            row = one_row(tx.execute(f"SELECT state FROM {self.table} WHERE id = ?", (identifier,)))
             check_move(self.moves, self.named(identifier), row["state"], str(columns["state"]))
         values = [self._stored(name, value) for name, value in columns.items()]
         assignments = ", ".join(f"{name} = ?" for name in columns)

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, fields
 from typing import Any
 
-from gateway.ledger.store import Row, Store, Transaction
+from gateway.store.interface import Row, Store, Transaction
 from gateway.store.repositories.stateful import StatefulRows
 from gateway.tasks.models import TaskManifest
 from gateway.tasks.states import TASK_MOVES

@@ -1,8 +1,8 @@
 """The review index read back: every SQL string of gateway/traces.py (the one read model of the ledger).
 
 Reads only: the review index (``calls``, ``call_rules``, ``call_counts``, ``trace_summaries``, ``trace_steps``:
-gateway/ledger/review_index.py writes them with each ledger row), the ledger rows a page or a trace shows,
-and the approvals whose requests hold a call's arguments. Filters become SQL conditions here, and nowhere else.
+review_index.py writes them with each ledger row), the ledger rows a page or a trace shows, and the approvals
+whose requests hold a call's arguments. Filters become SQL conditions here, and nowhere else.
 
     rows = traces.summaries(store, Filters(denied=True), limit=50, offset=0)   # refused first, then asked
     counted = traces.outcome_counts(store, Filters(agent="w1"), at=traces.newest_call(store))
@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, Protocol
 
-from gateway.ledger.store import Row, Store
+from gateway.store.interface import Row, Store
 from gateway.types import JSONObject
 
 __all__ = [

@@ -21,8 +21,8 @@ lies past it (a ledger from before this index, rows a tool wrote directly), a ba
 crash mid-way resumes where the last batch committed.
 
     with store.transaction() as tx:
-        tx.execute("INSERT INTO ledger ...")
-        index_row(tx, body)          # Ledger.append_in does this
+        ledger.append(tx, stored)    # the ledger row (gateway/store/repositories/ledger.py), then
+        index_row(tx, body)          # its index: Ledger.append_in does both
     catch_up(store)                  # the review pages call this before they read
 """
 
@@ -31,7 +31,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gateway.ledger.store import Store
+from gateway.store.interface import Row, Store, Transaction, one_row
+from gateway.store.repositories import cursors
 from gateway.types import JSONObject
 
 __all__ = [
@@ -62,21 +63,21 @@ def catch_up(store: Store, batch: int = BATCH) -> int:
         if (state["newest"] or 0) <= (state["at"] or 0) and state["at"] is not None:
             return done
         with store.transaction() as tx:
-            row = tx.execute("SELECT seq FROM cursors WHERE name = ?", (CURSOR,)).fetchone()
-            at = row["seq"] if row else 0
-            if row is None:
-                tx.execute("INSERT INTO cursors (name, seq, tries) VALUES (?, 0, 0)", (CURSOR,))
+            position = cursors.position_in(tx, CURSOR)
+            at = position.seq if position is not None else 0
+            if position is None:
+                cursors.place(tx, CURSOR, 0)
             rows = tx.execute("SELECT body FROM ledger WHERE seq > ? ORDER BY seq LIMIT ?", (at, batch)).fetchall()
             for body in rows:
                 index_row(tx, json.loads(body["body"]), advance=False)
                 done += 1
             if rows:
-                tx.execute("UPDATE cursors SET seq = ? WHERE name = ?", (json.loads(rows[-1]["body"])["seq"], CURSOR))
+                cursors.move(tx, CURSOR, json.loads(rows[-1]["body"])["seq"])
         if not rows:
             return done
 
 
-def index_row(tx: Any, row: JSONObject, advance: bool = True) -> None:
+def index_row(tx: Transaction, row: JSONObject, advance: bool = True) -> None:
     """Merge one ledger row (its parsed body) into the index; ``advance``: move the cursor past it if the
     cursor stood just before it (an append; a catch-up moves the cursor itself)."""
     kind = row.get("kind")
@@ -96,7 +97,7 @@ def index_row(tx: Any, row: JSONObject, advance: bool = True) -> None:
             (submitted_in, row["seq"]),
         )
     if advance:
-        tx.execute("UPDATE cursors SET seq = ? WHERE name = ? AND seq = ?", (row["seq"], CURSOR, row["seq"] - 1))
+        cursors.step(tx, CURSOR, row["seq"])
 
 
 def _rules(row: JSONObject) -> list[str]:
@@ -108,7 +109,7 @@ def _rules(row: JSONObject) -> list[str]:
     return [f"gateway.{code}"] if code else []
 
 
-def _index_call(tx: Any, row: JSONObject) -> str | None:
+def _index_call(tx: Transaction, row: JSONObject) -> str | None:
     select = "SELECT * FROM calls WHERE call_id = ?"
     before = tx.execute(select, (row["call_id"],)).fetchone()
     trace_id = _merge_call(tx, row, before)
@@ -126,7 +127,7 @@ def _index_call(tx: Any, row: JSONObject) -> str | None:
     return trace_id
 
 
-def _counted_as(call: Any) -> tuple[Any, ...] | None:
+def _counted_as(call: Row | None) -> tuple[Any, ...] | None:
     """The ``call_counts`` group a call counts in: its UTC day and what the review filters by (none: NULL)."""
     if call is None:
         return None
@@ -143,7 +144,7 @@ def _counted_as(call: Any) -> tuple[Any, ...] | None:
     )
 
 
-def _add_count(tx: Any, group: tuple[Any, ...], n: int) -> None:
+def _add_count(tx: Transaction, group: tuple[Any, ...], n: int) -> None:
     tx.execute(
         "INSERT INTO call_counts (day, kind, agent, role, tool, tier, outcome, action, approved, n) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (day, kind, agent, role, tool, tier, outcome, action, "
@@ -152,7 +153,7 @@ def _add_count(tx: Any, group: tuple[Any, ...], n: int) -> None:
     )
 
 
-def _merge_call(tx: Any, row: JSONObject, old: Any) -> str | None:
+def _merge_call(tx: Transaction, row: JSONObject, old: Row | None) -> str | None:
     seq, call_id = row["seq"], row["call_id"]
     final = row.get("outcome") != "started"
     if old is None:
@@ -231,7 +232,7 @@ def _merge_call(tx: Any, row: JSONObject, old: Any) -> str | None:
     return trace_id
 
 
-def _rules_of_final(tx: Any, final_seq: int | None) -> list[str]:
+def _rules_of_final(tx: Transaction, final_seq: int | None) -> list[str]:
     if final_seq is None:
         return []
     body = tx.execute("SELECT body FROM ledger WHERE seq = ?", (final_seq,)).fetchone()
@@ -249,20 +250,20 @@ def _final_values(row: JSONObject) -> dict[str, Any]:
     }
 
 
-def _set_rules(tx: Any, seq: int, rules: list[str]) -> None:
+def _set_rules(tx: Transaction, seq: int, rules: list[str]) -> None:
     tx.execute("DELETE FROM call_rules WHERE seq = ?", (seq,))
     for rule in dict.fromkeys(rules):
         tx.execute("INSERT INTO call_rules (rule, seq) VALUES (?, ?)", (rule, seq))
 
 
-def _task_of(tx: Any, trace_id: str | None) -> str | None:
+def _task_of(tx: Transaction, trace_id: str | None) -> str | None:
     if not trace_id:
         return None
     found = tx.execute("SELECT id FROM tasks WHERE trace_id = ?", (trace_id,)).fetchone()
     return str(found["id"]) if found else None
 
 
-def _approval_trace(tx: Any, row: JSONObject) -> str | None:
+def _approval_trace(tx: Transaction, row: JSONObject) -> str | None:
     """An approval row's trace: its request's call's (the request is written just before the call's own row, so
     it may wait, under trace '', for that call to be indexed: ``_adopt``), and the settlement follows the
     request by approval id."""
@@ -283,7 +284,7 @@ def _approval_trace(tx: Any, row: JSONObject) -> str | None:
     return trace_id or None
 
 
-def _adopt(tx: Any, call_id: str, trace_id: str) -> None:
+def _adopt(tx: Transaction, call_id: str, trace_id: str) -> None:
     """Approval rows written before their call was indexed join its trace."""
     waiting = tx.execute(
         "SELECT seq, approval_id FROM trace_steps WHERE trace_id = '' AND call_id = ?", (call_id,)
@@ -295,7 +296,7 @@ def _adopt(tx: Any, call_id: str, trace_id: str) -> None:
         )
 
 
-def _rollback_trace(tx: Any, row: JSONObject) -> str | None:
+def _rollback_trace(tx: Transaction, row: JSONObject) -> str | None:
     """A rollback's trace: that of the call that took its checkpoint."""
     checkpoint = (row.get("detail") or {}).get("checkpoint")
     found = tx.execute(
@@ -310,7 +311,7 @@ def _rollback_trace(tx: Any, row: JSONObject) -> str | None:
     return None
 
 
-def _ensure_trace(tx: Any, trace_id: str, row: JSONObject) -> None:
+def _ensure_trace(tx: Transaction, trace_id: str, row: JSONObject) -> None:
     tx.execute(
         "INSERT INTO trace_summaries (trace_id, first_seq, last_seq, first, last) VALUES (?, ?, ?, ?, ?) "
         "ON CONFLICT DO NOTHING",
@@ -318,7 +319,7 @@ def _ensure_trace(tx: Any, trace_id: str, row: JSONObject) -> None:
     )
 
 
-def _touch_trace(tx: Any, trace_id: str, row: JSONObject) -> None:
+def _touch_trace(tx: Transaction, trace_id: str, row: JSONObject) -> None:
     """A row of the trace: its span grows to it; a side effect (a merge, a rollback) is added to its list."""
     _ensure_trace(tx, trace_id, row)
     tx.execute(
@@ -330,7 +331,7 @@ def _touch_trace(tx: Any, trace_id: str, row: JSONObject) -> None:
     )
     effect = side_effect(_step_name(row), row.get("detail") or {})
     if effect:
-        kept = tx.execute("SELECT side_effects FROM trace_summaries WHERE trace_id = ?", (trace_id,)).fetchone()
+        kept = one_row(tx.execute("SELECT side_effects FROM trace_summaries WHERE trace_id = ?", (trace_id,)))
         effects = json.loads(kept["side_effects"] or "[]")
         marked = f"{row['seq']}:{effect}"
         if marked not in effects:
@@ -350,7 +351,7 @@ def _step_name(row: JSONObject) -> str:
     return f"{kind}.{detail.get('action')}"
 
 
-def _count(tx: Any, trace_id: str, dry: bool, old: str | None, new: str, unknown: bool) -> None:
+def _count(tx: Transaction, trace_id: str, dry: bool, old: str | None, new: str, unknown: bool) -> None:
     """A new call of the trace."""
     tx.execute(
         "UPDATE trace_summaries SET calls = calls + 1, dry_runs = dry_runs + ?, unknown = unknown + ? "
@@ -360,7 +361,7 @@ def _count(tx: Any, trace_id: str, dry: bool, old: str | None, new: str, unknown
     _recount(tx, trace_id, old, new, False, False)
 
 
-def _recount(tx: Any, trace_id: str, old: str | None, new: str, was_unknown: bool, unknown: bool) -> None:
+def _recount(tx: Transaction, trace_id: str, old: str | None, new: str, was_unknown: bool, unknown: bool) -> None:
     """A call of the trace that ended otherwise than it stood: its counts follow."""
     delta = {
         column: int(new in outcomes) - int(old in outcomes)

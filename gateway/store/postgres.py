@@ -1,4 +1,4 @@
-"""The store on PostgreSQL (psycopg 3): the same interface and semantics as the SQLite ``Database``.
+"""The store on PostgreSQL (psycopg 3): the same interface and semantics as the SQLite ``SqliteStore``.
 
 Selected by ``store: postgresql://gateway:${PGPASSWORD}@db:5432/gateway`` in gateway.yaml. Several gateway
 processes and replicas share one database.
@@ -45,8 +45,11 @@ from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from gateway.errors import StoreUnavailable
-from gateway.ledger.store import MIGRATIONS as SQLITE_MIGRATIONS
-from gateway.ledger.store import SCHEMA_VERSION, check_version
+from gateway.store.interface import Transaction
+from gateway.store.migrations import MIGRATIONS as FILES
+from gateway.store.migrations import SCHEMA_VERSION, check_version, statements
+
+__all__ = ["PostgresStore", "mask_url", "translate"]
 
 log = structlog.get_logger("gateway.store")
 T = TypeVar("T")
@@ -68,12 +71,12 @@ DEFAULTS = {
     "options": "-c lock_timeout=30s",
 }
 
-# The schema at each version, as PostgreSQL migrations: (version, script) in order, numbered like the SQLite
-# MIGRATIONS (store.py) so both stores report the same version for the same schema, and written from them:
-# ``execute`` translates SQLite's json_extract, and sequence numbers (``seq``) become 64-bit. Version 5 is the
-# baseline: the whole schema SQLite reaches through migrations 1-5, in one step (shipped SQLite migrations never
-# change, so neither does it). Each later version is its SQLite migration through ``postgresql``
-# (where the dialects part, write that version's script by hand here).
+# The schema at each version, as PostgreSQL migrations: (version, script) in order, numbered like the files in
+# migrations/ so both stores report the same version for the same schema, and written from them: ``execute``
+# translates SQLite's json_extract, and sequence numbers (``seq``) become 64-bit. Version 5 is the baseline: the
+# whole schema SQLite reaches through files 1-5, in one step (shipped files never change, so neither does it).
+# Each later version is its file through ``postgresql``, or its own ``.postgresql.sql`` file where the dialects
+# part.
 BASELINE = 5
 
 
@@ -83,8 +86,8 @@ def postgresql(script: str) -> str:
 
 
 MIGRATIONS: list[tuple[int, str]] = [
-    (BASELINE, postgresql(";\n".join(script.strip().rstrip(";") for script in SQLITE_MIGRATIONS[:BASELINE]))),
-    *((version, postgresql(SQLITE_MIGRATIONS[version - 1])) for version in range(BASELINE + 1, SCHEMA_VERSION + 1)),
+    (BASELINE, postgresql(";\n".join(m.script.rstrip(";") for m in FILES[:BASELINE]))),
+    *((m.version, m.postgresql or postgresql(m.script)) for m in FILES[BASELINE:]),
 ]
 
 _URL_PASSWORD = re.compile(r"(://[^/@:]*:)[^/]*@")  # to the last @: an unencoded @ in a password
@@ -160,7 +163,7 @@ class PostgresStore:
         return conn
 
     @contextmanager
-    def transaction(self) -> Iterator[PostgresTransaction]:
+    def transaction(self) -> Iterator[Transaction]:
         self._local.after = []
         conn = self._retrying(self._begin)
         try:
@@ -196,10 +199,10 @@ class PostgresStore:
             tx.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
             row = tx.execute("SELECT version FROM schema_version").fetchone()
             version = int(row[0]) if row else 0
-            check_version(self, version, upgrading=True)
+            check_version(self.where, version, upgrading=True)
             for number, script in MIGRATIONS:
                 if number > version:
-                    for statement in filter(str.strip, script.split(";")):
+                    for statement in statements(script):
                         tx.execute(statement)
             tx.execute("DELETE FROM schema_version")
             tx.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))

@@ -1,0 +1,53 @@
+"""Budgets (``budgets``): each scope's counts in its current window, and its token bucket."""
+
+from __future__ import annotations
+
+from dataclasses import astuple, dataclass
+
+from gateway.store.interface import Store, Transaction
+from gateway.store.repositories.rows import columns, typed
+
+__all__ = ["Charged", "add_measured", "charged", "charged_in", "write"]
+
+
+@dataclass(frozen=True)
+class Charged:
+    scope: str  # role:worker, agent:w1, task:T1
+    window_start: float  # epoch seconds
+    calls: int
+    tier2: int
+    tier3: int
+    egress_bytes: int
+    wall_ms: int
+    tokens: float | None  # None: no rate limit has filled the bucket yet
+    refilled: float  # epoch seconds
+
+
+_SELECT = f"SELECT {columns(Charged)} FROM budgets"
+_UPSERT = (
+    f"INSERT INTO budgets ({columns(Charged)}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (scope) DO UPDATE SET "
+    + ", ".join(f"{name} = excluded.{name}" for name in columns(Charged).split(", ")[1:])
+)
+
+
+def charged_in(tx: Transaction, scope: str) -> Charged | None:
+    """The scope's row, read under the transaction's write lock (to charge it)."""
+    row = tx.execute(f"{_SELECT} WHERE scope = ?", (scope,)).fetchone()
+    return typed(Charged, row) if row is not None else None
+
+
+def write(tx: Transaction, row: Charged) -> None:
+    tx.execute(_UPSERT, astuple(row))
+
+
+def add_measured(tx: Transaction, scope: str, egress_bytes: int, wall_ms: int) -> None:
+    """What a call used while it ran, added to the scope's window as it is now."""
+    tx.execute(
+        "UPDATE budgets SET egress_bytes = egress_bytes + ?, wall_ms = wall_ms + ? WHERE scope = ?",
+        (egress_bytes, wall_ms, scope),
+    )
+
+
+def charged(store: Store) -> list[Charged]:
+    """Every scope's row, by scope."""
+    return [typed(Charged, row) for row in store.query(f"{_SELECT} ORDER BY scope")]
