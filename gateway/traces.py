@@ -31,7 +31,7 @@ import shlex
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +39,10 @@ from gateway.decision_log import DecisionLogIndex, mask_text, redact
 from gateway.digests import digest
 from gateway.errors import GatewayError
 from gateway.store import Store, open_store
-from gateway.store.repositories.review_index import BLOCK_SHIFT, CALL_KINDS, REFUSED, catch_up, side_effect
+from gateway.store.repositories import intents as intent_rows
+from gateway.store.repositories import tasks as task_rows
+from gateway.store.repositories import traces as trace_rows
+from gateway.store.repositories.review_index import CALL_KINDS, REFUSED, catch_up, side_effect
 from gateway.types import FILTER_OUTCOMES, JSONObject
 
 if TYPE_CHECKING:
@@ -339,79 +342,46 @@ class Traces:
         only when asked for and never traces of only unknown-tool calls: ``noise`` counts those): refused
         first, then asked, then the rest; newest first within each group."""
         self._ready()
-        filters = filters or Filters()
-        where, params = self._trace_where(filters)
-        sql = f"SELECT * FROM trace_summaries WHERE {where} ORDER BY (refused = 0), (asked = 0), last_seq DESC" + (
-            " LIMIT ? OFFSET ?" if limit else ""
-        )
-        rows = self.db.query(sql, [*params, *((limit, offset) if limit else ())])
-        return [self._summary(row) for row in rows]
+        return [self._summary(row) for row in trace_rows.summaries(self.db, filters or Filters(), limit, offset)]
 
     def noise(self, checks: bool = False) -> tuple[int, int]:
         """(traces, calls) of traces whose every call named no tool there is: left out of ``list``."""
         self._ready()
-        row = self.db.query(
-            "SELECT count(*) AS traces, COALESCE(sum(calls), 0) AS calls FROM trace_summaries "
-            "WHERE calls > 0 AND unknown = calls" + ("" if checks else " AND dry_runs < calls")
-        )[0]
-        return int(row["traces"]), int(row["calls"])
+        return trace_rows.noise(self.db, checks)
 
-    def _trace_where(self, filters: Filters) -> tuple[str, builtins.list[Any]]:
-        if filters.active():
-            where, params = _call_where(filters, None)
-            return f"trace_id IN (SELECT trace_id FROM calls WHERE {where})", params
-        shown = "(calls = 0 OR unknown < calls)"
-        return (shown if filters.checks else f"{shown} AND (calls = 0 OR dry_runs < calls)"), []
-
-    def _summary(self, row: Any) -> TraceSummary:
+    def _summary(self, row: trace_rows.SummaryRow) -> TraceSummary:
         """A trace's summary from its index row; its agents, roles and tools from its calls' index rows."""
-        trace_id = str(row["trace_id"])
-        people = self.db.query(
-            "SELECT agent, role, tool, count(*) AS n, min(seq) AS first_seq FROM calls WHERE trace_id = ? "
-            "GROUP BY agent, role, tool",
-            (trace_id,),
-        )
+        trace_id = row.trace_id
+        people = trace_rows.participants(self.db, trace_id)
         tools: dict[str, tuple[int, int]] = {}  # tool -> (calls, the first call's seq)
         for p in people:
-            if p["tool"]:
-                n, first = tools.get(p["tool"], (0, p["first_seq"]))
-                tools[p["tool"]] = (n + p["n"], min(first, p["first_seq"]))
-        task = self.db.query("SELECT id FROM tasks WHERE trace_id = ?", (trace_id,))
-        task_id = str(task[0]["id"]) if task else None
-        dry = row["calls"] > 0 and row["dry_runs"] == row["calls"]
+            if p.tool:
+                n, first = tools.get(p.tool, (0, p.first_seq))
+                tools[p.tool] = (n + p.n, min(first, p.first_seq))
+        task_id = next(iter(task_rows.trace_ids(self.db, trace_id)), None)
+        dry = row.calls > 0 and row.dry_runs == row.calls
         return TraceSummary(
             trace_id=trace_id,
             kind="task" if task_id else "dry run" if dry else "session",
             task_id=task_id,
-            first=row["first"],
-            last=row["last"],
-            calls=row["calls"],
-            denied=row["refused"],
-            asked=row["asked"],
-            errors=row["errors"],
-            agents=sorted({p["agent"] for p in people if p["agent"]}),
-            roles=sorted({p["role"] for p in people if p["role"]}),
+            first=row.first,
+            last=row.last,
+            calls=row.calls,
+            denied=row.refused,
+            asked=row.asked,
+            errors=row.errors,
+            agents=sorted({p.agent for p in people if p.agent}),
+            roles=sorted({p.role for p in people if p.role}),
             tools=_most_used(tools),
-            side_effects=[clean(e.split(":", 1)[1]) for e in json.loads(row["side_effects"] or "[]")],
-            checkpoints=row["checkpoints"],
+            side_effects=[clean(e.split(":", 1)[1]) for e in row.side_effects],
+            checkpoints=row.checkpoints,
         )
 
     def get(self, ref: str) -> Trace:
         self._ready()
         trace_id = self._resolve(ref)
-        rows = [
-            _decode(r["body"])
-            for r in self.db.query(
-                "SELECT body FROM ledger WHERE json_extract(body, '$.trace_id') = ? OR seq IN "
-                "(SELECT seq FROM trace_steps WHERE trace_id = ?) OR seq IN (SELECT seq FROM calls WHERE trace_id = ?) "
-                "OR seq IN (SELECT final_seq FROM calls WHERE trace_id = ?) ORDER BY seq",
-                (trace_id, trace_id, trace_id, trace_id),
-            )
-        ]
-        tasks = {
-            r["id"]: r["trace_id"]
-            for r in self.db.query("SELECT id, trace_id FROM tasks WHERE trace_id = ?", (trace_id,))
-        }
+        rows = [_decode(body) for body in trace_rows.trace_bodies(self.db, trace_id)]
+        tasks = task_rows.trace_ids(self.db, trace_id)
         index = _Index.build(rows, tasks)
         entries = [_shown(e) if isinstance(e, CallView) else e for e in index.traces.get(trace_id, [])]
         self._proofs.attach(_calls(entries), self._tasks(_calls(entries)))
@@ -419,19 +389,15 @@ class Traces:
 
     def _resolve(self, ref: str) -> str:
         ref = ref.strip()
-        if self.db.query("SELECT 1 FROM trace_summaries WHERE trace_id = ?", (ref,)):
+        if trace_rows.known(self.db, ref):
             return ref
-        task = self.db.query("SELECT trace_id FROM tasks WHERE id = ?", (ref,))
-        if task and self.db.query("SELECT 1 FROM trace_summaries WHERE trace_id = ?", (task[0]["trace_id"],)):
-            return str(task[0]["trace_id"])
+        task_trace = task_rows.trace_id_of(self.db, ref)
+        if task_trace is not None and trace_rows.known(self.db, task_trace):
+            return task_trace
         if len(ref) >= 4:
-            prefix = ref.lower()
-            matches = self.db.query(
-                "SELECT trace_id FROM trace_summaries WHERE trace_id >= ? AND trace_id < ? ORDER BY trace_id LIMIT 2",
-                (prefix, prefix + "\U0010ffff"),
-            )
+            matches = trace_rows.prefixed(self.db, ref.lower(), limit=2)
             if len(matches) == 1:
-                return str(matches[0]["trace_id"])
+                return matches[0]
             if len(matches) > 1:
                 raise UnknownTrace(f"trace prefix {clean(ref, 80)!r} is ambiguous: more than one trace matches")
         raise UnknownTrace(f"no trace {clean(ref, 80)!r}: give a trace id (or a unique prefix) or a task id")
@@ -442,54 +408,11 @@ class Traces:
         self._ready()
         filters = filters or Filters()
         if at is None:
-            at = int(self.db.query("SELECT COALESCE(max(seq), 0) AS s FROM calls")[0]["s"])
-        others = replace(filters, outcome=None)
-        counted: Counter[str] = Counter()
-        if others.task or (others.rule and not _rule_key(others.rule)):  # no groups by task: call by call, by index
-            self._tally(counted, *_call_where(others, at))
-        else:
-            self._sum_groups(counted, others, at)
+            at = trace_rows.newest_call(self.db)
+        counted = trace_rows.outcome_counts(self.db, replace(filters, outcome=None), at)
         outcomes = {o: counted[o] for o in (*FILTER_OUTCOMES, "any") if counted[o]}
         total = counted[filters.outcome] if filters.outcome else counted["any"]
         return at, total, outcomes
-
-    def _tally(self, counted: Counter[str], where: str, params: builtins.list[Any], sign: int = 1) -> None:
-        """Add (``sign`` 1) or take away (-1) the calls of ``where``, by outcome, allowed, approved and any."""
-        for row in self.db.query(
-            "SELECT outcome, count(*) AS n, sum(CASE WHEN action = 'allow' THEN 1 ELSE 0 END) AS allowed, "
-            f"sum(approved) AS approved FROM calls WHERE {where} GROUP BY outcome",
-            params,
-        ):
-            _add(counted, row, sign)
-
-    def _sum_groups(self, counted: Counter[str], filters: Filters, at: int) -> None:
-        """Counts from ``call_counts`` (whole UTC days), the calls of the part-days a time range cuts (by the time
-        index), less the calls after ``at``: exact, at the cost of the groups, not of the calls."""
-        full, windows = _days(filters.since, filters.until)
-        if full is not None:
-            clauses, params = _common_where(filters)
-            table = "call_counts"
-            if filters.rule:  # the groups of the rule key (``count`` checked it is one)
-                table = "rule_counts"
-                clauses.append("rule = ?")
-                params.append(filters.rule)
-            for column, bound, value in (("day", ">=", full[0]), ("day", "<=", full[1])):
-                if value is not None:
-                    clauses.append(f"{column} {bound} ?")
-                    params.append(value)
-            for row in self.db.query(
-                "SELECT outcome, sum(n) AS n, sum(CASE WHEN action = 'allow' THEN n ELSE 0 END) AS allowed, "
-                f"sum(CASE WHEN approved = 1 THEN n ELSE 0 END) AS approved FROM {table} "
-                f"WHERE {' AND '.join(clauses) or '1 = 1'} GROUP BY outcome",
-                params,
-            ):
-                _add(counted, row, 1)
-        for since, until in windows:
-            self._tally(counted, *_call_where(replace(filters, since=since, until=until), None))
-        newest = int(self.db.query("SELECT COALESCE(max(seq), 0) AS s FROM calls")[0]["s"])
-        if newest > at:  # calls after ``at`` are in the groups, not in the view
-            where, params = _call_where(filters, newest)
-            self._tally(counted, f"{where} AND seq > ?", [*params, at], -1)
 
     def page(
         self,
@@ -505,35 +428,23 @@ class Traces:
         arrive. Only the page's calls are read from the ledger, masked and get their arguments read back."""
         filters = filters or Filters()
         at, total, outcomes = self.count(filters, at)
-        where, params = _call_where(filters, at)
-        skip = offset
-        if before is not None:  # the rows below ``before``: ``offset`` then only says where the page stands
-            where, params, skip = f"{where} AND seq < ?", [*params, before], 0
-        elif offset >= SEEK_FROM and filters == Filters(checks=filters.checks):  # deep, by number: by blocks
-            below, skip = seek_block(self.db, filters.checks, at, offset)
-            where, params = f"{where} AND seq < ?", [*params, below]
-        found = self.db.query(
-            f"SELECT call_id, seq, final_seq, task FROM calls WHERE {where} ORDER BY seq DESC LIMIT ? OFFSET ?",
-            [*params, size, skip],
-        )
+        skip = 0 if before is not None else offset  # below ``before``, ``offset`` only says where the page stands
+        if before is None and offset >= trace_rows.SEEK_FROM and filters == Filters(checks=filters.checks):
+            before, skip = trace_rows.seek_block(self.db, filters.checks, at, offset)  # deep, by number: by blocks
+        found = trace_rows.calls(self.db, filters, at, before, size, skip)
         return CallPage(self._views(found), total, offset, size, at, outcomes)
 
-    def _views(self, found: Sequence[Any]) -> builtins.list[CallView]:
+    def _views(self, found: Sequence[trace_rows.CallRow]) -> builtins.list[CallView]:
         """The shown calls of these index rows: their first and final ledger rows read, masked, proven."""
-        seqs = sorted({s for r in found for s in (r["seq"], r["final_seq"]) if s is not None})
-        bodies: dict[int, JSONObject] = {}
-        for i in range(0, len(seqs), 500):
-            chunk = seqs[i : i + 500]
-            marks = ", ".join("?" * len(chunk))
-            for r in self.db.query(f"SELECT seq, body FROM ledger WHERE seq IN ({marks})", chunk):
-                bodies[int(r["seq"])] = _decode(r["body"])
+        seqs = sorted({s for r in found for s in (r.seq, r.final_seq) if s is not None})
+        bodies = {seq: _decode(body) for seq, body in trace_rows.bodies(self.db, seqs).items()}
         shown = []
         for r in found:
-            rows = [bodies[s] for s in (r["seq"], r["final_seq"]) if s is not None and s in bodies]
-            if rows and r["final_seq"] == r["seq"]:
+            rows = [bodies[s] for s in (r.seq, r.final_seq) if s is not None and s in bodies]
+            if rows and r.final_seq == r.seq:
                 rows = rows[:1]
-            view = _call_view(r["call_id"], rows)
-            view.task = r["task"]
+            view = _call_view(r.call_id, rows)
+            view.task = r.task
             shown.append(_shown(view))
         self._proofs.attach(shown, self._tasks(shown))
         return shown
@@ -542,130 +453,19 @@ class Traces:
         """Task id -> trace id, read only when a shown call's arguments may be rebuilt from a task record."""
         if not any((c.tool or "").startswith(("task_", "verify_run")) for c in calls):
             return {}
-        return {r["id"]: r["trace_id"] for r in self.db.query("SELECT id, trace_id FROM tasks")}
+        return task_rows.trace_ids(self.db)
 
     def call(self, call_id: str) -> CallView:
         """One call by its id, arguments attached; UnknownTrace if there is none."""
         self._ready()
-        found = self.db.query("SELECT call_id, seq, final_seq, task FROM calls WHERE call_id = ?", (call_id,))
-        if not found:
+        found = trace_rows.call(self.db, call_id)
+        if found is None:
             raise UnknownTrace(f"no call {clean(call_id, 80)!r}")
-        return self._views(found)[0]
+        return self._views([found])[0]
 
     def refused_credentials(self, limit: int = 50) -> builtins.list[JSONObject]:
         """Requests refused before any principal existed (kind "auth"): newest first."""
-        rows = self.db.query(
-            "SELECT body FROM ledger WHERE json_extract(body, '$.kind') = 'auth' ORDER BY seq DESC LIMIT ?", (limit,)
-        )
-        return [_decode(r["body"]) for r in rows]
-
-
-SEEK_FROM = 1 << BLOCK_SHIFT  # a page by number this deep or deeper skips whole blocks (``seek_block``)
-CALLS_IN_TOP_BLOCK = "SELECT count(*) AS n FROM calls WHERE seq >= ? AND seq <= ?"
-CALLS_PER_BLOCK = "SELECT block, sum(n) AS n FROM call_blocks WHERE block < ? {dry} GROUP BY block ORDER BY block DESC"
-
-
-def seek_block(db: Store, checks: bool, at: int, offset: int) -> tuple[int, int]:
-    """Where the unfiltered page at ``offset`` (newest first, calls up to ledger row ``at``) begins: (a seq it lies
-    below, the offset left from there), from the calls counted per block (``call_blocks``), so a page 500,000
-    calls deep walks at most a block's calls, not 500,000. (0, 0): past the last call."""
-    top = at >> BLOCK_SHIFT
-    dry = "" if checks else " AND kind != 'check'"
-    in_top = int(db.query(CALLS_IN_TOP_BLOCK + dry, (top << BLOCK_SHIFT, at))[0]["n"])
-    if offset < in_top:
-        return at + 1, offset
-    left = offset - in_top
-    for block in db.query(CALLS_PER_BLOCK.format(dry="" if checks else "AND dry = 0"), (top,)):
-        if left < int(block["n"]):
-            return (int(block["block"]) + 1) << BLOCK_SHIFT, left
-        left -= int(block["n"])
-    return 0, 0
-
-
-def _rule_key(rule: str) -> str | None:
-    """The ``rule_counts`` key of a rule filter (counted by groups), or None (counted call by call): a filter
-    ending in a dot matches by ``_call_where``'s own test, which no key states."""
-    return None if rule.endswith(".") else rule
-
-
-def _common_where(filters: Filters) -> tuple[builtins.list[str], builtins.list[Any]]:
-    """The conditions ``calls`` and ``call_counts`` share: kind, agent, role, tool, tier, refused."""
-    clauses: builtins.list[str] = []
-    params: builtins.list[Any] = []
-    if not filters.checks:
-        clauses.append("kind != 'check'")
-    for column, value in (("agent", filters.agent), ("role", filters.role), ("tool", filters.tool)):
-        if value:
-            clauses.append(f"{column} = ?")
-            params.append(value)
-    if filters.tier is not None:
-        clauses.append("tier = ?")
-        params.append(filters.tier)
-    if filters.denied:
-        clauses.append("outcome IN ('denied', 'invalid')")
-    return clauses, params
-
-
-def _add(counted: Counter[str], row: Any, sign: int) -> None:
-    counted[str(row["outcome"])] += sign * int(row["n"])
-    counted["allowed"] += sign * int(row["allowed"] or 0)
-    counted["approved"] += sign * int(row["approved"] or 0)
-    counted["any"] += sign * int(row["n"])
-
-
-def _days(since: datetime | None, until: datetime | None) -> tuple[tuple[str | None, str | None] | None, Any]:
-    """A time range as whole UTC days (first, last; None: open) and the part-days at its ends [(from, to)]; no
-    whole days (None) when the range lies within one day or two."""
-    if since is None and until is None:
-        return (None, None), []
-    start = since.astimezone(UTC) if since is not None else None
-    end = until.astimezone(UTC) if until is not None else None
-    first = _midnight(start, up=True) if start is not None else None  # where the whole days begin
-    stop = _midnight(end, up=False) if end is not None else None  # and end (not included)
-    if first is not None and stop is not None and first >= stop:
-        return None, [(start, end)]
-    windows = []
-    if start is not None and first is not None and start < first:
-        windows.append((start, first))
-    if end is not None and stop is not None and stop < end:
-        windows.append((stop, end))
-    last = (stop - timedelta(days=1)).date().isoformat() if stop is not None else None
-    return (first.date().isoformat() if first is not None else None, last), windows
-
-
-def _midnight(when: datetime, up: bool) -> datetime:
-    """The UTC midnight at or before ``when`` (``up``: at or after)."""
-    down = when.replace(hour=0, minute=0, second=0, microsecond=0)
-    return down + timedelta(days=1) if up and down != when else down
-
-
-def _call_where(filters: Filters, at: int | None) -> tuple[str, builtins.list[Any]]:
-    """The SQL condition on the ``calls`` index that ``filters`` set (and ``seq <= at``), with its parameters."""
-    clauses, params = _common_where(filters)
-    if at is not None:
-        clauses.append("seq <= ?")
-        params.append(at)
-    if filters.task:
-        clauses.append("task = ?")
-        params.append(filters.task)
-    if filters.since is not None:
-        clauses.append("time >= ?")
-        params.append(filters.since.astimezone(UTC).isoformat(timespec="microseconds"))
-    if filters.until is not None:
-        clauses.append("time < ?")
-        params.append(filters.until.astimezone(UTC).isoformat(timespec="microseconds"))
-    if filters.rule:
-        prefix = filters.rule.rstrip(".") + "."
-        clauses.append("seq IN (SELECT seq FROM call_rules WHERE rule = ? OR (rule >= ? AND rule < ?))")
-        params += [filters.rule, prefix, prefix[:-1] + "/"]  # "/" follows "." in code point order
-    if filters.outcome == "allowed":
-        clauses.append("action = 'allow'")
-    elif filters.outcome == "approved":
-        clauses.append("approved = 1")
-    elif filters.outcome:
-        clauses.append("outcome = ?")
-        params.append(filters.outcome)
-    return " AND ".join(clauses) or "1 = 1", params
+        return [_decode(body) for body in trace_rows.refused_credentials(self.db, limit)]
 
 
 def _most_used(tools: dict[str, tuple[int, int]]) -> builtins.list[str]:
@@ -930,19 +730,14 @@ class _Proofs:
         )
         approval_ids = sorted({str(c.approval["id"]) for c in calls if c.approval and c.approval.get("id")})
         digests = sorted({c.arguments_digest for c in calls if c.arguments_digest})
-        states = {r["id"]: r["state"] for r in self._approvals("id, state", "id", approval_ids)}
+        states = trace_rows.approval_states(self.db, approval_ids)
         approvals: dict[str, JSONObject] = {}
-        for row in self._approvals("arguments_digest, request", "arguments_digest", digests):
-            request = json.loads(row["request"] or "{}")
+        for arguments_digest, request in trace_rows.approval_requests(self.db, digests):
             if isinstance(request.get("arguments"), dict):
-                approvals.setdefault(row["arguments_digest"], request["arguments"])
+                approvals.setdefault(arguments_digest, request["arguments"])
         intents = [
-            {"task_id": r["task_id"], "action": r["action"], "arguments": json.loads(r["arguments"])}
-            for r in (
-                self.db.query("SELECT task_id, action, arguments FROM intents")
-                if any(c.tool == "intent_propose" for c in calls)
-                else []
-            )
+            {"task_id": r.task_id, "action": r.action, "arguments": r.arguments}
+            for r in (intent_rows.every(self.db) if any(c.tool == "intent_propose" for c in calls) else [])
         ]
         for call in calls:
             if call.approval and call.approval.get("id") in states:
@@ -969,15 +764,6 @@ class _Proofs:
                     call.arguments = redact(candidate)[0]
                     call.arguments_source = "rebuilt from the task and intent records; matches the recorded digest"
                     break
-
-    def _approvals(self, columns: str, key: str, values: list[str]) -> list[Any]:
-        """Approval rows whose ``key`` is one of ``values``, oldest first (in chunks: bound parameters are few)."""
-        rows: list[Any] = []
-        for i in range(0, len(values), 500):
-            chunk = values[i : i + 500]
-            marks = ", ".join("?" * len(chunk))
-            rows += self.db.query(f"SELECT {columns} FROM approvals WHERE {key} IN ({marks}) ORDER BY created", chunk)
-        return rows
 
     def _from_log(self, call: CallView, entry: JSONObject) -> tuple[JSONObject | None, str | None]:
         arguments = entry["input"].get("arguments")

@@ -46,6 +46,7 @@ def test_terminal_states_have_no_way_out() -> None:
 
 @pytest.mark.anyio
 async def test_the_store_checks_the_table_when_it_writes_a_state(gateway: Any) -> None:
+    from gateway.store.repositories import tasks as task_rows
     from gateway.tasks.models import TaskManifest
 
     manifest = TaskManifest(task_id="T1", objective="x", allowed_paths=["src/**"], verification=["true"])
@@ -54,7 +55,7 @@ async def test_the_store_checks_the_table_when_it_writes_a_state(gateway: Any) -
         tx.execute("UPDATE tasks SET state = 'committed' WHERE id = 'T1'")  # as a merge leaves it
     refused = pytest.raises(IllegalTransition, match="task 'T1' is committed: it cannot become open")
     with refused, gateway.db.transaction() as tx:
-        gateway.board._set(tx, "T1", state="open")  # the one writer of task states
+        task_rows.update(tx, "T1", state="open")  # the one writer of task states
     assert gateway.board.get("T1")["state"] == "committed"  # rolled back with the transaction
 
 

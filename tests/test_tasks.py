@@ -313,8 +313,8 @@ async def test_a_report_taken_again_after_a_crash_keeps_the_commit_it_made(gatew
     """A report cut short after its commit was made, before it was recorded (the process killed there), and
     then sent again: the commit it made is its commit, not a second (empty) one; the worktree's own later
     change would still be committed."""
-    from gateway.tasks.board import report_message
     from gateway.tasks.models import ExecutionRecord
+    from gateway.tasks.reports import report_message
     from gateway.tasks.worktrees import commit_all
 
     await submit(gateway, config)

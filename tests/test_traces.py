@@ -23,6 +23,7 @@ from gateway.process import gateway_cli as cli
 from gateway.repo import Repo
 from gateway.runtime import Gateway
 from gateway.store import SqliteStore
+from gateway.store.repositories import traces as trace_rows
 from gateway.traces import Filters, Traces, listed_names, render_trace
 
 HOSTILE = "docs/<script>alert(1)</script>.md"
@@ -360,7 +361,7 @@ def test_pages_are_found_by_index_not_by_scanning_the_ledger(
     db = big_copy(config, tmp_path / "big.db", 1_000)
     Traces(db).page()
     for filters in FILTERS[1:]:
-        where, params = traces_module._call_where(filters, 10**9)
+        where, params = trace_rows.call_where(filters, 10**9)
         sql = f"SELECT call_id FROM calls WHERE {where} ORDER BY seq DESC LIMIT 25"
         plan = " ".join(str(r["detail"]) for r in db.query(f"EXPLAIN QUERY PLAN {sql}", params))
         assert "USING" in plan and "ledger" not in plan, (filters, plan)
@@ -448,8 +449,8 @@ def test_deep_pages_and_rule_counts_agree_with_the_calls_one_by_one(
     rule filter's counts (sums over ``rule_counts``) equal the calls counted one by one, on either store."""
     shift = 7  # blocks of 128 ledger rows (not 4,096), so a few hundred calls span several on either store
     monkeypatch.setattr(review_index, "BLOCK_SHIFT", shift)
-    monkeypatch.setattr(traces_module, "BLOCK_SHIFT", shift)
-    monkeypatch.setattr(traces_module, "SEEK_FROM", 1 << shift)
+    monkeypatch.setattr(trace_rows, "BLOCK_SHIFT", shift)
+    monkeypatch.setattr(trace_rows, "SEEK_FROM", 1 << shift)
     gateway = Gateway(config)
     synthetic_calls(gateway.db, 600)  # 800 ledger rows: seven blocks
     traces = Traces(gateway.db)

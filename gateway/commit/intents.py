@@ -14,14 +14,13 @@ concurrent duplicate gets the recorded outcome instead of a second run.
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any, Literal
 
 from gateway.digests import canonical_json
 from gateway.errors import Denied, InvalidRequest
 from gateway.ledger.chain import Ledger, utc_now
-from gateway.store import Row, Store, Transaction, one_row
-from gateway.tasks.states import INTENT_MOVES, check_move
+from gateway.store import Store, Transaction
+from gateway.store.repositories import intents as intent_rows
 from gateway.types import JSONObject, Principal
 
 Action = Literal["merge", "tag", "push", "upstream"]
@@ -51,18 +50,15 @@ class Intents:
         return found
 
     def find(self, identifier: str) -> JSONObject | None:
-        rows = self.db.query("SELECT * FROM intents WHERE id = ?", (identifier,))
-        return _intent(rows[0]) if rows else None
+        row = intent_rows.intent(self.db, identifier)
+        return row.as_dict() if row is not None else None
 
     def for_task(self, task_id: str, action: str) -> list[JSONObject]:
         """A task's intents for one action, oldest first."""
-        rows = self.db.query(
-            "SELECT * FROM intents WHERE task_id = ? AND action = ? ORDER BY created", (task_id, action)
-        )
-        return [_intent(r) for r in rows]
+        return [row.as_dict() for row in intent_rows.for_task(self.db, task_id, action)]
 
     def by_state(self, state: str) -> list[JSONObject]:
-        return [_intent(r) for r in self.db.query("SELECT * FROM intents WHERE state = ? ORDER BY created", (state,))]
+        return [row.as_dict() for row in intent_rows.by_state(self.db, state)]
 
     def propose(
         self, task_id: str, action: str, arguments: JSONObject, by: Principal, trace_id: str, attempt: int
@@ -71,17 +67,12 @@ class Intents:
             raise InvalidRequest(f"argument 'action': {action!r} is not one of {', '.join(ACTIONS)}")
         identifier = intent_id(task_id, action, arguments, attempt)
         with self.db.transaction() as tx:
-            existing = tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,)).fetchone()
+            existing = intent_rows.locked(tx, identifier)
             if existing is not None:
-                return _intent(existing)
-            now = utc_now()
-            tx.execute(
-                "INSERT INTO intents (id, task_id, action, arguments, state, proposed_by, trace_id, attempt, created, "
-                "updated) VALUES (?, ?, ?, ?, 'proposed', ?, ?, ?, ?, ?)",
-                (identifier, task_id, action, canonical_json(arguments), by.agent, trace_id, attempt, now, now),
-            )
+                return existing.as_dict()
+            intent_rows.insert(tx, identifier, task_id, action, arguments, by.agent, trace_id, attempt, utc_now())
             self._event(tx, identifier, "propose", by, task_id=task_id, action=action, attempt=attempt)
-            return _intent(one_row(tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,))))
+            return self._locked(tx, identifier)
 
     def approve(self, identifier: str, by: Principal, task: JSONObject) -> JSONObject:
         verification = task.get("verification") or {}
@@ -104,9 +95,9 @@ class Intents:
                     f"intent {identifier[:12]} was proposed for attempt {intent['attempt']} of {task['id']!r}, "
                     f"which is now on attempt {task['attempt']}: propose it again"
                 )
-            self._set(tx, identifier, state="approved", approved_by=by.agent)
+            intent_rows.update(tx, identifier, state="approved", approved_by=by.agent)
             self._event(tx, identifier, "approve", by, verified_commit=verification.get("commit"))
-            return _intent(one_row(tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,))))
+            return self._locked(tx, identifier)
 
     def begin(self, identifier: str, by: Principal) -> bool:
         """approved -> executing, committed before the side effect runs. False: someone else has it, or it
@@ -117,7 +108,7 @@ class Intents:
                 return False
             if intent["state"] != "approved":
                 raise IntentRefused(f"intent {identifier[:12]} is {intent['state']}; a verifier must approve it first")
-            self._set(tx, identifier, state="executing", committed_by=by.agent)
+            intent_rows.update(tx, identifier, state="executing", committed_by=by.agent)
             self._event(tx, identifier, "execute", by, action=intent["action"])
             return True
 
@@ -129,18 +120,18 @@ class Intents:
             intent = self._locked(tx, identifier)
             if intent["state"] != "executing":
                 return intent
-            self._set(tx, identifier, state=state, outcome=json.dumps(outcome, default=str))
+            intent_rows.update(tx, identifier, state=state, outcome=outcome)
             self._event(tx, identifier, state, by, outcome=outcome)
             if after is not None:
                 after(tx)
-            return _intent(one_row(tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,))))
+            return self._locked(tx, identifier)
 
     def plan_catch_up(self, identifier: str, plan: JSONObject) -> None:
         """Record, on the executing intent, the catch-up of the user's checkout that its merge is about to
         take (gateway/commit/checkout.py), before the base branch moves: a crash inside it is finished from this."""
         with self.db.transaction() as tx:
             if self._locked(tx, identifier)["state"] == "executing":
-                self._set(tx, identifier, outcome=json.dumps({"catch_up": plan}))
+                intent_rows.update(tx, identifier, outcome={"catch_up": plan})
                 self._event(tx, identifier, "catch_up_planned", None, **plan)
 
     def requeue(
@@ -155,34 +146,25 @@ class Intents:
         way); a later commit retries. ``after(tx)`` runs in the same transaction."""
         with self.db.transaction() as tx:
             if self._locked(tx, identifier)["state"] == "executing":
-                self._set(tx, identifier, state="approved", outcome=json.dumps({"deferred": why, **detail}))
+                intent_rows.update(tx, identifier, state="approved", outcome={"deferred": why, **detail})
                 self._event(tx, identifier, "requeue", None, why=why, **detail)
                 if after is not None:
                     after(tx)
-            return _intent(one_row(tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,))))
+            return self._locked(tx, identifier)
 
     def _locked(self, tx: Transaction, identifier: str) -> JSONObject:
-        row = tx.execute("SELECT * FROM intents WHERE id = ?", (identifier,)).fetchone()
+        """The intent as it is in this transaction, which holds the write lock (IntentRefused: no such intent)."""
+        row = intent_rows.locked(tx, identifier)
         if row is None:
             raise IntentRefused(f"no intent {identifier!r}")
-        return _intent(row)
-
-    def _set(self, tx: Transaction, identifier: str, **columns: Any) -> None:
-        if "state" in columns:  # every state change is one the table allows
-            row = one_row(tx.execute("SELECT state FROM intents WHERE id = ?", (identifier,)))
-            check_move(INTENT_MOVES, f"intent {identifier[:12]}", row["state"], str(columns["state"]))
-        assignments = ", ".join(f"{name} = ?" for name in columns)
-        tx.execute(
-            f"UPDATE intents SET {assignments}, updated = ? WHERE id = ?", (*columns.values(), utc_now(), identifier)
-        )
+        return row.as_dict()
 
     def _event(self, tx: Transaction, identifier: str, step: str, by: Principal | None, **detail: Any) -> None:
-        trace = tx.execute("SELECT trace_id FROM intents WHERE id = ?", (identifier,)).fetchone()
         self.ledger.append_in(
             tx,
             {
                 "kind": "intent",
-                "trace_id": trace["trace_id"] if trace else None,
+                "trace_id": intent_rows.trace_of(tx, identifier),
                 "principal": by.model_dump() if by else None,
                 "tool": f"intent.{step}",
                 "outcome": "error" if step == "failed" else "ok",
@@ -190,10 +172,3 @@ class Intents:
                 "detail": {"step": step, **detail},
             },
         )
-
-
-def _intent(row: Row) -> JSONObject:
-    intent = dict(row)
-    intent["arguments"] = json.loads(intent["arguments"])
-    intent["outcome"] = json.loads(intent["outcome"]) if intent["outcome"] else None
-    return intent

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from gateway.commit.intents import Intents
-from gateway.tasks.board import TaskBoard, bound_to
+from gateway.tasks.board import TaskBoard
 from gateway.tasks.models import TaskId
+from gateway.tasks.records import bound_to
 from gateway.tools.base import Arguments, builtin, json_result
 from gateway.tools.catalog import Catalog
 from gateway.tools.spec import GATEWAY, ToolInvocation, ToolSpec

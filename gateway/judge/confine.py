@@ -18,7 +18,7 @@ from gateway.identity.roles import RoleSet
 from gateway.judge.call import Call, CallKind
 from gateway.repo import common_dir
 from gateway.sandbox import ANY_HOST, Confinement, Profile, Sandbox
-from gateway.tasks.board import acceptance_files
+from gateway.tasks.verifying import acceptance_files
 
 if TYPE_CHECKING:
     from gateway.tools.upstream import UpstreamPool

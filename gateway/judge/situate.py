@@ -22,7 +22,8 @@ from gateway.effects.paths import Workspace
 from gateway.judge.call import Call, CallKind
 from gateway.judge.confine import Confinements
 from gateway.session_joins import TOOL_USE_META, SessionJoins
-from gateway.tasks.board import TaskBoard, bound_to
+from gateway.tasks.board import TaskBoard
+from gateway.tasks.records import bound_to
 from gateway.tools.spec import GATEWAY
 from gateway.types import JSONObject
 

@@ -23,9 +23,8 @@ The tools/call stack keeps them: its finish stage KeepDeadLetters (gateway/judge
 
 from __future__ import annotations
 
-import json
 import secrets
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from gateway.digests import digest
 from gateway.errors import GatewayError
@@ -38,6 +37,7 @@ from gateway.ledger.chain import Ledger, utc_now
 from gateway.ledger.leases import Leases, new_holder
 from gateway.origin import Origin
 from gateway.store import Store
+from gateway.store.repositories import dead_letters
 from gateway.types import JSONObject, Principal
 from gateway.unicode import escaped
 
@@ -96,20 +96,9 @@ class DeadLetters:
         if replay_of is not None:
             detail["replay_of"] = replay_of
         with self.db.transaction() as tx:
-            tx.execute(
-                "INSERT INTO deadletters (id, time, kind, tool, task_id, principal, trace_id, error, payload) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    deadletter_id,
-                    utc_now(),
-                    kind,
-                    tool,
-                    task_id,
-                    principal.model_dump_json(),
-                    trace_id,
-                    error,
-                    json.dumps(payload),  # ASCII: a lone surrogate an agent sent is kept escaped, not refused
-                ),
+            principal_json = principal.model_dump_json()
+            dead_letters.insert(
+                tx, deadletter_id, utc_now(), kind, tool, task_id, principal_json, trace_id, error, payload
             )
             self.ledger.append_in(
                 tx,
@@ -127,59 +116,46 @@ class DeadLetters:
 
     def list(self, state: State | None = None) -> list[JSONObject]:
         """Dead letters in ``state`` (all when None), newest first; without their payloads."""
-        where, params = ("WHERE state = ?", (state,)) if state else ("", ())
-        rows = self.db.query(f"SELECT * FROM deadletters {where} ORDER BY time DESC LIMIT 1000", params)
-        return [_row(r, with_payload=False) for r in rows]
+        return [row.as_dict() for row in dead_letters.listed(self.db, state)]
 
     def get(self, deadletter_id: str) -> JSONObject:
-        rows = self.db.query("SELECT * FROM deadletters WHERE id = ?", (deadletter_id,))
-        if not rows:
+        letter = dead_letters.letter(self.db, deadletter_id)
+        if letter is None:
             raise DeadLetterRefused(f"no dead letter {deadletter_id[:40]!r}: `gateway deadletters list --all`")
-        return _row(rows[0], with_payload=True)
+        return letter.as_dict()
 
     def mark_replayed(self, deadletter_id: str, result: JSONObject, by: str) -> JSONObject:
         """A replay went through: the dead letter is settled with ``result`` ({call_id, trace_id, outcome,
         result}), once. The ledger row joins the replaying call's trace."""
         with self.db.transaction() as tx:
-            row = tx.execute("SELECT * FROM deadletters WHERE id = ?", (deadletter_id,)).fetchone()
+            row = dead_letters.locked(tx, deadletter_id)
             if row is None:
                 raise DeadLetterRefused(f"no dead letter {deadletter_id[:40]!r}")
-            if row["state"] != "dead":
-                raise DeadLetterRefused(f"dead letter {deadletter_id} was already replayed at {row['replayed_at']}")
-            tx.execute(
-                "UPDATE deadletters SET state = 'replayed', replayed_at = ?, replay_result = ? WHERE id = ?",
-                (utc_now(), json.dumps(result, default=str), deadletter_id),
-            )
+            if row.state != "dead":
+                raise DeadLetterRefused(f"dead letter {deadletter_id} was already replayed at {row.replayed_at}")
+            dead_letters.mark_replayed(tx, deadletter_id, utc_now(), result)
             self.ledger.append_in(
                 tx,
                 {
                     "kind": "deadletter",
-                    "trace_id": result.get("trace_id") or row["trace_id"],
-                    "principal": json.loads(row["principal"]) if row["principal"] else None,
-                    "tool": row["tool"],
+                    "trace_id": result.get("trace_id") or row.trace_id,
+                    "principal": row.principal,
+                    "tool": row.tool,
                     "outcome": "ok",
                     "detail": {
                         "action": "replayed",
                         "deadletter_id": deadletter_id,
-                        "kind": row["kind"],
-                        "task_id": row["task_id"],
+                        "kind": row.kind,
+                        "task_id": row.task_id,
                         "call_id": result.get("call_id"),
                         "by": by,
                         "replay_outcome": result.get("outcome"),
                     },
                 },
             )
-            return _row(tx.execute("SELECT * FROM deadletters WHERE id = ?", (deadletter_id,)).fetchone(), True)
-
-
-def _row(row: Any, with_payload: bool) -> JSONObject:
-    data = dict(row)
-    data["principal"] = json.loads(data["principal"]) if data["principal"] else None
-    data["replay_result"] = json.loads(data["replay_result"]) if data["replay_result"] else None
-    payload = data.pop("payload")
-    if with_payload:
-        data["payload"] = json.loads(payload)
-    return data
+            settled = dead_letters.locked(tx, deadletter_id)
+            assert settled is not None  # written just above, in this transaction
+            return settled.as_dict()
 
 
 # --- replaying ------------------------------------------------------------------------------------

@@ -6,8 +6,8 @@ crash's half-made checkout included: never repaired into use), records the new w
 without files (``git worktree add --no-checkout``), writes the files, and then checks the result: HEAD at the
 commit (on the branch), the index exactly the commit's tree, no tracked file missing or changed, nothing else
 there. Only then does its caller publish it: a task's worktree is published by the transaction that names it
-on the task's row (gateway/tasks/board.py), which is the one place the gateway reads it from. A crash at any
-point before leaves the row naming no worktree, and the next maker discards what it finds.
+on the task's row (gateway/tasks/worktree_records.py), which is the one place the gateway reads it from. A
+crash at any point before leaves the row naming no worktree, and the next maker discards what it finds.
 
 Every change to the repository's worktree records (add, remove, prune) is made under one lock in the state dir
 (``metadata_lock``), across the gateway's processes and replicas on this host: git's own ``worktree add`` and
