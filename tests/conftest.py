@@ -18,7 +18,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
@@ -30,6 +30,10 @@ from pg import PASSWORD_VAR, PostgresServer, server_binaries
 
 from gateway.bootstrap import init_workspace
 from gateway.config import GatewayConfig
+from gateway.identity.keys import KeyRing
+from gateway.identity.revocations import Revocations
+from gateway.identity.roles import LiveRoles
+from gateway.identity.tokens import Tokens
 from gateway.process import free_port, server_process, start_server
 from gateway.repo import Repo
 
@@ -199,9 +203,16 @@ def reconfigure(config: GatewayConfig, **changes: Any) -> GatewayConfig:
 
 
 def token(config: GatewayConfig, role: str, agent: str = "agent-1", task: str | None = None, ttl: int = 3600) -> str:
-    from gateway.runtime import Gateway
-
-    return Gateway(config).tokens.issue(role=role, agent=agent, task=task, ttl_s=ttl)[0]
+    """The token ``Gateway(config).tokens.issue`` gives: the same Tokens on the state dir's key ring and roles,
+    without building a whole Gateway (store, policy, toolsets) per token. Issuing never reads revocations."""
+    tokens = Tokens(
+        KeyRing(config.keys_dir),
+        LiveRoles(config.roles_dir),
+        cast(Revocations, None),
+        config.identity.issuer,
+        config.identity.audience,
+    )
+    return tokens.issue(role=role, agent=agent, task=task, ttl_s=ttl)[0]
 
 
 @contextmanager

@@ -268,8 +268,11 @@ def test_sources_that_passed_the_load_check_are_remembered_by_their_digest(
     monkeypatch.setattr(bundle, "undefined_calls", lambda modules: checks.append(1) or check(modules))
     checked = CheckedSources(tmp_path / "state" / "policy-checks")
     roles = {"roles": RoleSet.load(state_of(workspace) / "roles").as_data()}
+    # each load as a fresh process makes it: without what this process's earlier bundles passed (bundle._LOADED)
+    monkeypatch.setattr(bundle, "_LOADED", set())
     first = EmbeddedEngine(live_policies, roles, checked)
     assert len(checks) == 1 and len(list(checked.directory.iterdir())) == 1, "a pass is remembered"
+    monkeypatch.setattr(bundle, "_LOADED", set())
     again = EmbeddedEngine(live_policies, roles, checked)  # the next command's load
     assert len(checks) == 1, "the same sources are not checked again"
     decision = again.decide_sync(ls_input(workspace))

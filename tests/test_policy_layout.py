@@ -5,6 +5,7 @@ bad ones, and a state dir holding an older version's flat bundle (a message, ``g
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -95,6 +96,26 @@ def test_a_concern_decision_rego_does_not_combine_is_refused(tmp_path: Path) -> 
     line = "denials contains denial if some denial in data.gateway.concerns.extra.deny\n"
     decision.write_text(decision.read_text() + "\n" + line)
     assert "extra.added_by_a_user" in LiveBundle(bundle, roles()).evaluate("data.gateway.decision", READ)["rules"]
+
+
+def test_a_bundle_is_checked_once_per_content_and_an_edit_is_checked_again(tmp_path: Path) -> None:
+    """Bundles of the same sources and data skip the checks after the first pass in a process (the suite builds
+    thousands); the memo is named by content, so an edited module is checked again (and refused when broken), and
+    a LiveBundle that reloads sees the edit even with the file's mtime put back."""
+    bundle = copy_of_shipped(tmp_path)
+    live = LiveBundle(bundle, roles())
+    first = live.current(force=True).revision
+    assert Bundle(bundle, roles(), bundle_look(bundle, policy_data(roles()))()).revision == first
+    rego = bundle / "tiers" / "tiers.rego"
+    text, stat = rego.read_text(), rego.stat()
+    rego.write_text(text + "\nx := data.gateway.lib.nowhere(1)\n")  # a call to a function no module defines
+    with pytest.raises(BundleError, match=r"undefined function data\.gateway\.lib\.nowhere"):
+        Bundle(bundle, roles(), bundle_look(bundle, policy_data(roles()))())
+    rego.write_text(text + "\n# an edit\n")
+    os.utime(rego, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    edited = live.current(force=True)
+    assert edited.revision != first and "# an edit" in dict(edited.sources)["tiers/tiers.rego"]
+    assert live.last_error is None
 
 
 def test_a_rule_outside_the_concerns_is_refused(tmp_path: Path) -> None:
