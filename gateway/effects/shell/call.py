@@ -11,13 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from gateway.effects.shell.words import Word
 from gateway.types import CommandFacts, Redirect
-
-if TYPE_CHECKING:
-    from gateway.effects.shell.walker import Describer
 
 __all__ = ["Call", "CommandFacts", "Ctx", "Handler", "Redir"]
 
@@ -63,4 +60,6 @@ class Call:
         return self.words[1:]
 
 
-Handler = Callable[["Describer", Call], None]
+# A handler is called with the walk's Describer (walker.py) and the call. Typed Any here so this module, which
+# the families and the walk both import, names neither: the walk reaches the families only through the registry.
+Handler = Callable[[Any, Call], None]

@@ -7,7 +7,6 @@ handler of their program (the registry's); an unknown program's path-like words 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, cast
 
 from gateway.effects.paths import suspicious_unicode
 from gateway.effects.shell.call import Call, CommandFacts, Ctx, Redir
@@ -15,9 +14,6 @@ from gateway.effects.shell.walk.nodes import INPUT_KINDS
 from gateway.effects.shell.walk.state import MAX_COMMANDS, MAX_NESTING, Stop
 from gateway.effects.shell.walk.statements import Statements
 from gateway.effects.shell.words import Word, names, short, subscript_with_subst
-
-if TYPE_CHECKING:
-    from gateway.effects.shell.walker import Describer
 
 __all__ = ["Commands"]
 
@@ -79,7 +75,7 @@ class Commands(Statements):
             self.opaque(f"downloaded/decoded content executed: {short(head.value)}")
         handler = registry.handlers.get(name)
         if handler is not None:
-            handler(cast("Describer", self), call)  # this walk is a Describer's
+            handler(self, call)  # this walk is a Describer's (walker.py)
             if facts.subcommand_as_written is None:  # a handler that knows no other spelling states the word itself
                 facts.subcommand_as_written = facts.subcommand
         elif name in registry.opaque_runners:

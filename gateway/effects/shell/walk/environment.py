@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from gateway.effects.shell.words import Word, names
 
 if TYPE_CHECKING:
-    from gateway.effects.shell.registry import Registry
+    from gateway.effects.shell.walk.state import Programs
 
 __all__ = ["env_doubt"]
 
@@ -26,7 +26,7 @@ _ENV_COMMAND_VARS = names("EDITOR VISUAL PAGER GIT_EDITOR GIT_PAGER GIT_SEQUENCE
 _SAFE_COMMAND_VALUES = frozenset({"true", ":", "cat", "less", "more", "vi", "vim", "nano", ""})
 
 
-def env_doubt(name: str, value: Word, registry: Registry) -> str | None:
+def env_doubt(name: str, value: Word, registry: Programs) -> str | None:
     """Why ``name=value`` changes what runs, what it loads or where it writes; None when it does not."""
     if name in _ENV_COMMAND_VARS:
         if value.literal and value.value in _SAFE_COMMAND_VALUES:

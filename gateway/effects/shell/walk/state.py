@@ -8,19 +8,18 @@ working directory as cd moves it, and the caches that make paths cheap; each par
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Set
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from gateway.effects.paths import Workspace
-from gateway.effects.shell.call import Call, CommandFacts, Ctx, Redir
+from gateway.effects.shell.call import Call, CommandFacts, Ctx, Handler, Redir
 from gateway.effects.shell.words import Word, short
 from gateway.types import CommandEffect, Effects, NetworkEffect, PackageEffect
 
 if TYPE_CHECKING:
     from tree_sitter import Node
 
-    from gateway.effects.shell.registry import Registry
 
 __all__ = [
     "MAX_COMMANDS",
@@ -28,6 +27,7 @@ __all__ = [
     "MAX_NESTING",
     "MAX_STRUCTURE",
     "MAX_WORDS",
+    "Programs",
     "Stop",
     "WalkState",
     "unique",
@@ -43,6 +43,25 @@ MAX_WORDS = 1024  # words (and redirections) in all those commands
 _UNIQUE_FIELDS = ("reads", "writes", "deletes", "paths", "executes")
 
 
+class Programs(Protocol):
+    """What the walk asks of the program families: registry.py's ``Registry`` (a protocol, so the walk never
+    names the families it dispatches to)."""
+
+    @property
+    def handlers(self) -> Mapping[str, Handler]: ...
+    @property
+    def shells(self) -> Set[str]: ...
+    @property
+    def privileged(self) -> Set[str]: ...
+    @property
+    def opaque_runners(self) -> Set[str]: ...
+    @property
+    def guarded(self) -> Set[str]: ...
+    def program_name(self, value: str) -> str: ...
+    def emits_untrusted(self, argv: list[str]) -> bool: ...
+    def env_doubt(self, name: str, value: Word) -> str | None: ...
+
+
 class Stop(Exception):
     """The walk went past a bound: nothing more is described (the reason is already opaque)."""
 
@@ -50,7 +69,7 @@ class Stop(Exception):
 class WalkState:
     """Accumulates the facts of one command string (and of the strings re-parsed from it)."""
 
-    def __init__(self, workspace: Workspace, cwd: Path, registry: Registry) -> None:
+    def __init__(self, workspace: Workspace, cwd: Path, registry: Programs) -> None:
         self.ws = workspace
         self.registry = registry
         self.cwd: Path | None = cwd  # None once a cd could not be followed
