@@ -129,12 +129,14 @@ def test_sandbox_off_is_ready_and_says_so(config: GatewayConfig) -> None:
 # --- why bubblewrap cannot start, named (real bubblewrap around the probe) ---------------------------------
 
 
+PROJECT = Path(__file__).resolve().parent.parent
 MASKED_PROC = ["--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "--proc", "/proc", "--tmpfs", "/proc/fs"]
 
 
 def inside(bwrap_args: list[str], config: GatewayConfig, *argv: str) -> subprocess.CompletedProcess[str]:
     """``argv`` run inside a bubblewrap sandbox made to lack what a container may lack."""
     wrap = ["bwrap", *bwrap_args, "--dev", "/dev", "--tmpfs", "/tmp", "--bind", str(config.state), str(config.state)]
+    wrap += ["--ro-bind", str(PROJECT), str(PROJECT)]  # its venv and sources, even in a clone under /tmp
     return subprocess.run([*wrap, *argv], capture_output=True, text=True, timeout=120)
 
 
