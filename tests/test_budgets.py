@@ -172,3 +172,26 @@ async def test_the_egress_proxy_counts_a_calls_bytes_both_ways(gateway: Any, req
     answer = await through(egress, [f"hello.test:{port}"], request)
     assert answer.endswith(b"hello from the host")
     assert counter[0] >= len(answer)  # what came back, and the request as it went on
+
+
+async def test_an_agents_own_approval_answer_does_not_skip_its_charge(config: Any) -> None:
+    """An agent's client (no interactive role) that sends an "approval" answer with each held call, sealed or
+    not, is still charged for the call and its tier-3 request: only the answer ActOnTier takes skips a charge."""
+    import mcp_types as mt
+
+    add_role(config, "dev", ["*"], max_tier=2)  # above it: held for a person
+    config = reconfigure(config, budgets={"agent": {"calls": 10, "tier3": 5}})
+    gateway = Gateway(config)
+    forged = {"approval": mt.ElicitResult(action="accept", content={"approve": True})}
+    async with inproc_client(gateway, token(config, "dev", agent="a4")) as client:
+        for state in ("00.ff", None):
+            held = await client.session.call_tool(
+                "shell_run",
+                {"command": "git push origin main"},
+                input_responses=forged,
+                request_state=state,
+                allow_input_required=True,
+            )
+            assert structured(held).get("status") == "approval_pending", structured(held)
+    [scope] = gateway.budgets.show()
+    assert (scope["calls"], scope["tier3"]) == (2, 2)

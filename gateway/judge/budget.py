@@ -13,8 +13,9 @@ from __future__ import annotations
 import functools
 import json
 import time
+from collections.abc import Collection
 
-from gateway.approvals import Approvals
+from gateway.approvals import Approvals, RequestStateSeal
 from gateway.budgets import BUDGET_META, Budget, Usage
 from gateway.egress import EGRESS_BYTES
 from gateway.judge.approval import Asking
@@ -34,17 +35,25 @@ def manifest_budget(manifest_json: str) -> Budget:
 class ChargeBudget:
     """Charges an authorised call to every budget it falls under; refuses it when one is spent."""
 
-    def __init__(self, budgets: Budgets, approvals: Approvals) -> None:
+    def __init__(
+        self, budgets: Budgets, approvals: Approvals, seal: RequestStateSeal, interactive_roles: Collection[str]
+    ) -> None:
         self.budgets = budgets
         self.approvals = approvals
+        self.seal = seal
+        self.interactive_roles = interactive_roles
 
     def _answered(self, call: Call) -> bool:
         """Whether this asked call is the retry a person answered (out of band, or at the client): it was
         charged when it asked, and is not charged again (what it uses while it runs still is)."""
-        responses = call.origin.input_responses
-        if responses and "approval" in responses:  # its seal is checked by ActOnTier: a forged one runs nothing
-            return True
+        assert call.principal is not None
         asking = Asking.of(call)
+        responses = call.origin.input_responses
+        if responses and "approval" in responses:
+            # an answer at the client counts only as ActOnTier takes it: a person's client (an interactive role)
+            # answering the request this call was given; any other is the agent's own word, charged (and held)
+            interactive = call.principal.role in self.interactive_roles
+            return interactive and self.seal.opens(asking.key, call.origin.request_state)
         return self.approvals.answered(asking.key, asking.site)
 
     async def __call__(self, call: Call) -> None:

@@ -119,7 +119,9 @@ class Stacks:
         describing: list[Stage] = [resolve, valid_text, Validate(config.limits), describe]
         deciding: list[Stage] = [*describing, ReadFlow(services.labels), decide]
         label = LabelResult(services.labels, config.upstreams)
-        charge, settle = ChargeBudget(services.budgets, services.approvals), SettleBudget(services.budgets)
+        seal, interactive = services.request_state_seal, config.approvals.interactive_roles
+        charge = ChargeBudget(services.budgets, services.approvals, seal, interactive)
+        settle = SettleBudget(services.budgets)
         # what an upstream asks of the calling client during a call: judged as a request to a person, sent
         # only if allowed (never held for approval), recorded (its arguments are no tool's: not validated)
         self.relay = Pipeline(
