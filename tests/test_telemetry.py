@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import subprocess
 import sys
 import threading
@@ -20,6 +21,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
+from gateway import decision_log
 from gateway.config import TelemetryConfig
 from gateway.decision_log import mask_text, read_entries, redact
 from gateway.judge.call import Call
@@ -60,17 +62,35 @@ def only(spans: InMemorySpanExporter, name: str) -> ReadableSpan:
     return found[0]
 
 
+@pytest.fixture
+def debug_logs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[dict[str, Any]]]:
+    """The decision log's debug lines, whatever logging an earlier test in this worker configured: the gateway
+    caches each logger on first use (with the level of that moment), so a cached one at "warning" would drop
+    them. A fresh, uncached logger at debug for the test's length; the configuration is restored after."""
+    previous = structlog.get_config()
+    structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG), cache_logger_on_first_use=False
+    )
+    monkeypatch.setattr(decision_log, "log", structlog.get_logger("gateway.decisions"))
+    try:
+        with structlog.testing.capture_logs(processors=[structlog.contextvars.merge_contextvars]) as logs:
+            yield logs
+    finally:
+        structlog.configure(
+            wrapper_class=previous["wrapper_class"], cache_logger_on_first_use=previous["cache_logger_on_first_use"]
+        )
+
+
 def decisions(config: Any) -> list[dict[str, Any]]:
     return read_entries(config.state_dir / "decisions.jsonl")
 
 
 async def test_span_follows_mcp_conventions_and_joins_the_ledger(
-    gateway: Any, config: Any, spans: InMemorySpanExporter
+    gateway: Any, config: Any, spans: InMemorySpanExporter, debug_logs: list[dict[str, Any]]
 ) -> None:
     bearer = token(config, "developer", agent="dev-1")
-    with structlog.testing.capture_logs(processors=[structlog.contextvars.merge_contextvars]) as logs:
-        async with inproc_client(gateway, bearer) as client:
-            result = await client.call_tool("fs_read", {"path": "README.md"})
+    async with inproc_client(gateway, bearer) as client:
+        result = await client.call_tool("fs_read", {"path": "README.md"})
     assert not result.is_error, text_of(result)
 
     span = only(spans, "tools/call fs_read")
@@ -111,7 +131,7 @@ async def test_span_follows_mcp_conventions_and_joins_the_ledger(
     assert entry["bundles"] == {"gateway": {"revision": revision}} and attributes["gateway.policy.revision"] == revision
 
     # log lines written during the call carry the call's trace and span
-    (logged,) = [line for line in logs if line["event"] == "decision"]
+    (logged,) = [line for line in debug_logs if line["event"] == "decision"]
     assert logged["log_level"] == "debug"
     assert (logged["trace_id"], logged["span_id"], logged["call_id"]) == (event.trace_id, event.span_id, event.call_id)
     assert logged["decision"]["decision_id"] == entry["decision_id"]
