@@ -45,13 +45,14 @@ import anyio
 import pytest
 import yaml
 from conftest import reconfigure
-from test_policy_corpus import CORPUS, make_workspace
+from test_policy_corpus import CASES, CORPUS, World, make_workspace
 
 from gateway.config import GatewayConfig
 from gateway.errors import GatewayError, ToolNotGranted
 from gateway.hook import Untranslatable, hook_call, translate
 from gateway.judge.call import Call, CallKind
-from gateway.judge.decide import policy_input
+from gateway.judge.decide import Decide, policy_input
+from gateway.judge.situate import session_trace
 from gateway.origin import Origin
 from gateway.policy.bundle import Bundle, bundle_look
 from gateway.policy.reload import policy_data
@@ -75,6 +76,7 @@ class Golden:
 class Corpus:
     config: GatewayConfig
     documents: list[Golden] = field(default_factory=list)
+    cases: list[Golden] = field(default_factory=list)  # tests/policy_corpus.yaml's calls, described in this world
     scopes: list[JSONObject] = field(default_factory=list)  # inputs of data.gateway.scope.violations
     refused: int = 0  # generated calls the stages refused before the policy (a path outside the workspace)
 
@@ -292,24 +294,34 @@ class Describer:
         self.corpus = corpus
 
     async def call(
-        self, group: str, principal: Principal, tool: str, arguments: JSONObject, hook: bool = False
+        self,
+        group: str,
+        principal: Principal,
+        tool: str,
+        arguments: JSONObject,
+        hook: bool = False,
+        label: str | None = None,
     ) -> None:
         origin = Origin(transport="inprocess", protocol_version="golden")
         call = (
             hook_call("inprocess") if hook else Call(tool=tool, arguments=arguments, origin=origin, kind=CallKind.CHECK)
         )
         call.tool, call.arguments, call.principal = tool, arguments, principal
+        call.trace_id = session_trace(f"check:{principal.agent}")  # as Gateway.check: the session's flow labels
         document = await self.describe(call)
         if document is None:
             self.corpus.refused += 1
             return
-        label = f"{principal.role}:{principal.agent} {tool} {json.dumps(arguments, ensure_ascii=False)[:160]}"
+        label = label or f"{principal.role}:{principal.agent} {tool} {json.dumps(arguments, ensure_ascii=False)[:160]}"
         self.corpus.documents.append(Golden(group, label, document))
 
     async def describe(self, call: Call) -> JSONObject | None:
-        """``policy_input`` after the describing stages; a tool the role is not granted is described as if
-        Resolve had let it by (the policy has a rule of its own for it). None when a stage refused the call."""
-        resolve, *rest = self.gateway.stacks.describing
+        """``policy_input`` after the stages ``gateway check`` runs before it decides (describing, then the
+        session's flow labels); a tool the role is not granted is described as if Resolve had let it by (the
+        policy has a rule of its own for it). None when a stage refused the call."""
+        resolve, *rest = itertools.takewhile(
+            lambda stage: not isinstance(stage, Decide), self.gateway.stacks.check.stages
+        )
         try:
             try:
                 await resolve(call)
@@ -350,6 +362,22 @@ async def describe_everything(gateway: Gateway, corpus: Corpus, size: str, inten
     for i, command in enumerate(shell_commands(paths[:: 2 if large else 4])):
         await describer.call("shell", [developer, operator, claimed[i % 2]][i % 3], "shell_run", {"command": command})
     await describe_hook_events(describer, gateway, paths[:: 3 if large else 15], developer, claimed[0], large)
+
+
+async def describe_policy_corpus(gateway: Gateway, corpus: Corpus, home: Path) -> None:
+    """Every case of tests/policy_corpus.yaml, as tests/test_policy_corpus.py calls it (the operator; workers
+    with and without the claim on T1): described, not decided, so it costs what the stages cost."""
+    config = gateway.config
+    world = World(workspace=config.workspace, home=home, state=config.state)
+    cases = Corpus(config)  # a case refused before the policy (a path outside the workspace) has no document
+    describer = Describer(gateway, cases)
+    operator = Principal(agent="op", role="operator")
+    workers = {"claimed": Principal(agent="w1", role="worker"), "unclaimed": Principal(agent="w2", role="worker")}
+    for case in CASES:
+        arguments = world.substitute(case.arguments)
+        label = f"[{case.group}] {case.label}"
+        await describer.call(case.group, workers.get(case.kind, operator), case.tool, arguments, label=label)
+    corpus.cases = cases.documents
 
 
 async def describe_hook_events(
@@ -415,7 +443,7 @@ def pin_and_intent_variants(corpus: Corpus) -> list[Golden]:
 
 def build_corpus(root: Path, size: str = "default") -> Corpus:
     """The workspace of tests/test_policy_corpus.py with two claimed tasks, an upstream and real intents;
-    every generated call described."""
+    every case of the policy corpus and every generated call described."""
     config, home = make_workspace(root)
     upstream = {"command": sys.executable, "args": [ECHO], "read_only": ["echo", "add"]}
     config = reconfigure(config, upstreams={"echo": {**upstream, "arguments": {"peek": {"path": "read"}}}})
@@ -434,6 +462,7 @@ def build_corpus(root: Path, size: str = "default") -> Corpus:
                 action: gateway.intents.propose("T1", action, {}, planner, "trace", 1)["id"]
                 for action in ("merge", "push", "tag")
             }
+            await describe_policy_corpus(gateway, corpus, home)
             await describe_everything(gateway, corpus, size, intents)
         corpus.documents += pin_and_intent_variants(corpus)
         corpus.scopes = scope_inputs(edge_paths(config, size))
