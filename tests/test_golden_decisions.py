@@ -26,9 +26,9 @@ corpus) on regorus and on strict OPA. Lenient OPA decides every LENIENT_SAMPLED-
 otherwise than strict OPA only where a builtin fails, and strict OPA fails on any such input. Each engine
 spends about 4 ms of CPU per input, about half of it on what the bundle works out for every decision
 whatever the input (the protected-path screens of policies/paths/: 2 ms for a ``git_status``); OPA runs
-with ``GOGC=1000``, without which Go's collector took a third more. ``GATEWAY_TEST_GOLDEN=full`` adds lenient OPA on every input and
-a corpus about four times bigger (about 15,000 inputs), minutes of CPU, for a change to the policies or to
-the generator.
+with ``GOGC=1000``, without which Go's collector took a third more. ``GATEWAY_TEST_GOLDEN=full`` adds
+lenient OPA on every input and a corpus about four times bigger (about 15,000 inputs), minutes of CPU, for a
+change to the policies or to the generator.
 
 The OPA engine's REST path (push, query, answer parsing) is compared too: ``OpaEngine`` against
 tests/opa_rest_server.py (OPA's REST API in front of the same evaluator), and against an OPA server of yours
