@@ -11,6 +11,7 @@ import pytest
 import yaml
 from conftest import add_role, inproc_client, ledger_rows, reconfigure, token
 from test_egress import Lookups, hello, through  # noqa: F401  (hello: the fixture)
+from test_tiers import answering
 
 from gateway.addresses import AddressGuard
 from gateway.budgets import BUDGET_META, Budget, BudgetExhausted, BudgetsConfig, Rate, Usage
@@ -195,3 +196,64 @@ async def test_an_agents_own_approval_answer_does_not_skip_its_charge(config: An
             assert structured(held).get("status") == "approval_pending", structured(held)
     [scope] = gateway.budgets.show()
     assert (scope["calls"], scope["tier3"]) == (2, 2)
+
+
+@pytest.mark.both_stores
+async def test_a_retry_that_loses_its_answer_to_a_twin_is_charged_with_its_re_ask(config: Any) -> None:
+    """Two calls with one key retry after one approval, on two replicas of one store: the twin takes the answer
+    and runs (charged when it asked); the other found the answer waiting when its budget was looked at, but lost
+    it before it could take it, so it asks a person again - and it and its new request are charged. The
+    interleaving is driven, not timed: a stage just before ActOnTier in replica A's stack runs B's whole call."""
+    from gateway.judge.act_on_tier import ActOnTier
+
+    add_role(config, "dev", ["*"], max_tier=2)  # above it: held for a person
+    config = reconfigure(config, budgets={"agent": {"calls": 10, "tier3": 5}})
+    replica_a, replica_b = Gateway(config), Gateway(config)
+    bearer, push = token(config, "dev", agent="a5"), {"command": "git push origin main"}
+    twin: list[Any] = []
+    async with inproc_client(replica_a, bearer) as a, inproc_client(replica_b, bearer) as b:
+        held = structured(await a.call_tool("shell_run", push))
+        assert held.get("status") == "approval_pending", held
+        replica_a.approvals.settle(held["approval_id"], approve=True, by="alice")
+
+        async def twin_takes_the_answer(call: Any) -> None:
+            if not twin:
+                twin.append(await b.call_tool("shell_run", push))
+
+        stages = replica_a.stacks.call.stages
+        stages.insert(next(i for i, s in enumerate(stages) if isinstance(s, ActOnTier)), twin_takes_the_answer)
+        lost = structured(await a.call_tool("shell_run", push))
+    assert "status" not in structured(twin[0])  # the twin took the answer and ran
+    assert lost.get("status") == "approval_pending" and lost["approval_id"] != held["approval_id"], lost
+    [scope] = replica_a.budgets.show()
+    assert (scope["calls"], scope["tier3"]) == (2, 2)  # the first asking, and the call that asked again
+
+
+@pytest.mark.parametrize(
+    ("mode", "action", "charged"),
+    [
+        ("auto", "accept", (1, 1)),  # InputRequiredResult: the asking charged, the retry bringing the answer not
+        ("legacy", "accept", (1, 1)),  # a pushed elicitation: charged as it asks, once
+        ("auto", "cancel", (2, 2)),  # the retry brings no answer: it is held for a person, and charged again
+        ("legacy", "cancel", (1, 1)),  # charged as it pushed; held for a person after, not charged twice
+    ],
+)
+async def test_a_persons_answer_at_the_client_is_charged_once_and_a_cancel_is_not_free(
+    config: Any, mode: str, action: str, charged: tuple[int, int]
+) -> None:
+    """A person's client (an interactive role) asked by elicitation: the asking is charged, a sealed answer on
+    the retry is not charged again; a sealed "cancel" is no answer, so the call it makes asks again, charged."""
+    add_role(config, "operator", ["shell_run"], max_tier=2)
+    config = reconfigure(
+        config, approvals={"interactive_roles": ["operator"]}, budgets={"agent": {"calls": 10, "tier3": 5}}
+    )
+    gateway = Gateway(config)
+    callback = answering(action, approve=True if action == "accept" else None)
+    async with inproc_client(
+        gateway, token(config, "operator", agent="op"), mode=mode, elicitation_callback=callback
+    ) as client:
+        result = structured(await client.call_tool("shell_run", {"command": "cat /etc/hostname"}))
+    assert len(callback.asked) == 1
+    assert (result.get("status") == "approval_pending") == (action == "cancel"), result
+    [scope] = gateway.budgets.show()
+    assert (scope["calls"], scope["tier3"]) == charged
