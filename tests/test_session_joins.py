@@ -35,50 +35,82 @@ class Clock:
         return self.now
 
 
-def test_the_hooks_principal_finds_its_session_and_no_one_else_does() -> None:
-    joins = SessionJoins()
-    joins.remember("toolu_1", ALICE, "trace-a")
-    assert joins.trace_for("toolu_1", ALICE) == "trace-a"
-    assert joins.trace_for("toolu_1", MALLORY) is None
-    assert joins.trace_for("toolu_1", ALICE.model_copy(update={"role": "planner"})) is None, "another role"
-    assert joins.trace_for("toolu_1", ALICE.model_copy(update={"task": "T1"})) is None, "another task"
-    assert joins.trace_for("toolu_2", ALICE) is None
-    assert joins.trace_for(["toolu_1"], ALICE) is None, "an id that is not a string"
-    joins.remember("x" * 201, ALICE, "trace-a")
-    assert joins.trace_for("x" * 201, ALICE) is None, "not an id Claude Code sends"
+@pytest.fixture
+def joins(gateway: Gateway) -> SessionJoins:
+    return SessionJoins(gateway.db, clock=Clock())
 
 
+READ = "mcp__gateway__fs_read"
+
+
+@pytest.mark.both_stores
+def test_the_hooks_principal_finds_its_session_and_no_one_else_does(joins: SessionJoins) -> None:
+    joins.remember("toolu_1", ALICE, READ, "trace-a")
+    assert joins.trace_for("toolu_1", ALICE, "fs_read") == "trace-a"
+    assert joins.trace_for("toolu_1", MALLORY, "fs_read") is None
+    assert joins.trace_for("toolu_1", ALICE.model_copy(update={"role": "planner"}), "fs_read") is None, "role"
+    assert joins.trace_for("toolu_1", ALICE.model_copy(update={"task": "T1"}), "fs_read") is None, "another task"
+    assert joins.trace_for("toolu_1", ALICE, "fs_write") is None, "not the tool the hook named"
+    assert joins.trace_for("toolu_2", ALICE, "fs_read") is None
+    assert joins.trace_for(["toolu_1"], ALICE, "fs_read") is None, "an id that is not a string"
+    joins.remember("x" * 201, ALICE, READ, "trace-a")
+    assert joins.trace_for("x" * 201, ALICE, "fs_read") is None, "not an id Claude Code sends"
+
+
+@pytest.mark.both_stores
+def test_any_server_name_joins_the_tool_it_names(joins: SessionJoins) -> None:
+    """Claude Code names a tool mcp__<server>__<tool>, the server as its config calls it: any name joins, if the
+    rest binds the call (the id, the principal, the tool as Claude Code spells it)."""
+    joins.remember("toolu_1", ALICE, "mcp__policy-gw__fs_read", "trace-a")
+    joins.remember("toolu_2", ALICE, "mcp__a__b__up__get_item", "trace-a")  # "__" in its server name; "." spelt "_"
+    joins.remember("toolu_3", ALICE, "mcp____fs_read", "trace-a")  # no server: not Claude Code's
+    joins.remember("toolu_4", ALICE, "fs_read", "trace-a")
+    assert joins.trace_for("toolu_1", ALICE, "fs_read") == "trace-a"
+    assert joins.trace_for("toolu_2", ALICE, "up__get.item") == "trace-a"
+    assert joins.trace_for("toolu_3", ALICE, "fs_read") is None
+    assert joins.trace_for("toolu_4", ALICE, "fs_read") is None
+
+
+@pytest.mark.both_stores
 @pytest.mark.parametrize(
-    "second", [(MALLORY, "trace-m"), (MALLORY, "trace-a"), (ALICE, "trace-other")], ids=["agent", "same", "session"]
+    "second",
+    [
+        (MALLORY, READ, "trace-m"),
+        (MALLORY, READ, "trace-a"),
+        (ALICE, READ, "trace-other"),
+        (ALICE, "mcp__x__y", "trace-a"),
+    ],
+    ids=["agent", "same", "session", "tool"],
 )
-def test_an_id_claimed_twice_differently_joins_nobody(second: tuple[Principal, str]) -> None:
-    joins = SessionJoins()
-    joins.remember("toolu_1", ALICE, "trace-a")
+def test_an_id_claimed_twice_differently_joins_nobody(joins: SessionJoins, second: tuple[Principal, str, str]) -> None:
+    joins.remember("toolu_1", ALICE, READ, "trace-a")
     joins.remember("toolu_1", *second)
-    assert joins.trace_for("toolu_1", ALICE) is None
-    assert joins.trace_for("toolu_1", second[0]) is None
-    joins.remember("toolu_1", ALICE, "trace-a")
-    assert joins.trace_for("toolu_1", ALICE) is None, "poisoned until it expires"
-    joins.remember("toolu_2", ALICE, "trace-a")
-    joins.remember("toolu_2", ALICE, "trace-a")
-    assert joins.trace_for("toolu_2", ALICE) == "trace-a", "the same claim again is no conflict"
+    assert joins.trace_for("toolu_1", ALICE, "fs_read") is None
+    assert joins.trace_for("toolu_1", second[0], "fs_read") is None
+    assert joins.trace_for("toolu_1", second[0], "y") is None
+    joins.remember("toolu_1", ALICE, READ, "trace-a")
+    assert joins.trace_for("toolu_1", ALICE, "fs_read") is None, "poisoned until it expires"
+    joins.remember("toolu_2", ALICE, READ, "trace-a")
+    joins.remember("toolu_2", ALICE, READ, "trace-a")
+    assert joins.trace_for("toolu_2", ALICE, "fs_read") == "trace-a", "the same claim again is no conflict"
 
 
-def test_entries_expire_and_are_bounded_in_number() -> None:
+def test_entries_expire_and_are_bounded_in_number(gateway: Gateway) -> None:
     clock = Clock()
-    joins = SessionJoins(ttl_s=60, size=3, clock=clock)
-    joins.remember("toolu_1", ALICE, "trace-a")
+    joins = SessionJoins(gateway.db, ttl_s=60, size=3, clock=clock)
+    joins.remember("toolu_1", ALICE, READ, "trace-a")
     clock.now += 59
-    assert joins.trace_for("toolu_1", ALICE) == "trace-a"
+    assert joins.trace_for("toolu_1", ALICE, "fs_read") == "trace-a"
     clock.now += 1
-    assert joins.trace_for("toolu_1", ALICE) is None, "expired"
-    joins.remember("toolu_2", ALICE, "trace-a")
+    assert joins.trace_for("toolu_1", ALICE, "fs_read") is None, "expired"
+    joins.remember("toolu_2", ALICE, READ, "trace-a")
     assert len(joins) == 1, "the expired entry is dropped"
     for n in range(3, 6):
-        joins.remember(f"toolu_{n}", ALICE, "trace-a")
+        clock.now += 1
+        joins.remember(f"toolu_{n}", ALICE, READ, "trace-a")
     assert len(joins) == 3
-    assert joins.trace_for("toolu_2", ALICE) is None, "the oldest went first"
-    assert joins.trace_for("toolu_5", ALICE) == "trace-a"
+    assert joins.trace_for("toolu_2", ALICE, "fs_read") is None, "the oldest went first"
+    assert joins.trace_for("toolu_5", ALICE, "fs_read") == "trace-a"
 
 
 def hook_event(tool: str, session: str, tool_use_id: str, cwd: Path) -> str:
@@ -150,4 +182,4 @@ async def test_the_command_hook_without_a_credential_joins_nothing(config: Gatew
     assert call.outcome == "allowed" and len(gateway.joins) == 0
     bearer = token(config, "developer", agent="alice")
     await judge_command_hook(gateway.stacks.hook, raw, bearer, "developer", "ignored")
-    assert gateway.joins.trace_for("toolu_1", ALICE) == session_trace("claude-code:cc-1")
+    assert gateway.joins.trace_for("toolu_1", ALICE, "fs_read") == session_trace("claude-code:cc-1")
