@@ -7,11 +7,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gateway.effects.paths import Workspace
-from gateway.hook import GATEWAY_TOOLS, Untranslatable, hook_trace, parse_event, result_of, translate
+from gateway.hook import Untranslatable, hook_trace, parse_event, result_of, translate
 from gateway.judge.authenticate import Authenticate, Verifier
 from gateway.judge.call import Call, CallKind, Stage
-from gateway.session_joins import MCP_TOOL, SessionJoins
+from gateway.session_joins import MCP_TOOL, SessionJoins, hooked_name
 from gateway.tasks.board import TaskBoard
+from gateway.tools.catalog import Catalog
 from gateway.types import Decision
 
 __all__ = ["ReadHookEvent", "UnlessDecided"]
@@ -28,11 +29,22 @@ class ReadHookEvent:
     verified credential, the tool_use_id of any MCP tool's PreToolUse is remembered in the store with the session's
     trace, for the MCP call to join wherever it arrives (another server's tool is still judged: held for a person)."""
 
-    def __init__(self, tokens: Verifier, board: TaskBoard, workspace: Workspace, joins: SessionJoins) -> None:
+    def __init__(
+        self,
+        tokens: Verifier,
+        board: TaskBoard,
+        workspace: Workspace,
+        joins: SessionJoins,
+        catalog: Catalog,
+        servers: Sequence[str],
+    ) -> None:
         self.authenticate = Authenticate(tokens, declared=True)
         self.board = board
         self.workspace = workspace
         self.joins = joins
+        # the gateway's own tools, as Claude Code names them: mcp__<the name its config gives the gateway>__<tool>
+        self.catalog = catalog
+        self.own_prefixes = tuple(f"{MCP_TOOL}{server}__" for server in servers)
 
     async def __call__(self, call: Call) -> None:
         assert call.event is not None
@@ -52,7 +64,7 @@ class ReadHookEvent:
         tool_use_id = call.detail.get("tool_use_id")
         if pre and call.tool.startswith(MCP_TOOL) and hooked_trace and call.origin.token is not None and tool_use_id:
             self.joins.remember(tool_use_id, call.principal, call.tool, hooked_trace)
-        if pre and call.tool.startswith(GATEWAY_TOOLS):
+        if pre and self._own(call.tool):
             call.kind, call.outcome = CallKind.HOOK_JOIN, "allowed"
             return
         worktree = self.board.workspace(task) if task else None
@@ -70,6 +82,16 @@ class ReadHookEvent:
             call.kind = CallKind.HOOK_RESULT
             call.detail = result_of(event)
             call.outcome = "ok"
+
+    def _own(self, tool: str) -> bool:
+        """Whether Claude Code's name is one of the gateway's own tools: mcp__<a name gateway.yaml gives the
+        gateway>__<a tool it serves, as Claude Code spells it>. A server someone named "gateway__x" in Claude
+        Code's config has tools mcp__gateway__x__*: they name no tool of the gateway's, and are held as any other."""
+        prefix = next((p for p in self.own_prefixes if tool.startswith(p)), None)
+        if prefix is None:
+            return False
+        rest = "__" + tool[len(prefix) :]
+        return any(hooked_name(spec.name) == rest for spec in self.catalog.all())
 
 
 class UnlessDecided:

@@ -150,7 +150,14 @@ class Stacks:
         # a Claude Code hook event: judged as the gateway tool with the same effects; Claude Code runs it
         self.hook = Pipeline(
             [
-                ReadHookEvent(services.tokens, services.board, services.workspace, services.joins),
+                ReadHookEvent(
+                    services.tokens,
+                    services.board,
+                    services.workspace,
+                    services.joins,
+                    services.catalog,
+                    config.claude_code.mcp_servers,
+                ),
                 UnlessDecided(deciding),
                 charge,
                 HookVerdict(enforcement),
