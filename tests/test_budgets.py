@@ -112,6 +112,20 @@ async def test_budgets_fail_closed_when_the_store_cannot_charge(config: Any, rep
     assert not (repo / "new.txt").exists()
 
 
+async def test_a_held_call_is_refused_uncharged_and_unasked_when_the_store_cannot_charge(config: Any) -> None:
+    """The charge a tier-3 call owes is paid before anyone is asked: a store that cannot take it refuses the call,
+    and no person is asked for it."""
+    add_role(config, "dev", ["*"], max_tier=2)  # above it: held for a person
+    config = reconfigure(config, budgets={"agent": {"calls": 100}})
+    gateway = Gateway(config)
+    with sqlite3.connect(config.store_path) as db:  # a real fault: the store lost the table (no mock)
+        db.execute("DROP TABLE budgets")
+    async with inproc_client(gateway, token(config, "dev", agent="a6")) as client:
+        result = await client.call_tool("shell_run", {"command": "git push origin main"})
+    assert result.is_error and structured(result)["error"]["code"] == "budget_unavailable", structured(result)
+    assert gateway.approvals.list() == []
+
+
 def test_token_bucket_and_windows_with_an_injected_clock(gateway: Any) -> None:
     now = [1_000_000.0]
     config = BudgetsConfig(window_s=60, agent=Budget(calls=5, rate=Rate(per_s=1, burst=2)))
