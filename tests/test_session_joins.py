@@ -97,6 +97,7 @@ def test_an_id_claimed_twice_differently_joins_nobody(joins: SessionJoins, secon
     assert joins.trace_for("toolu_2", ALICE, "fs_read") == "trace-a", "the same claim again is no conflict"
 
 
+@pytest.mark.both_stores
 def test_entries_expire_and_are_bounded_in_number(gateway: Gateway) -> None:
     clock = Clock()
     joins = SessionJoins(gateway.db, ttl_s=60, size=3, clock=clock)
