@@ -3,6 +3,7 @@ left in the result's _meta, an exhausted budget a clear refusal with its reset t
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 from typing import Any
@@ -18,6 +19,7 @@ from gateway.budgets import BUDGET_META, Budget, BudgetExhausted, BudgetsConfig,
 from gateway.config import GatewayConfig
 from gateway.egress import EGRESS_BYTES, Egress
 from gateway.errors import ConfigError
+from gateway.hook import judge_command_hook
 from gateway.ledger.budgets import Budgets
 from gateway.notify import notice
 from gateway.runtime import Gateway
@@ -271,3 +273,20 @@ async def test_a_persons_answer_at_the_client_is_charged_once_and_a_cancel_is_no
     assert (result.get("status") == "approval_pending") == (action == "cancel"), result
     [scope] = gateway.budgets.show()
     assert (scope["calls"], scope["tier3"]) == charged
+
+
+async def test_a_held_hook_call_approved_and_retried_is_charged_once(config: Any) -> None:
+    """Claude Code's hook acts on the tier through the same Enforcement: the held Bash call pays its owed charge
+    as it asks; its retry takes the person's answer and is not charged again."""
+    config = reconfigure(config, budgets={"agent": {"calls": 10, "tier3": 5}})
+    gateway = Gateway(config, isolated=False)
+    bearer = token(config, "developer", agent="cc")
+    event = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "cwd": str(config.workspace)}
+    raw = json.dumps({**event, "tool_input": {"command": "cat /etc/hostname > stolen.txt"}})  # tier 3
+    held = await judge_command_hook(gateway.stacks.hook, raw, bearer, "developer", "cc")
+    assert held.outcome == "asked", held.detail
+    gateway.approvals.settle(held.detail["approval"]["id"], approve=True, by="alice")
+    retried = await judge_command_hook(gateway.stacks.hook, raw, bearer, "developer", "cc")
+    assert retried.outcome == "allowed" and retried.detail["approval"]["answer"] == "approved"
+    [scope] = gateway.budgets.show()
+    assert (scope["calls"], scope["tier3"]) == (1, 1)
