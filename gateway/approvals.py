@@ -212,10 +212,6 @@ class Approvals:
             self._record(tx, row, state, by, comment.strip())
             return _row(settled)
 
-    def answered(self, key: str, site: CallSite) -> bool:
-        """Whether a person's answer waits for this call key (asked on the same channel), without taking it."""
-        return approvals.answered(self.db, key, site.channel)
-
     def consume(self, key: str, call_id: str, site: CallSite) -> tuple[Settled, str] | None:
         """Take the settled answer for this call key (asked on the same channel), once: (answer, approval id),
         or None."""

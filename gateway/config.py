@@ -165,6 +165,15 @@ class ApprovalsConfig(Strict):
     interactive_roles: list[str] = Field(default_factory=list)
 
 
+class ClaudeCodeConfig(Strict):
+    # The names Claude Code's MCP config gives this gateway (.mcp.json, `claude mcp add NAME`): its tools reach the
+    # hook as mcp__<name>__<tool>, and their PreToolUse only announces the MCP call (judged when it arrives). Any
+    # other server's tool is held for a person by the hook. No "__" in a name: it would hide another server's.
+    mcp_servers: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$", max_length=64)]] = Field(
+        default_factory=lambda: ["gateway"]
+    )
+
+
 class TasksConfig(Strict):
     claim_ttl_s: Annotated[int, Field(gt=0, le=86400)] = 900
     verification_timeout_s: Annotated[float, Field(gt=0, le=7200)] = 600.0
@@ -340,6 +349,7 @@ class GatewayConfig(Strict):
     shell: ShellConfig = Field(default_factory=ShellConfig)
     identity: IdentityConfig = Field(default_factory=IdentityConfig)
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
+    claude_code: ClaudeCodeConfig = Field(default_factory=ClaudeCodeConfig)  # its hook (examples/claude-code)
     tasks: TasksConfig = Field(default_factory=TasksConfig)
     integration: IntegrationConfig = Field(default_factory=IntegrationConfig)
     notify: NotifyConfig = Field(default_factory=NotifyConfig)

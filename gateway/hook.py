@@ -17,9 +17,10 @@ without a server). Both fail closed: unreadable input, an unknown tool, a bad cr
 error is never "allow". PostToolUse events are recorded (kind "hook_result": the size and digest of what
 the tool returned, never its content).
 
-The gateway's own MCP tools (``mcp__gateway__*``: the server is named ``gateway`` in .mcp.json) are judged when
-their tools/call arrives, not here: their PreToolUse event is answered "allow", unrecorded, and only says which
-Claude Code session the MCP call belongs to (gateway/session_joins.py), so both channels share one trace.
+The gateway's own MCP tools (``mcp__gateway__*``: the server is named ``gateway`` in .mcp.json, or as gateway.yaml's
+``claude_code.mcp_servers`` says) are judged when their tools/call arrives, not here: their PreToolUse event gets
+no decision, unrecorded, and only says which Claude Code session the MCP call belongs to
+(gateway/session_joins.py), so both channels share one trace.
 
     echo '{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"cwd":"/repo"}' \\
         | gateway --config /repo/gateway.yaml hook claude-code --role worker
@@ -43,8 +44,6 @@ if TYPE_CHECKING:  # the command hook imports the runtime only once it has input
     from gateway.origin import Transport
 
 EVENTS = frozenset({"PreToolUse", "PostToolUse"})
-# how Claude Code names the gateway's own MCP tools: the server's name in .mcp.json, as the examples name it
-GATEWAY_TOOLS = "mcp__gateway__"
 MAX_TOOL_NAME = 200
 # Claude Code tools the gateway knows but cannot describe (and every MCP tool): tier 3, a person decides
 UNANALYSED = frozenset({"WebFetch", "WebSearch", "Task", "Agent"})

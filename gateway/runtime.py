@@ -161,8 +161,8 @@ class Gateway:
         self.notifier = Notifier(config.notify, self.ledger, self.leases)
         self.request_state_seal = RequestStateSeal(self.keys.secret("request-state"))
         self.confinements = Confinements(config, self.workspace, self.sandbox, self.roles, lambda: self.pool)
-        # which Claude Code session an MCP call belongs to, as the hook said (in memory: this process's hooks)
-        self.joins = SessionJoins()
+        # which Claude Code session an MCP call belongs to, as the hook said (in the store: every process's hooks)
+        self.joins = SessionJoins(self.db)
         self.situate = Situate(self.board, self.intents, self.workspace, self.confinements, self.joins)
         # One judge: a tools/call, `gateway check`, the Claude Code hook and the commands the gateway runs
         # itself are described and decided by the same stages, and recorded the same way (gateway/judge/)

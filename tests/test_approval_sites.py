@@ -201,7 +201,7 @@ def downgrade_to_schema_5(config: GatewayConfig) -> None:
     """The approvals table as a gateway before schema 6 left it: no channel, no confinement (and none of the
     later schemas' tables)."""
     with sqlite3.connect(config.store_path) as db:
-        for table in ("flow_labels", "budgets", "call_tasks", "rule_counts", "call_blocks"):  # schemas 11 to 14
+        for table in ("flow_labels", "budgets", "call_tasks", "rule_counts", "call_blocks", "session_joins"):  # 11-15
             db.execute(f"DROP TABLE {table}")
         for table in ("calls", "call_rules", "call_counts", "trace_summaries", "trace_steps"):  # schema 10
             db.execute(f"DROP TABLE {table}")

@@ -3,6 +3,7 @@ left in the result's _meta, an exhausted budget a clear refusal with its reset t
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 from typing import Any
@@ -11,12 +12,14 @@ import pytest
 import yaml
 from conftest import add_role, inproc_client, ledger_rows, reconfigure, token
 from test_egress import Lookups, hello, through  # noqa: F401  (hello: the fixture)
+from test_tiers import answering
 
 from gateway.addresses import AddressGuard
 from gateway.budgets import BUDGET_META, Budget, BudgetExhausted, BudgetsConfig, Rate, Usage
 from gateway.config import GatewayConfig
 from gateway.egress import EGRESS_BYTES, Egress
 from gateway.errors import ConfigError
+from gateway.hook import judge_command_hook
 from gateway.ledger.budgets import Budgets
 from gateway.notify import notice
 from gateway.runtime import Gateway
@@ -111,6 +114,20 @@ async def test_budgets_fail_closed_when_the_store_cannot_charge(config: Any, rep
     assert not (repo / "new.txt").exists()
 
 
+async def test_a_held_call_is_refused_uncharged_and_unasked_when_the_store_cannot_charge(config: Any) -> None:
+    """The charge a tier-3 call owes is paid before anyone is asked: a store that cannot take it refuses the call,
+    and no person is asked for it."""
+    add_role(config, "dev", ["*"], max_tier=2)  # above it: held for a person
+    config = reconfigure(config, budgets={"agent": {"calls": 100}})
+    gateway = Gateway(config)
+    with sqlite3.connect(config.store_path) as db:  # a real fault: the store lost the table (no mock)
+        db.execute("DROP TABLE budgets")
+    async with inproc_client(gateway, token(config, "dev", agent="a6")) as client:
+        result = await client.call_tool("shell_run", {"command": "git push origin main"})
+    assert result.is_error and structured(result)["error"]["code"] == "budget_unavailable", structured(result)
+    assert gateway.approvals.list() == []
+
+
 def test_token_bucket_and_windows_with_an_injected_clock(gateway: Any) -> None:
     now = [1_000_000.0]
     config = BudgetsConfig(window_s=60, agent=Budget(calls=5, rate=Rate(per_s=1, burst=2)))
@@ -195,3 +212,81 @@ async def test_an_agents_own_approval_answer_does_not_skip_its_charge(config: An
             assert structured(held).get("status") == "approval_pending", structured(held)
     [scope] = gateway.budgets.show()
     assert (scope["calls"], scope["tier3"]) == (2, 2)
+
+
+@pytest.mark.both_stores
+async def test_a_retry_that_loses_its_answer_to_a_twin_is_charged_with_its_re_ask(config: Any) -> None:
+    """Two calls with one key retry after one approval, on two replicas of one store: the twin takes the answer
+    and runs (charged when it asked); the other found the answer waiting when its budget was looked at, but lost
+    it before it could take it, so it asks a person again - and it and its new request are charged. The
+    interleaving is driven, not timed: a stage just before ActOnTier in replica A's stack runs B's whole call."""
+    from gateway.judge.act_on_tier import ActOnTier
+
+    add_role(config, "dev", ["*"], max_tier=2)  # above it: held for a person
+    config = reconfigure(config, budgets={"agent": {"calls": 10, "tier3": 5}})
+    replica_a, replica_b = Gateway(config), Gateway(config)
+    bearer, push = token(config, "dev", agent="a5"), {"command": "git push origin main"}
+    twin: list[Any] = []
+    async with inproc_client(replica_a, bearer) as a, inproc_client(replica_b, bearer) as b:
+        held = structured(await a.call_tool("shell_run", push))
+        assert held.get("status") == "approval_pending", held
+        replica_a.approvals.settle(held["approval_id"], approve=True, by="alice")
+
+        async def twin_takes_the_answer(call: Any) -> None:
+            if not twin:
+                twin.append(await b.call_tool("shell_run", push))
+
+        stages = replica_a.stacks.call.stages
+        stages.insert(next(i for i, s in enumerate(stages) if isinstance(s, ActOnTier)), twin_takes_the_answer)
+        lost = structured(await a.call_tool("shell_run", push))
+    assert "status" not in structured(twin[0])  # the twin took the answer and ran
+    assert lost.get("status") == "approval_pending" and lost["approval_id"] != held["approval_id"], lost
+    [scope] = replica_a.budgets.show()
+    assert (scope["calls"], scope["tier3"]) == (2, 2)  # the first asking, and the call that asked again
+
+
+@pytest.mark.parametrize(
+    ("mode", "action", "charged"),
+    [
+        ("auto", "accept", (1, 1)),  # InputRequiredResult: the asking charged, the retry bringing the answer not
+        ("legacy", "accept", (1, 1)),  # a pushed elicitation: charged as it asks, once
+        ("auto", "cancel", (2, 2)),  # the retry brings no answer: it is held for a person, and charged again
+        ("legacy", "cancel", (1, 1)),  # charged as it pushed; held for a person after, not charged twice
+    ],
+)
+async def test_a_persons_answer_at_the_client_is_charged_once_and_a_cancel_is_not_free(
+    config: Any, mode: str, action: str, charged: tuple[int, int]
+) -> None:
+    """A person's client (an interactive role) asked by elicitation: the asking is charged, a sealed answer on
+    the retry is not charged again; a sealed "cancel" is no answer, so the call it makes asks again, charged."""
+    add_role(config, "operator", ["shell_run"], max_tier=2)
+    config = reconfigure(
+        config, approvals={"interactive_roles": ["operator"]}, budgets={"agent": {"calls": 10, "tier3": 5}}
+    )
+    gateway = Gateway(config)
+    callback = answering(action, approve=True if action == "accept" else None)
+    async with inproc_client(
+        gateway, token(config, "operator", agent="op"), mode=mode, elicitation_callback=callback
+    ) as client:
+        result = structured(await client.call_tool("shell_run", {"command": "cat /etc/hostname"}))
+    assert len(callback.asked) == 1
+    assert (result.get("status") == "approval_pending") == (action == "cancel"), result
+    [scope] = gateway.budgets.show()
+    assert (scope["calls"], scope["tier3"]) == charged
+
+
+async def test_a_held_hook_call_approved_and_retried_is_charged_once(config: Any) -> None:
+    """Claude Code's hook acts on the tier through the same Enforcement: the held Bash call pays its owed charge
+    as it asks; its retry takes the person's answer and is not charged again."""
+    config = reconfigure(config, budgets={"agent": {"calls": 10, "tier3": 5}})
+    gateway = Gateway(config, isolated=False)
+    bearer = token(config, "developer", agent="cc")
+    event = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "cwd": str(config.workspace)}
+    raw = json.dumps({**event, "tool_input": {"command": "cat /etc/hostname > stolen.txt"}})  # tier 3
+    held = await judge_command_hook(gateway.stacks.hook, raw, bearer, "developer", "cc")
+    assert held.outcome == "asked", held.detail
+    gateway.approvals.settle(held.detail["approval"]["id"], approve=True, by="alice")
+    retried = await judge_command_hook(gateway.stacks.hook, raw, bearer, "developer", "cc")
+    assert retried.outcome == "allowed" and retried.detail["approval"]["answer"] == "approved"
+    [scope] = gateway.budgets.show()
+    assert (scope["calls"], scope["tier3"]) == (1, 1)

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import NPM_MODULES, http_gateway, ledger_rows, token
+from conftest import NPM_MODULES, http_gateway, ledger_rows, stdio_server, token
 from servers.scripted_anthropic import ScriptedModel, text, tool_use
 from test_workers import gateway_cli
 
 from gateway.config import GatewayConfig
+from gateway.judge.situate import session_trace
 from gateway.runtime import Gateway
 
 CLAUDE = NPM_MODULES / ".bin" / "claude"
@@ -45,8 +46,10 @@ def settings_for(url: str, home: Path) -> tuple[Path, Path]:
     return home / "settings.json", home / "mcp.json"
 
 
-def claude(repo: Path, home: Path, model: str, gateway_url: str, bearer: str) -> subprocess.CompletedProcess[str]:
-    settings, mcp = settings_for(gateway_url, home)
+def claude(
+    repo: Path, home: Path, model: str, gateway_url: str, bearer: str, written: tuple[Path, Path] | None = None
+) -> subprocess.CompletedProcess[str]:
+    settings, mcp = written or settings_for(gateway_url, home)
     env = {
         "PATH": os.environ["PATH"],
         "HOME": str(home),
@@ -128,3 +131,25 @@ def test_a_bad_token_blocks_every_built_in_call(config: GatewayConfig, repo: Pat
     assert "HTTP 401" in refused and "onFailure" in refused, refused
     auth = ledger_rows(Gateway(config), kind="auth")
     assert auth and auth[-1].outcome == "denied"
+
+
+def test_claude_code_with_the_gateway_over_stdio_is_one_session_too(
+    config: GatewayConfig, repo: Path, home: Path
+) -> None:
+    """The gateway as a stdio MCP server Claude Code starts itself (a process of its own, beside the HTTP gateway
+    its hook asks): Claude Code puts the tool use's id in the tools/call's _meta over stdio as over HTTP, and the
+    join is in the store both processes share, so the session is still one trace."""
+    bearer = token(config, "developer", agent="claude-code-1")
+    script = [[tool_use("mcp__gateway__fs_write", {"path": "mcp.txt", "content": "over stdio\n"})], [text("done")]]
+    with ScriptedModel(script).serve() as model, http_gateway(config.source) as url:
+        settings, mcp = settings_for(url, home)
+        server = stdio_server(config, bearer)
+        stdio = {"type": "stdio", "command": server.command, "args": server.args, "env": {"GATEWAY_TOKEN": bearer}}
+        mcp.write_text(json.dumps({"mcpServers": {"gateway": stdio}}))
+        done = claude(repo, home, model.url, url, bearer, written=(settings, mcp))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert (repo / "mcp.txt").read_text() == "over stdio\n"
+    gateway = Gateway(config)
+    [call] = [r for r in ledger_rows(gateway, kind="call") if r.outcome != "started"]
+    assert call.detail["tool_use_id"] == "toolu_script_0_0", call.detail  # sent over stdio: its only MCP server
+    assert call.trace_id == session_trace(f"claude-code:{json.loads(done.stdout)['session_id']}")

@@ -49,10 +49,15 @@ class ActOnTier:
         origin = call.origin
         answer: mt.ElicitResult | None = None
         interactive = self._interactive(call)
-        if interactive and origin.input_responses and "approval" in origin.input_responses:
-            if not self.seal.opens(asking.key, origin.request_state):
+        responses = origin.input_responses or {}
+        in_band = interactive and "approval" in responses
+        sealed = in_band and self.seal.opens(asking.key, origin.request_state)
+        if not sealed:  # it asks a person now (or brings an answer not sealed to it): charged as it asks
+            self.enforcement.pay(call)
+        if in_band:
+            if not sealed:
                 raise Denied("the approval answer does not belong to this call (request_state mismatch)")
-            answer = mt.ElicitResult.model_validate(origin.input_responses["approval"])
+            answer = mt.ElicitResult.model_validate(responses["approval"])
         elif interactive and self._elicits(call):
             if origin.elicitation == "input_required":
                 request = mt.ElicitRequest(

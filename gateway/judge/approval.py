@@ -1,9 +1,12 @@
 """Acting on a tier, in one place for every stack that acts on one (ActOnTier for calls the gateway runs,
 HookVerdict for calls Claude Code runs): a tier-3 call runs only with a person's approval bound to the exact
 call and where it runs (its channel and confinement, gateway/approvals.py); a tier-2 call gets its safeguard
-(a checkpoint, gateway/checkpoints.py) before it runs.
+(a checkpoint, gateway/checkpoints.py) before it runs. A tier-3 call's budget charge (``call.budget_owed``, left by
+ChargeBudget) is paid here as the call asks a person, and forgiven when it takes a person's answer to its earlier
+asking: decided by the take itself, so a twin with the same key that takes the answer first leaves this call to
+ask again, charged.
 
-    enforcement = Enforcement(approvals, checkpoints)
+    enforcement = Enforcement(approvals, checkpoints, budgets)
     await enforcement.settle(call, unanswered=hold)   # approved, held for a person, or safeguarded
 """
 
@@ -20,6 +23,7 @@ from gateway.approvals import Approvals, CallSite, call_key
 from gateway.checkpoints import Checkpoints
 from gateway.errors import Denied
 from gateway.judge.call import Call, CallKind
+from gateway.ledger.budgets import Budgets
 from gateway.types import JSONObject
 
 if TYPE_CHECKING:
@@ -58,9 +62,10 @@ class Asking:
 class Enforcement:
     """A decided call's tier acted on: tier 3 with a person's answer, tier 2 with its safeguard first."""
 
-    def __init__(self, approvals: Approvals, checkpoints: Checkpoints) -> None:
+    def __init__(self, approvals: Approvals, checkpoints: Checkpoints, budgets: Budgets) -> None:
         self.approvals = approvals
         self.checkpoints = checkpoints
+        self.budgets = budgets
 
     async def settle(self, call: Call, unanswered: Callable[[Call, Asking], Awaitable[None]]) -> None:
         """A call the policy asks about runs once a person approved exactly it (the approval is used up); a
@@ -91,14 +96,25 @@ class Enforcement:
                 ]
             return False
         answer, approval_id = settled
+        call.budget_owed = None  # the person answered its earlier asking, which was charged: not charged again
         call.detail["approval"] = {"id": approval_id, "answer": answer}
         if answer == "denied":
             raise Denied(f"a person denied this call (approval {approval_id})", approval_id=approval_id)
         return True
 
+    def pay(self, call: Call) -> None:
+        """The call asks a person (or answers for one it may not): its owed charge is paid first, in one store
+        transaction; an exhausted budget or a store that cannot be charged refuses it (fail closed)."""
+        owed, call.budget_owed = call.budget_owed, None
+        if owed is not None:
+            assert call.budget_scopes is not None
+            call.budget_left = self.budgets.charge(call.budget_scopes, owed)
+
     def hold(self, call: Call, asking: Asking) -> JSONObject:
-        """A pending approval for the call (an open one for the same key is reused); the call is "asked"."""
+        """A pending approval for the call (an open one for the same key is reused), charged first; the call
+        is "asked"."""
         assert call.principal is not None and call.decision is not None
+        self.pay(call)
         about: JSONObject = {
             "call_id": call.call_id,
             "trace_id": call.trace_id,
@@ -119,8 +135,10 @@ class Enforcement:
         return pending
 
     def record_answer(self, call: Call, asking: Asking, approve: bool, by: str) -> None:
-        """A person's answer given on the client (an elicitation): recorded; a denial stops the call."""
+        """A person's answer given on the client (an elicitation): recorded; a denial stops the call. An answer
+        on the retry (input_required) answers an asking that was charged: the retry is not charged again."""
         assert call.principal is not None
+        call.budget_owed = None
         approval_id = self.approvals.record_answer(
             asking.key, call.principal, call.tool, call.arguments, asking.site, (approve, by), call.call_id
         )

@@ -3,7 +3,10 @@ authorised it.
 
     ChargeBudget  after decide: the call, its tier-2 change or tier-3 request and a token of each rate are
                   charged in one store transaction for every scope it falls under; an exhausted scope (or a
-                  store that cannot be charged) refuses it, saying what ran out and when it resets
+                  store that cannot be charged) refuses it, saying what ran out and when it resets. A call the
+                  policy asks about owes its charge instead (``call.budget_owed``): whether it asks a person or
+                  takes an answer to its earlier asking is known only as the answer is taken, so the stage that
+                  takes it pays or forgives the charge (``Enforcement``, gateway/judge/approval.py)
     SettleBudget  a finish stage, before record: the egress bytes and wall time the call used are added, in the
                   transaction of the call's ledger row; what is left is in the result's ``_meta``
 """
@@ -13,12 +16,9 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Collection
 
-from gateway.approvals import Approvals, RequestStateSeal
 from gateway.budgets import BUDGET_META, Budget, Usage
 from gateway.egress import EGRESS_BYTES
-from gateway.judge.approval import Asking
 from gateway.judge.call import Call
 from gateway.judge.execute import with_meta
 from gateway.ledger.budgets import Budgets
@@ -35,26 +35,8 @@ def manifest_budget(manifest_json: str) -> Budget:
 class ChargeBudget:
     """Charges an authorised call to every budget it falls under; refuses it when one is spent."""
 
-    def __init__(
-        self, budgets: Budgets, approvals: Approvals, seal: RequestStateSeal, interactive_roles: Collection[str]
-    ) -> None:
+    def __init__(self, budgets: Budgets) -> None:
         self.budgets = budgets
-        self.approvals = approvals
-        self.seal = seal
-        self.interactive_roles = interactive_roles
-
-    def _answered(self, call: Call) -> bool:
-        """Whether this asked call is the retry a person answered (out of band, or at the client): it was
-        charged when it asked, and is not charged again (what it uses while it runs still is)."""
-        assert call.principal is not None
-        asking = Asking.of(call)
-        responses = call.origin.input_responses
-        if responses and "approval" in responses:
-            # an answer at the client counts only as ActOnTier takes it: a person's client (an interactive role)
-            # answering the request this call was given; any other is the agent's own word, charged (and held)
-            interactive = call.principal.role in self.interactive_roles
-            return interactive and self.seal.opens(asking.key, call.origin.request_state)
-        return self.approvals.answered(asking.key, asking.site)
 
     async def __call__(self, call: Call) -> None:
         if not self.budgets.config.any:
@@ -72,8 +54,12 @@ class ChargeBudget:
             return
         decision = call.decision
         call.budget_scopes = scopes
-        if not (decision.action == "ask" and self._answered(call)):
-            usage = Usage(calls=1, tier2=int(decision.tier == 2), tier3=int(decision.action == "ask"))
+        usage = Usage(calls=1, tier2=int(decision.tier == 2), tier3=int(decision.action == "ask"))
+        if decision.action == "ask":
+            # a retry a person answered was charged when it asked; only taking the answer tells it is one (a
+            # twin with the same key may take it first): the taking stage pays or forgives, before any effect
+            call.budget_owed = usage
+        else:
             call.budget_left = self.budgets.charge(scopes, usage)
         call.egress_bytes = [0]
         EGRESS_BYTES.set(call.egress_bytes)  # this call's task: the egress proxy it starts counts into it

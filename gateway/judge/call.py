@@ -21,7 +21,7 @@ from gateway.types import Decision, Effects, JSONObject, Outcome, Principal
 if TYPE_CHECKING:
     import mcp_types as mt
 
-    from gateway.budgets import Budget
+    from gateway.budgets import Budget, Usage
     from gateway.effects.paths import Workspace
     from gateway.labels import Flow
     from gateway.origin import Origin
@@ -80,6 +80,9 @@ class Call:
     egress_bytes: list[int] | None = None  # what its egress carried, counted by the proxy
     running_since: float | None = None  # when it was charged: its wall time runs from there
     budget_left: JSONObject | None = None  # what is left of each budget it was charged to: the result's _meta
+    # an asked call's charge, left to the stage that acts on its tier: paid as it asks a person, forgiven when it
+    # takes a person's answer to its earlier asking (which paid it then); gateway/judge/approval.py
+    budget_owed: Usage | None = None
     # writes that commit in the transaction of the call's final ledger row (a budget's measured usage)
     recorded_with: list[Callable[[Any], None]] = field(default_factory=list)
     decision: Decision | None = None

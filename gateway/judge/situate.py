@@ -96,7 +96,7 @@ class Situate:
             return None
         assert call.principal is not None
         call.detail["tool_use_id"] = tool_use[:200]
-        return self.joins.trace_for(tool_use, call.principal)
+        return self.joins.trace_for(tool_use, call.principal, call.tool)
 
     def _named(self, call: Call) -> str | None:
         """The task a call of one of the gateway's own tools names (an upstream's ``task_id`` is its own

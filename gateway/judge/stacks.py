@@ -113,14 +113,13 @@ class Stacks:
     def __init__(self, services: Services) -> None:
         config = services.config
         record = Record(services.ledger, services.telemetry)
-        enforcement = Enforcement(services.approvals, services.checkpoints)
+        enforcement = Enforcement(services.approvals, services.checkpoints, services.budgets)
         resolve, valid_text = Resolve(services.catalog, services.roles), ValidText()
         describe, decide = Describe(services.situate, config.policy.deadline_s), Decide(services.engine)
         describing: list[Stage] = [resolve, valid_text, Validate(config.limits), describe]
         deciding: list[Stage] = [*describing, ReadFlow(services.labels), decide]
         label = LabelResult(services.labels, config.upstreams)
-        seal, interactive = services.request_state_seal, config.approvals.interactive_roles
-        charge = ChargeBudget(services.budgets, services.approvals, seal, interactive)
+        charge = ChargeBudget(services.budgets)
         settle = SettleBudget(services.budgets)
         # what an upstream asks of the calling client during a call: judged as a request to a person, sent
         # only if allowed (never held for approval), recorded (its arguments are no tool's: not validated)
@@ -151,7 +150,14 @@ class Stacks:
         # a Claude Code hook event: judged as the gateway tool with the same effects; Claude Code runs it
         self.hook = Pipeline(
             [
-                ReadHookEvent(services.tokens, services.board, services.workspace, services.joins),
+                ReadHookEvent(
+                    services.tokens,
+                    services.board,
+                    services.workspace,
+                    services.joins,
+                    services.catalog,
+                    config.claude_code.mcp_servers,
+                ),
                 UnlessDecided(deciding),
                 charge,
                 HookVerdict(enforcement),

@@ -9,7 +9,6 @@ from gateway.store.repositories.rows import columns, typed
 
 __all__ = [
     "Approval",
-    "answered",
     "approval",
     "approval_in",
     "approved_elsewhere",
@@ -73,12 +72,6 @@ def settled_for(tx: Transaction, key: str, channel: str) -> Approval | None:
     )
     row = tx.execute(sql, (key, channel)).fetchone()
     return typed(Approval, row) if row is not None else None
-
-
-def answered(store: Store, key: str, channel: str) -> bool:
-    """Whether a settled, unused answer waits for the call key on this channel (read without taking it)."""
-    sql = "SELECT 1 FROM approvals WHERE call_key = ? AND channel = ? AND state IN ('approved', 'denied') LIMIT 1"
-    return bool(store.query(sql, (key, channel)))
 
 
 def expire(tx: Transaction, approval_id: str) -> None:
