@@ -161,8 +161,11 @@ def open_store(target: Path | str, **sqlite: Any) -> Store:
 def reindex(target: Path | str, rows_at_a_time: bool = False) -> None:
     """The review index built again from the store's ledger rows (the derived tables emptied, the cursor at 0), as
     a gateway builds it: apart and swapped in (``review_index.rebuild``), or ``rows_at_a_time`` in the store."""
+    import structlog
+
     from gateway.store.repositories.review_index import CURSOR, REBUILD_FROM, catch_up
 
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))  # the rebuild's phases
     db = open_store(target, synchronous="OFF")
     with db.transaction() as tx:
         for table in DERIVED:

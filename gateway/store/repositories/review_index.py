@@ -43,8 +43,11 @@ from __future__ import annotations
 import json
 import sqlite3
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
+
+import structlog
 
 from gateway.store.interface import Row, Store, Transaction, one_row
 from gateway.store.repositories import cursors
@@ -71,6 +74,7 @@ BATCH = 2000  # rows a catch-up transaction indexes
 REBUILD_FROM = 50_000  # rows to index from the cursor at 0 at or past which the index is built apart (rebuild)
 READ_ROWS = 20_000  # ledger rows a rebuild reads at once
 PARAMETERS = 999  # bound parameters per statement of the swap (SQLite's oldest limit)
+log = structlog.get_logger("gateway.store")
 DERIVED = ("calls", "call_rules", "call_counts", "rule_counts", "call_blocks", "trace_summaries", "trace_steps")
 BLOCK_SHIFT = 12  # call_blocks: a block is the calls whose first row's seq >> BLOCK_SHIFT is the same
 BLOCK_ROWS = 1 << BLOCK_SHIFT
@@ -125,6 +129,7 @@ def rebuild(store: Store, upto: int) -> int:
     is not held), then swap them in with the cursor at ``upto``, in one transaction, unless the cursor moved
     from 0 meanwhile (another process's rebuild came first: ours is dropped). Answers the rows indexed (0 when
     dropped)."""
+    began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="gateway-review-index-") as scratch:
         apart = _scratch_index(store, Path(scratch) / "index.db")
         try:
@@ -137,6 +142,7 @@ def rebuild(store: Store, upto: int) -> int:
                     index_row(apart, json.loads(found["body"]), advance=False)
                 apart.execute("COMMIT")
                 done, last = done + len(rows), int(rows[-1]["seq"])
+            built = time.monotonic()
             with store.transaction() as tx:
                 position = cursors.position_in(tx, CURSOR)
                 if position is not None and position.seq != 0:
@@ -145,6 +151,9 @@ def rebuild(store: Store, upto: int) -> int:
                     tx.execute(f"DELETE FROM {table}")  # rows appends indexed meanwhile: catch_up indexes them again
                     _copy(apart, tx, table)
                 cursors.move(tx, CURSOR, upto)
+            swapped = time.monotonic()
+            took = {"built_s": round(built - began, 1), "swap_s": round(swapped - built, 1)}
+            log.info("review index rebuilt", rows=done, **took)
             return done
         finally:
             apart.close()
