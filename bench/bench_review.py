@@ -36,6 +36,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import structlog
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
@@ -220,13 +222,15 @@ def queries(target: Path | str) -> list[tuple[str, Callable[[], Any]]]:
     calls = newest.outcomes.get("any", 0)
     deep = max(0, min(calls - 100, 500_000))
     before = traces.page(size=1, offset=deep, at=newest.at).calls[0].seq + 1 if calls else None
-    day = (START + timedelta(days=10), START + timedelta(days=11))
+    first = START + timedelta(days=10 if calls > 500_000 else 0)  # a day the ledger covers (a call each 2.5 s)
+    day = (first, first + timedelta(days=1))
+    last = max(0, traces.page(Filters(agent="agent-07"), size=1).total - 100)  # agent-07's last page
     labels = {"app": "bench", "version": "0", "source": "bench"}
     session = "s" + f"{(calls // 2) // SESSION:031x}"
 
-    def export() -> int:
+    def export() -> str:
         page = traces.page(Filters(agent="agent-07", since=day[0], until=day[1]), size=10_000)
-        return len(as_csv([decision_entry(c, labels) for c in page.calls]))
+        return as_csv([decision_entry(c, labels) for c in page.calls])
 
     return [
         ("calls page 1 (100, no filter)", lambda: traces.page(size=100)),
@@ -248,7 +252,7 @@ def queries(target: Path | str) -> list[tuple[str, Callable[[], Any]]]:
         ("dry runs shown (checks=1)", lambda: traces.page(Filters(checks=True), size=100)),
         (f"page at offset {deep:,} (page numbers)", lambda: traces.page(size=100, offset=deep, at=newest.at)),
         (f"the same page by keyset (before={before})", lambda: traces.page(size=100, at=newest.at, before=before)),
-        ("last page of agent=agent-07", lambda: traces.page(Filters(agent="agent-07"), size=100, offset=24_900)),
+        ("last page of agent=agent-07", lambda: traces.page(Filters(agent="agent-07"), size=100, offset=last)),
         ("500 rows (the largest page)", lambda: traces.page(size=500)),
         ("export: agent-07, one day, CSV", export),
         ("export refused: count only (all calls)", lambda: traces.count(Filters())),
@@ -345,6 +349,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="timed runs of each query, interleaved")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))  # the rebuild's phases
     server, scratch = None, None
     if args.postgresql is not None:
         server, target = postgres_cluster(args.postgresql if args.postgresql != Path() else None)
