@@ -3,19 +3,30 @@
     .venv/bin/python bench/bench_review.py 1000000                  # load a million calls, then time the queries
     .venv/bin/python bench/bench_review.py 1000000 --store /tmp/big.db --keep    # keep the store for another run
     .venv/bin/python bench/bench_review.py 0 --store /tmp/big.db    # time the queries on a kept store again
+    .venv/bin/python bench/bench_review.py 0 --store /tmp/big.db --reindex   # build the index again, then time
+    .venv/bin/python bench/bench_review.py 1000000 --postgresql     # the same on PostgreSQL (a new cluster, kept)
+    .venv/bin/python bench/bench_review.py 0 --postgresql DIR       # time the queries on that cluster again
+    .venv/bin/python bench/bench_review.py 0 --postgresql --from-sqlite /tmp/big.db   # COPY a loaded store in
 
-The loader (``load``) writes the ledger rows of N calls in bulk (executemany, 20,000 rows a transaction; not
-hash-chained: the review reads, it does not verify), then builds the review index over them with the same code a
-gateway uses on a ledger from before the index (``review_index.catch_up``, 2,000 rows a transaction), and says how
-fast each went. The calls: 40 agents in 5 roles, sessions of 200 calls, tools and outcomes in a fixed mix
-(reads allowed, writes outside the task denied, commands asking, malformed calls invalid), one call in ten with a
-write-ahead "started" row before its final row, 1 % unknown-tool calls each in a trace of its own (grouped as
-noise), 2 % dry runs (kind "check"), one call every 2.5 s from 2026-10-01.
+The loader (``load``) writes the ledger rows of N calls in bulk (SQLite: executemany, 20,000 rows a transaction;
+PostgreSQL: COPY; not hash-chained: the review reads, it does not verify), then builds the review index over them
+with the code a gateway runs on a ledger from before the index (``review_index.catch_up``: at 50,000 rows or more
+``rebuild`` on PostgreSQL, ``index_row`` over the ledger into a scratch SQLite file then swapped in; else 2,000
+rows a transaction in the store; ``--rebuild-from`` chooses), and says how fast each went. ``--from-sqlite``
+copies a loaded SQLite store's ledger and index into PostgreSQL by COPY instead (the tables ``catch_up`` wrote).
+The PostgreSQL server is tests/pg.py's (Debian's binaries, PostgreSQL's default durability, a database ``review``),
+its cluster under /dev/shm like the scratch SQLite store, VACUUM ANALYZE run after a load (as autovacuum would).
+The calls: 40 agents in 5 roles, sessions of 200 calls, tools and outcomes in a fixed mix (reads allowed, writes
+outside the task denied, commands asking, malformed calls invalid), one call in ten with a write-ahead "started"
+row before its final row, 1 % unknown-tool calls each in a trace of its own (grouped as noise), 2 % dry runs
+(kind "check"), one call every 2.5 s from 2026-10-01.
 
 Then each query runs ``--repeat`` times, interleaved (query A, B, ... then again), on one ``Traces`` as the web
-app keeps it, and the median and the slowest are printed: the calls page with each filter, deep pages by offset
-and by keyset, the outcome tabs' counts, an export (the rows and their CSV), the trace list, one trace, one call.
-Run by hand: no test asserts on these numbers (tests/test_traces.py checks plans and rows read instead).
+app keeps it (the code /ui and ``gateway trace list`` run), and the median and the slowest wall time are printed
+with the median CPU time of this process and, on PostgreSQL, of the server's: the calls page with each filter,
+deep pages by offset and by keyset, the outcome tabs' counts, an export (the rows and their CSV), the trace list,
+one trace, one call. Run by hand: no test asserts on these numbers (tests/test_traces.py checks plans and rows
+read; tests/test_review_stores.py that both stores answer every query here alike).
 """
 
 from __future__ import annotations
@@ -121,7 +132,7 @@ def ledger_rows(first: int, calls: int, seq: int) -> Iterator[tuple[int, str, st
         seq += len(rows)
 
 
-def load(target: Path | str, calls: int, rows_at_a_time: bool = False) -> None:
+def load(target: Path | str, calls: int, rebuild_from: int | None = None) -> None:
     """N calls' ledger rows in bulk (SQLite: executemany, 20,000 rows a transaction; PostgreSQL: COPY), then the
     review index built over them as a gateway builds it."""
     began = time.perf_counter()
@@ -150,7 +161,7 @@ def load(target: Path | str, calls: int, rows_at_a_time: bool = False) -> None:
             seq = conn.execute("SELECT COALESCE(max(seq), 0) FROM ledger").fetchone()[0]  # type: ignore[index]
     wrote = time.perf_counter() - began
     print(f"ledger: {calls:,} calls ({seq - start:,} rows) written in {wrote:.1f} s", file=sys.stderr)
-    reindex(target, rows_at_a_time)
+    reindex(target, rebuild_from)
 
 
 def open_store(target: Path | str, **sqlite: Any) -> Store:
@@ -160,12 +171,13 @@ def open_store(target: Path | str, **sqlite: Any) -> Store:
     return SqliteStore(target, **sqlite) if isinstance(target, Path) else PostgresStore(target)
 
 
-def reindex(target: Path | str, rows_at_a_time: bool = False) -> None:
+def reindex(target: Path | str, rebuild_from: int | None = None) -> None:
     """The review index built again from the store's ledger rows (the derived tables emptied, the cursor at 0), as
-    a gateway builds it: apart and swapped in (``review_index.rebuild``), or ``rows_at_a_time`` in the store."""
+    a gateway builds it (``review_index.catch_up``: apart and swapped in from ``rebuild_from`` rows, by default on
+    PostgreSQL only; else a batch of rows a transaction in the store)."""
     import structlog
 
-    from gateway.store.repositories.review_index import CURSOR, REBUILD_FROM, catch_up
+    from gateway.store.repositories.review_index import CURSOR, catch_up
 
     structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))  # the rebuild's phases
     db = open_store(target, synchronous="OFF")
@@ -174,7 +186,7 @@ def reindex(target: Path | str, rows_at_a_time: bool = False) -> None:
             tx.execute(f"DELETE FROM {table}")
         tx.execute("UPDATE cursors SET seq = 0 WHERE name = ?", (CURSOR,))
     began = time.perf_counter()
-    indexed = catch_up(db, rebuild_from=sys.maxsize if rows_at_a_time else REBUILD_FROM)
+    indexed = catch_up(db, rebuild_from=rebuild_from)
     took = time.perf_counter() - began
     print(f"index: {indexed:,} rows indexed in {took:.1f} s ({indexed / max(took, 1e-9):,.0f} rows/s)", file=sys.stderr)
     if not isinstance(target, Path):
@@ -320,6 +332,7 @@ def postgres_cluster(root: Path | None) -> tuple[Any, str]:
     else:
         tempfile.tempdir = str(SHM) if SHM.is_dir() else None
         server = PostgresServer.start(binaries, durable=True)
+        tempfile.tempdir = None  # the rebuild's scratch file goes where a gateway's would
         (server.root / "bench-password").write_text(server.password)
         server.admin("CREATE DATABASE review TEMPLATE gateway_template")
     print(f"postgresql: {server.root} (pass --postgresql {server.root} to use it again)", file=sys.stderr)
@@ -344,7 +357,11 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the scratch store (its path is printed)")
     parser.add_argument("--reindex", action="store_true", help="build the review index of the store again first")
     parser.add_argument(
-        "--rows-at-a-time", action="store_true", help="index a row at a time in the store (catch_up before rebuild)"
+        "--rebuild-from",
+        type=int,
+        metavar="ROWS",
+        help="build the index apart from this many rows (the gateway's: 50,000 on PostgreSQL, never on SQLite; "
+        "0: always; 10**12: never, a batch a transaction in the store)",
     )
     parser.add_argument("--repeat", type=int, default=5, help="timed runs of each query, interleaved")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -362,9 +379,9 @@ def main() -> None:
         if args.from_sqlite and isinstance(target, str):
             copy_from_sqlite(args.from_sqlite, target)
         if args.calls:
-            load(target, args.calls, args.rows_at_a_time)
+            load(target, args.calls, args.rebuild_from)
         elif args.reindex:
-            reindex(target, args.rows_at_a_time)
+            reindex(target, args.rebuild_from)
         figures = measure(target, args.repeat)
     finally:
         if server is not None:

@@ -9,7 +9,6 @@ from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
 from pg import PostgresServer
 
 import gateway.store.repositories.review_index as review_index
@@ -40,19 +39,16 @@ def index_tables(target: Path | str) -> dict[str, list[tuple[Any, ...]]]:
     return {t: sorted((tuple(r) for r in store.query(f"SELECT * FROM {t}")), key=repr) for t in review_index.DERIVED}
 
 
-def test_every_bench_query_answers_the_same_on_sqlite_and_postgresql(
-    postgres: PostgresServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_every_bench_query_answers_the_same_on_sqlite_and_postgresql(postgres: PostgresServer, tmp_path: Path) -> None:
     """The bench's ledger on both stores, indexed both ways a gateway indexes it: a row at a time in the store
     (SQLite) and built apart and swapped in (``review_index.rebuild``, PostgreSQL, and SQLite again): the same
     index rows, and every query of the bench the same answer, row for row."""
     lite, url = tmp_path / "gateway.db", postgres.url(postgres.fresh_database())
-    bench_review.load(lite, CALLS, rows_at_a_time=True)
+    bench_review.load(lite, CALLS)  # SQLite: a batch of rows a transaction
     row_at_a_time = index_tables(lite)
-    monkeypatch.setattr(review_index, "REBUILD_FROM", 1)  # the rebuild, on a ledger this small
-    bench_review.load(url, CALLS)
+    bench_review.load(url, CALLS, rebuild_from=1)  # the rebuild, on a ledger this small
     assert index_tables(url) == row_at_a_time
-    bench_review.reindex(lite)
+    bench_review.reindex(lite, rebuild_from=1)
     assert index_tables(lite) == row_at_a_time
     answers = {str(t): [(name, plain(query())) for name, query in bench_review.queries(t)] for t in (lite, url)}
     ours, theirs = answers.values()
