@@ -60,6 +60,12 @@ def _descendants(root: int) -> dict[tuple[int, int], int]:
     return found
 
 
+def descendants_seconds(root: int) -> float:
+    """The CPU seconds used so far by the live descendants of ``root``, whatever their environment (a PostgreSQL
+    server overwrites its processes' environment with their titles)."""
+    return sum(_descendants(root).values()) / CLOCK_TICKS
+
+
 class ProcCpu:
     """The CPU seconds used so far by the live processes of one group (see the module docstring)."""
 

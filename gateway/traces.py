@@ -342,23 +342,26 @@ class Traces:
         only when asked for and never traces of only unknown-tool calls: ``noise`` counts those): refused
         first, then asked, then the rest; newest first within each group."""
         self._ready()
-        return [self._summary(row) for row in trace_rows.summaries(self.db, filters or Filters(), limit, offset)]
+        rows = trace_rows.summaries(self.db, filters or Filters(), limit, offset)
+        people = trace_rows.participants(self.db, [row.trace_id for row in rows])
+        tasks = {trace: task for task, trace in sorted(task_rows.trace_ids(self.db).items(), reverse=True)}
+        return [self._summary(row, people.get(row.trace_id, []), tasks.get(row.trace_id)) for row in rows]
 
     def noise(self, checks: bool = False) -> tuple[int, int]:
         """(traces, calls) of traces whose every call named no tool there is: left out of ``list``."""
         self._ready()
         return trace_rows.noise(self.db, checks)
 
-    def _summary(self, row: trace_rows.SummaryRow) -> TraceSummary:
+    def _summary(
+        self, row: trace_rows.SummaryRow, people: builtins.list[trace_rows.Participant], task_id: str | None
+    ) -> TraceSummary:
         """A trace's summary from its index row; its agents, roles and tools from its calls' index rows."""
         trace_id = row.trace_id
-        people = trace_rows.participants(self.db, trace_id)
         tools: dict[str, tuple[int, int]] = {}  # tool -> (calls, the first call's seq)
         for p in people:
             if p.tool:
                 n, first = tools.get(p.tool, (0, p.first_seq))
                 tools[p.tool] = (n + p.n, min(first, p.first_seq))
-        task_id = next(iter(task_rows.trace_ids(self.db, trace_id)), None)
         dry = row.calls > 0 and row.dry_runs == row.calls
         return TraceSummary(
             trace_id=trace_id,

@@ -1,0 +1,61 @@
+"""The review on either store: the same ledger gives the same index and the same answer to every query
+bench/bench_review.py times (each page and filter, the deep pages, the counts, the export, the trace list, a
+trace, a call), on SQLite and on PostgreSQL. Not timed: bench/ measures; here only the rows are compared."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pg import PostgresServer
+
+import gateway.store.repositories.review_index as review_index
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+sys.path.insert(0, str(BENCH))
+
+import bench_review  # noqa: E402
+
+CALLS = 1_500  # sessions of 200 calls: agents 0 to 7 (the bench's agent-07 has 100), every outcome of the mix
+
+
+def plain(result: Any) -> Any:
+    """A query's answer as plain data: pages, traces and calls by what they show."""
+    if hasattr(result, "as_dict"):
+        return result.as_dict()
+    if is_dataclass(result) and not isinstance(result, type):
+        return {k: plain(getattr(result, k)) for k in asdict(result)}
+    if isinstance(result, list | tuple):
+        return [plain(r) for r in result]
+    if isinstance(result, dict):
+        return {k: plain(v) for k, v in result.items()}
+    return result
+
+
+def index_tables(target: Path | str) -> dict[str, list[tuple[Any, ...]]]:
+    store = bench_review.open_store(target)
+    return {t: sorted((tuple(r) for r in store.query(f"SELECT * FROM {t}")), key=repr) for t in review_index.DERIVED}
+
+
+@pytest.mark.slow
+def test_every_bench_query_answers_the_same_on_sqlite_and_postgresql(postgres: PostgresServer, tmp_path: Path) -> None:
+    """The bench's ledger on both stores, indexed both ways a gateway indexes it: a batch of rows a transaction in
+    the store (SQLite) and built apart and swapped in (``review_index.rebuild``, PostgreSQL's): the same index
+    rows, and every query of the bench the same answer, row for row."""
+    lite, url = tmp_path / "gateway.db", postgres.url(postgres.fresh_database())
+    bench_review.load(lite, CALLS)  # SQLite: a batch of rows a transaction
+    row_at_a_time = index_tables(lite)
+    bench_review.load(url, CALLS, rebuild_from=1)  # the rebuild, on a ledger this small
+    assert index_tables(url) == row_at_a_time
+    answers = {str(t): [(name, plain(query())) for name, query in bench_review.queries(t)] for t in (lite, url)}
+    ours, theirs = answers.values()
+    assert [name for name, _ in ours] == [name for name, _ in theirs]
+    for (name, sqlite_answer), (_, postgresql_answer) in zip(ours, theirs, strict=True):
+        assert sqlite_answer == postgresql_answer, name
+    shown = dict(ours)
+    assert shown["calls page 1 (100, no filter)"]["total"] > 1_000 and shown["export: agent-07, one day, CSV"]
+    pages = {k: v["total"] for k, v in shown.items() if isinstance(v, dict) and "total" in v}
+    assert all(pages[k] for k in pages if k != "outcome=approved (none)"), pages
