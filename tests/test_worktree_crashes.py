@@ -222,9 +222,12 @@ class Trial:
         return written
 
     def ledger_has(self, **fields: str) -> Callable[[], bool]:
+        """A row with ``fields`` recorded from now on. Asked every millisecond while the work runs: it reads only
+        the rows after the last one now (a scan of the whole ledger each time cost the test a core)."""
         where = " AND ".join(f"json_extract(body, '$.{k}') = ?" for k in fields)
-        before = len(self.store.query(f"SELECT seq FROM ledger WHERE {where}", tuple(fields.values())))
-        return lambda: len(self.store.query(f"SELECT seq FROM ledger WHERE {where}", tuple(fields.values()))) > before
+        last = self.store.query("SELECT max(seq) AS last FROM ledger")[0]["last"] or 0
+        query = f"SELECT seq FROM ledger WHERE seq > ? AND {where} LIMIT 1"
+        return lambda: bool(self.store.query(query, (last, *fields.values())))
 
     def assert_complete(self) -> dict[str, Any]:
         """The claim's worktree is complete: on the task branch at the attempt's base, every tracked file there
