@@ -61,6 +61,7 @@ def answering(action: str, approve: bool | None = None) -> Any:
 # --- tier 2 ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
 async def test_tier_2_takes_a_checkpoint_that_rolls_back(operator: str, config: Any, repo: Path) -> None:
     gateway = Gateway(config)
     (repo / "scratch.txt").write_text("untracked before\n")
@@ -241,6 +242,7 @@ async def test_rollback_survives_the_agent_destroying_the_checkpoint_in_the_repo
     assert not git.run("fsck", "--no-dangling", "--connectivity-only", check=False).strip()
 
 
+@pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
 async def test_tier_1_takes_no_checkpoint(operator: str, config: Any) -> None:
     gateway = Gateway(config)
     async with client_of(gateway, operator) as client:
@@ -248,6 +250,7 @@ async def test_tier_1_takes_no_checkpoint(operator: str, config: Any) -> None:
     assert "safeguard" not in ledger_rows(gateway)[-1].detail
 
 
+@pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
 def test_rollback_of_unknown_checkpoint_fails_clearly(config: Any) -> None:
     result = cli(config, "rollback", "cp-nope")
     assert result.returncode == 2 and "no checkpoint" in result.stderr
