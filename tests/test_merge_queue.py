@@ -247,6 +247,7 @@ async def test_dependents_learn_that_their_dependency_failed_to_merge(config: An
         assert waiting["T2"] == {"T1": "blocked"}
 
 
+@pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
 async def test_stale_locks_do_not_wedge_anything(config: Any, repo: Path) -> None:
     """A stale index.lock in the user's checkout is the user's: left alone, and the merge is deferred (moving
     main under a checkout that cannot follow would leave it behind); once it is gone the merge lands. Stale
@@ -385,6 +386,7 @@ async def test_kill_right_after_a_claim_leaves_a_claim_with_its_worktree(config:
         assert "return 42" in (Path(task["worktree"]) / "src" / "app.py").read_text()
 
 
+@pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
 async def test_a_worktree_deleted_by_hand_is_made_again_never_the_main_checkout(config: Any, repo: Path) -> None:
     async with started(config) as gateway:
         await submit(gateway, "T1", ["src/app.py"], ["grep -q 'return 42' src/app.py"])
@@ -427,6 +429,7 @@ async def test_repeated_submit_and_report_answer_the_recorded_result(config: Any
         assert len(reports) == 1, "a replay records nothing new"
 
 
+@pytest.mark.one_store  # its subject is the HTTP layer's answer to a malformed call, not the store: run once
 def test_malformed_tools_call_is_answered_and_recorded(config: Any) -> None:
     import httpx2
 
@@ -507,6 +510,7 @@ async def test_base_branch_moved_during_the_merge_is_merged_again_on_its_new_tip
     assert_usable(repo)
 
 
+@pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
 async def test_a_checkout_with_changes_in_the_way_defers_the_merge(config: Any, repo: Path) -> None:
     """The user edits a file the merge changes, uncommitted: nothing is published (moving main under their
     checkout would leave it behind), the intent stays approved with the file named, people are told; once the
@@ -626,6 +630,7 @@ async def test_kill_during_the_catch_up_of_the_checkout_is_finished_on_restart(c
     assert gateway_cli(config, "attest", "verify", merge).returncode == 0
 
 
+@pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
 async def test_verify_rebuilds_a_worktree_deleted_after_the_report(config: Any, repo: Path) -> None:
     async with started(config) as gateway:
         await submit(gateway, "T1", ["src/app.py"], ["grep -q 'return 42' src/app.py"])

@@ -11,7 +11,7 @@ from typing import Any
 
 import mcp_types as mt
 import pytest
-from conftest import add_role, inproc_client, ledger_rows, reconfigure, text_of, token
+from conftest import add_role, client_of, ledger_rows, reconfigure, text_of, token
 
 from gateway.checkpoints import Vault
 from gateway.process import gateway_cli as cli
@@ -61,10 +61,11 @@ def answering(action: str, approve: bool | None = None) -> Any:
 # --- tier 2 ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
 async def test_tier_2_takes_a_checkpoint_that_rolls_back(operator: str, config: Any, repo: Path) -> None:
     gateway = Gateway(config)
     (repo / "scratch.txt").write_text("untracked before\n")
-    async with inproc_client(gateway, operator) as client:
+    async with client_of(gateway, operator) as client:
         edited = await client.call_tool("fs_edit", {"path": "src/app.py", "old_string": "41", "new_string": "0"})
         await client.call_tool("fs_write", {"path": "src/new.py", "content": "x = 1\n"})
     assert not edited.is_error
@@ -106,7 +107,7 @@ async def test_a_gitignore_covering_the_gateways_config_leaves_tier_2_working(
     (repo / ".gitignore").write_text(ignored)
     add_role(config, "operator", ["fs_*", "shell_run"], max_tier=2)
     gateway = Gateway(config)
-    async with inproc_client(gateway, token(config, "operator", agent="op")) as client:
+    async with client_of(gateway, token(config, "operator", agent="op")) as client:
         edited = await client.call_tool("fs_edit", {"path": "src/app.py", "old_string": "41", "new_string": "0"})
         ran = await client.call_tool("shell_run", {"command": "echo x > src/new.py"})
     assert not edited.is_error and not ran.is_error, text_of(edited) + text_of(ran)
@@ -190,7 +191,7 @@ async def test_rollback_restores_refs_and_stashes_a_tier_2_git_command_changed(
 ) -> None:
     command, check = operation(repo)
     gateway = Gateway(config)
-    async with inproc_client(gateway, operator) as client:
+    async with client_of(gateway, operator) as client:
         result = await client.call_tool("shell_run", {"command": command})
     assert result.structured_content["exit_code"] == 0, text_of(result)
     safeguard = result.meta["io.github.mcp-policy-gateway/checkpoint"]
@@ -222,7 +223,7 @@ async def test_rollback_survives_the_agent_destroying_the_checkpoint_in_the_repo
     # (main's old tip stays: the merge queue's worktree, made when the gateway starts, has it checked out)
     gone = Repo(repo).run("rev-parse", "refs/heads/feature", "refs/stash", "refs/stash@{1}").split()
     command = f"{branch_deleted} && git reset --hard HEAD~1 && git stash clear"
-    async with inproc_client(Gateway(config), token(config, "developer")) as client:
+    async with client_of(Gateway(config), token(config, "developer")) as client:
         result = await client.call_tool("shell_run", {"command": command})
     assert result.structured_content["exit_code"] == 0, text_of(result)
     checkpoint = result.structured_content["checkpoint"]["id"]
@@ -241,13 +242,15 @@ async def test_rollback_survives_the_agent_destroying_the_checkpoint_in_the_repo
     assert not git.run("fsck", "--no-dangling", "--connectivity-only", check=False).strip()
 
 
+@pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
 async def test_tier_1_takes_no_checkpoint(operator: str, config: Any) -> None:
     gateway = Gateway(config)
-    async with inproc_client(gateway, operator) as client:
+    async with client_of(gateway, operator) as client:
         await client.call_tool("fs_read", {"path": "README.md"})
     assert "safeguard" not in ledger_rows(gateway)[-1].detail
 
 
+@pytest.mark.one_store  # its subject is git, tools or a page, not the store: run once
 def test_rollback_of_unknown_checkpoint_fails_clearly(config: Any) -> None:
     result = cli(config, "rollback", "cp-nope")
     assert result.returncode == 2 and "no checkpoint" in result.stderr
@@ -258,31 +261,32 @@ def test_rollback_of_unknown_checkpoint_fails_clearly(config: Any) -> None:
 
 async def test_pending_approval_approved_then_used_once(headless: str, config: Any) -> None:
     gateway = Gateway(config)
-    async with inproc_client(gateway, headless) as client:
-        first = await client.call_tool("shell_run", TIER3)
-    pending = first.structured_content
-    assert pending["status"] == "approval_pending" and not first.is_error
-    assert "NOT RUN" in text_of(first) and pending["approval_id"] in text_of(first)
-    listed = json.loads(cli(config, "approvals", "list").stdout)
-    assert [a["id"] for a in listed] == [pending["approval_id"]]
-    approval_id = pending["approval_id"]
-    approved = cli(config, "approvals", "approve", approval_id, "--by", "alice", "--comment", "one-off cleanup")
-    assert approved.returncode == 0, approved.stderr
-    settled = [r for r in ledger_rows(gateway, kind="approval") if r.detail.get("action") == "approved"]
-    assert settled[-1].detail["comment"] == "one-off cleanup" and settled[-1].detail["by"] == "alice"
-    async with inproc_client(gateway, headless) as client:
-        ran = await client.call_tool("shell_run", TIER3)
-        other = await client.call_tool("shell_run", {"command": "cat /etc/hosts"})
-        again = await client.call_tool("shell_run", TIER3)
-    assert ran.structured_content["exit_code"] == 0
-    assert other.structured_content["status"] == "approval_pending", "an approval binds to the exact call"
-    assert again.structured_content["status"] == "approval_pending", "an approval is used once"
-    assert json.loads(cli(config, "approvals", "list", "--all").stdout)[-1]["settled_by"] == "alice"
+    async with gateway.running():
+        async with client_of(gateway, headless) as client:
+            first = await client.call_tool("shell_run", TIER3)
+        pending = first.structured_content
+        assert pending["status"] == "approval_pending" and not first.is_error
+        assert "NOT RUN" in text_of(first) and pending["approval_id"] in text_of(first)
+        listed = json.loads(cli(config, "approvals", "list").stdout)
+        assert [a["id"] for a in listed] == [pending["approval_id"]]
+        approval_id = pending["approval_id"]
+        approved = cli(config, "approvals", "approve", approval_id, "--by", "alice", "--comment", "one-off cleanup")
+        assert approved.returncode == 0, approved.stderr
+        settled = [r for r in ledger_rows(gateway, kind="approval") if r.detail.get("action") == "approved"]
+        assert settled[-1].detail["comment"] == "one-off cleanup" and settled[-1].detail["by"] == "alice"
+        async with client_of(gateway, headless) as client:
+            ran = await client.call_tool("shell_run", TIER3)
+            other = await client.call_tool("shell_run", {"command": "cat /etc/hosts"})
+            again = await client.call_tool("shell_run", TIER3)
+        assert ran.structured_content["exit_code"] == 0
+        assert other.structured_content["status"] == "approval_pending", "an approval binds to the exact call"
+        assert again.structured_content["status"] == "approval_pending", "an approval is used once"
+        assert json.loads(cli(config, "approvals", "list", "--all").stdout)[-1]["settled_by"] == "alice"
 
 
 async def test_pending_approval_denied(headless: str, config: Any) -> None:
     gateway = Gateway(config)
-    async with inproc_client(gateway, headless) as client:
+    async with client_of(gateway, headless) as client:
         pending = (await client.call_tool("shell_run", TIER3)).structured_content
         assert cli(config, "approvals", "deny", pending["approval_id"]).returncode == 0
         refused = await client.call_tool("shell_run", TIER3)
@@ -293,24 +297,26 @@ async def test_pending_approval_denied(headless: str, config: Any) -> None:
 
 async def test_pending_approval_is_bound_to_the_agent(headless: str, config: Any) -> None:
     gateway = Gateway(config)
-    other = token(config, "headless", agent="someone-else")
-    async with inproc_client(gateway, headless) as client:
-        pending = (await client.call_tool("shell_run", TIER3)).structured_content
-    cli(config, "approvals", "approve", pending["approval_id"])
-    async with inproc_client(gateway, other) as client:
-        assert (await client.call_tool("shell_run", TIER3)).structured_content["status"] == "approval_pending"
+    async with gateway.running():
+        other = token(config, "headless", agent="someone-else")
+        async with client_of(gateway, headless) as client:
+            pending = (await client.call_tool("shell_run", TIER3)).structured_content
+        cli(config, "approvals", "approve", pending["approval_id"])
+        async with client_of(gateway, other) as client:
+            assert (await client.call_tool("shell_run", TIER3)).structured_content["status"] == "approval_pending"
 
 
 # --- tier 3: elicitation --------------------------------------------------------------------------
 
 
+@pytest.mark.one_store  # its subject is the client's elicitation, not the store: run once
 @pytest.mark.parametrize("mode", ["legacy", "auto"])  # pushed elicitation; InputRequiredResult
 async def test_an_agents_own_client_cannot_approve(operator: str, config: Any, repo: Path, mode: str) -> None:
     """By default no role's client counts as a person: an elicitation handler that always approves gets
     nothing run; the call waits for a person with an admin credential."""
     gateway = Gateway(config)
     callback = answering("accept", approve=True)
-    async with inproc_client(gateway, operator, mode=mode, elicitation_callback=callback) as client:
+    async with client_of(gateway, operator, mode=mode, elicitation_callback=callback) as client:
         result = await client.call_tool("shell_run", {"command": "cat /etc/hostname > self-approved"})
         sneaked = await client.session.call_tool(
             "shell_run",
@@ -326,11 +332,12 @@ async def test_an_agents_own_client_cannot_approve(operator: str, config: Any, r
     assert [r.outcome for r in ledger_rows(gateway)][-2:] == ["asked", "asked"]
 
 
+@pytest.mark.one_store  # its subject is the client's elicitation, not the store: run once
 @pytest.mark.parametrize("mode", ["legacy", "auto"])  # pushed elicitation; InputRequiredResult
 async def test_elicitation_approves(interactive: str, config: Any, mode: str) -> None:
     gateway = Gateway(config)
     callback = answering("accept", approve=True)
-    async with inproc_client(gateway, interactive, mode=mode, elicitation_callback=callback) as client:
+    async with client_of(gateway, interactive, mode=mode, elicitation_callback=callback) as client:
         result = await client.call_tool("shell_run", TIER3)
     assert result.structured_content["exit_code"] == 0, text_of(result)
     assert len(callback.asked) == 1 and "cat /etc/hostname" in callback.asked[0]
@@ -339,27 +346,28 @@ async def test_elicitation_approves(interactive: str, config: Any, mode: str) ->
     assert approval["answer"] == "approved" and approval["by"].startswith("elicitation:")
 
 
+@pytest.mark.one_store  # its subject is the client's elicitation, not the store: run once
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 @pytest.mark.parametrize(("action", "approve"), [("decline", None), ("accept", False)])
 async def test_elicitation_denies(interactive: str, config: Any, mode: str, action: str, approve: bool | None) -> None:
     gateway = Gateway(config)
-    async with inproc_client(
-        gateway, interactive, mode=mode, elicitation_callback=answering(action, approve)
-    ) as client:
+    async with client_of(gateway, interactive, mode=mode, elicitation_callback=answering(action, approve)) as client:
         result = await client.call_tool("shell_run", TIER3)
     assert result.is_error and "declined" in text_of(result)
     assert ledger_rows(gateway)[-1].outcome == "denied"
 
 
+@pytest.mark.one_store  # its subject is the client's elicitation, not the store: run once
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_cancelled_elicitation_falls_back_to_pending(interactive: str, config: Any, mode: str) -> None:
     """Claude Code in -p mode answers every elicitation with cancel: that is not a denial."""
     gateway = Gateway(config)
-    async with inproc_client(gateway, interactive, mode=mode, elicitation_callback=answering("cancel")) as client:
+    async with client_of(gateway, interactive, mode=mode, elicitation_callback=answering("cancel")) as client:
         result = await client.call_tool("shell_run", TIER3)
     assert result.structured_content["status"] == "approval_pending"
 
 
+@pytest.mark.one_store  # its subject is the client's elicitation, not the store: run once
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_an_accept_that_answers_nothing_falls_back_to_pending(interactive: str, config: Any, mode: str) -> None:
     """Hermes Agent's approval prompt answers "accept" with empty content (tools/mcp_tool.py in hermes-agent
@@ -369,22 +377,24 @@ async def test_an_accept_that_answers_nothing_falls_back_to_pending(interactive:
         return mt.ElicitResult(action="accept", content={})
 
     gateway = Gateway(config)
-    async with inproc_client(gateway, interactive, mode=mode, elicitation_callback=hermes) as client:
+    async with client_of(gateway, interactive, mode=mode, elicitation_callback=hermes) as client:
         result = await client.call_tool("shell_run", TIER3)
     assert result.structured_content["status"] == "approval_pending", text_of(result)
     assert ledger_rows(gateway)[-1].outcome == "asked"
 
 
+@pytest.mark.one_store  # its subject is the client's elicitation, not the store: run once
 async def test_client_without_elicitation_gets_pending(interactive: str, config: Any) -> None:
     gateway = Gateway(config)
-    async with inproc_client(gateway, interactive, mode="legacy") as client:
+    async with client_of(gateway, interactive, mode="legacy") as client:
         result = await client.call_tool("shell_run", TIER3)
     assert result.structured_content["status"] == "approval_pending"
 
 
+@pytest.mark.one_store  # its subject is the client's elicitation, not the store: run once
 async def test_forged_request_state_is_refused(interactive: str, config: Any) -> None:
     gateway = Gateway(config)
-    async with inproc_client(gateway, interactive) as client:
+    async with client_of(gateway, interactive) as client:
         forged = {"approval": mt.ElicitResult(action="accept", content={"approve": True})}
         result = await client.session.call_tool(
             "shell_run", TIER3, input_responses=forged, request_state="00.ff", allow_input_required=True
@@ -395,11 +405,12 @@ async def test_forged_request_state_is_refused(interactive: str, config: Any) ->
 # --- denials as results (clients that lock a server out after errors) -------------------------------
 
 
+@pytest.mark.one_store  # its subject is the shape of a denial's answer, not the store: run once
 async def test_a_role_can_take_denials_as_plain_results(config: Any) -> None:
     """Hermes stops calling a server for 60 s after three errors in a row: its role answers denials as results."""
     add_role(config, "hermes", ["fs_*"], max_tier=2, denials="result", requires_claim=True)
     gateway = Gateway(config)
-    async with inproc_client(gateway, token(config, "hermes", agent="h1")) as client:
+    async with client_of(gateway, token(config, "hermes", agent="h1")) as client:
         denied = [await client.call_tool("fs_write", {"path": f"n{i}.txt", "content": "x"}) for i in range(3)]
         invalid = await client.call_tool("fs_read", {"path": 7})
         fine = await client.call_tool("fs_read", {"path": "README.md"})
@@ -416,7 +427,7 @@ async def test_a_role_can_take_denials_as_plain_results(config: Any) -> None:
 async def test_denials_as_results_still_record_the_denial(config: Any, repo: Path) -> None:
     add_role(config, "hermes", ["fs_read", "fs_list"], max_tier=2, denials="result")
     gateway = Gateway(config)
-    async with inproc_client(gateway, token(config, "hermes", agent="h1")) as client:
+    async with client_of(gateway, token(config, "hermes", agent="h1")) as client:
         result = await client.call_tool("fs_write", {"path": "x.txt", "content": "x"})
     assert not result.is_error and result.structured_content["status"] == "denied"
     assert not (repo / "x.txt").exists()
