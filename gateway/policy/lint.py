@@ -105,8 +105,10 @@ def metadata_blocks(name: str, text: str, parse: bool = True) -> list[RuleDefini
             start = block.index("# METADATA")
             import yaml  # here: a decision worker loads this module for layout_problems, which never parses
 
+            from gateway.yaml_text import safe_load
+
             try:
-                loaded = yaml.safe_load("\n".join(b[2:] if b.startswith("# ") else b[1:] for b in block[start + 1 :]))
+                loaded = safe_load("\n".join(b[2:] if b.startswith("# ") else b[1:] for b in block[start + 1 :]))
             except yaml.YAMLError:
                 loaded = None
             metadata = loaded if isinstance(loaded, dict) else {}
