@@ -32,6 +32,7 @@ from gateway.repo import Repo
 from gateway.store import open_store
 from gateway.store.repositories import state_layout
 from gateway.types import JSONObject
+from gateway.yaml_text import safe_load
 
 CONFIG_TEMPLATE = """\
 # gateway.yaml: see the README for every field. Relative paths are relative to this file.
@@ -159,7 +160,7 @@ def migrate_state(config: GatewayConfig, state_dir: Path | None = None) -> JSONO
         state_layout.move_worktrees(tx, str(old_trees), str(worktrees))
     db.close()
     assert config.source is not None
-    raw = yaml.safe_load(config.source.read_text(encoding="utf-8")) or {}
+    raw = safe_load(config.source.read_text(encoding="utf-8")) or {}
     shutil.copy2(config.source, config.source.with_name(f"{config.source.name}.before-migrate"))
     raw["state_dir"], raw["worktrees_dir"] = str(state), str(worktrees)
     for key in ("roles",):

@@ -31,6 +31,7 @@ from gateway.errors import ConfigError
 from gateway.listen import parse_listen
 from gateway.locations import absolute
 from gateway.locations import state_dir as locate_state
+from gateway.yaml_text import safe_load
 
 CONFIG_FILE = "gateway.yaml"
 LOCKFILE = "gateway-upstreams.lock"  # pinned upstream definitions, committed beside gateway.yaml
@@ -387,7 +388,7 @@ class GatewayConfig(Strict):
     def load(cls, path: str | Path = CONFIG_FILE) -> GatewayConfig:
         path = Path(path)
         try:
-            raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            raw = safe_load(path.read_text(encoding="utf-8")) or {}
         except FileNotFoundError:
             raise ConfigError(f"no config at {path}: run 'gateway init' or pass --config") from None
         except yaml.YAMLError as exc:

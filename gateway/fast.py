@@ -93,9 +93,11 @@ class LocalGateway:
         the secret; None otherwise (anything unreadable or odd: the command decides in-process)."""
         import yaml
 
+        from gateway.yaml_text import safe_load
+
         try:
             path = Path(config_path).resolve()
-            raw = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            raw = safe_load(path.read_text(encoding="utf-8"))
             if not isinstance(raw, dict):
                 return None
             state = state_dir(raw.get("workspace") or ".", raw.get("state_dir"), path.parent)

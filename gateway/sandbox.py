@@ -193,8 +193,10 @@ class Sandbox:
         paths = list(
             dict.fromkeys(Path(os.path.realpath(p)) for p in [*hidden, *(home / p for p in CREDENTIAL_PATHS), *extra])
         )
-        # a path inside another hidden one is hidden with it
-        self.hidden = tuple(p for p in paths if not any(p != q and _within(p, q) for q in paths))
+        # a path inside another hidden one is hidden with it (its ancestors looked up: a pairwise test of two
+        # dozen paths was a third of building a Gateway)
+        named = set(paths)
+        self.hidden = tuple(p for p in paths if named.isdisjoint(p.parents))
         self.scratch = tuple(Path(os.path.expanduser(p)) for p in config.scratch)
         self._working: bool | None = None
         self._problem = ""
@@ -484,4 +486,6 @@ def _tmpfs(path: str, size: int) -> list[str]:
 
 
 def _within(path: Path, parent: Path) -> bool:
-    return path == parent or path.is_relative_to(parent)
+    # parts compared, as is_relative_to does on POSIX, without the Path it makes and parses per call
+    prefix = parent.parts
+    return path.parts[: len(prefix)] == prefix if prefix else not path.is_absolute()

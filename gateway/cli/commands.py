@@ -103,6 +103,7 @@ def serve_stdio(config: GatewayConfig) -> int:
     import anyio
     from mcp.server.stdio import stdio_server
 
+    from gateway.cli import gc_as_default
     from gateway.runtime import Gateway
     from gateway.server import ScreenedReads, build_server
 
@@ -111,6 +112,7 @@ def serve_stdio(config: GatewayConfig) -> int:
     principal = gateway.tokens.verify(token)  # checked at start: a bad token never serves a single call
     print(f"gateway: serving {principal.agent} ({principal.role}) over stdio", file=sys.stderr)
     server = build_server(gateway, token=token)
+    gc_as_default()
 
     async def run() -> None:
         async with gateway.running(), stdio_server() as (read, write):
@@ -129,11 +131,13 @@ def serve_http(config: GatewayConfig, host: str, port: int, workers: int = 1, lo
     is one error line (exit 2), never a "serving" line and then an exit."""
     import uvicorn
 
+    from gateway.cli import gc_as_default
     from gateway.listen import listen_socket
     from gateway.runtime import Gateway
     from gateway.server import WORKER_ENV, AnnouncedServer, http_app
 
     gateway = Gateway(config)  # a config, roles or policy that does not load stops here, before any worker
+    gc_as_default()
     sock = listen_socket(host, port)
     url = f"http://{host}:{port}/mcp"
     options: dict[str, Any] = {"host": host, "port": port, "log_level": "warning", "access_log": False}

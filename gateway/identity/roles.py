@@ -37,6 +37,7 @@ from gateway.digests import short_digest
 from gateway.errors import ConfigError, UnknownRole
 from gateway.policy.reload import Reloading, fingerprint
 from gateway.types import Principal
+from gateway.yaml_text import safe_load
 
 log = structlog.get_logger("gateway.roles")
 
@@ -86,7 +87,7 @@ class RoleSet:
         roles: dict[str, Role] = {}
         for path in sorted(directory.glob("*.yaml")):
             try:
-                role = Role.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+                role = Role.model_validate(safe_load(path.read_text(encoding="utf-8")))
             except ValidationError as exc:
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"]) or "(top level)"

@@ -64,8 +64,15 @@ def bundle_look(directory: Path, data: PolicyData) -> Callable[[], Hashable]:
 # Digests of the sources and data of every bundle that passed its checks in this process. The checks (the
 # layout, the undefined-function walk, a trial evaluation) depend on that content alone, and cost ~0.15 s: a
 # process that builds many gateways on the same policies (the test suite does) runs them once. Only passes are
-# kept, named by content (never by mtimes), so an edited file is a new digest and is checked again.
+# kept, named by content (never by mtimes), so an edited file is a new digest and is checked again. A decision
+# worker is told the digest its gateway checked (``passed``): it reads the files itself, and skips the checks
+# only when what it read is that same content.
 _LOADED: set[str] = set()
+
+
+def passed(content: str) -> None:
+    """Take a bundle's content digest (``Bundle.content``) as having passed its checks in this process."""
+    _LOADED.add(content)
 
 
 class Bundle:
@@ -90,7 +97,8 @@ class Bundle:
         # attestation names it, and decisions are cached per revision (gateway/policy/cache.py)
         self.revision = digest([self.sources, data_revision])
         self.data_revision = data_revision  # what a decision worker must hold to decide as this bundle does
-        content = digest([self.sources, data])  # the data's content, not its revision (which may name mtimes)
+        # the data's content, not its revision (which may name mtimes)
+        self.content = content = digest([self.sources, data])
         if content in _LOADED:
             if checked is not None and not checked.passed(self.sources):
                 checked.remember(self.sources)

@@ -21,6 +21,7 @@ import yaml
 
 from gateway.errors import ConfigError
 from gateway.types import JSONObject
+from gateway.yaml_text import safe_load
 
 __all__ = ["BASE", "Case", "load_cases"]
 
@@ -81,7 +82,7 @@ def load_cases(directory: Path) -> list[Case]:
     cases = []
     for path in sorted(directory.glob("*/cases.yaml")):
         try:
-            rows = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+            rows = safe_load(path.read_text(encoding="utf-8")) or []
         except yaml.YAMLError as exc:
             raise ConfigError(f"{path}: not YAML: {exc}") from None
         for row in rows:

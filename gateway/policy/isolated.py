@@ -68,6 +68,7 @@ class Worker:
         # the gateway is the source of the data (the roles it has loaded): a worker never reads role files
         self.data_revision = bundle.data_revision
         setup = {"directory": str(bundle.directory), "data": bundle.data, "data_revision": bundle.data_revision}
+        setup["checked"] = bundle.content  # what this process's load checked: the worker need not again
         self._send(json.dumps(setup).encode() + b"\n")
         ready = json.loads(self._line(time.monotonic() + SPAWN_TIMEOUT_S))
         if not ready.get("ok"):

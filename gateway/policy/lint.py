@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 __all__ = [
     "CONCERNS",
     "LintProblem",
@@ -105,8 +103,12 @@ def metadata_blocks(name: str, text: str, parse: bool = True) -> list[RuleDefini
         metadata = None
         if parse and WAIVER not in "".join(block[:1]) and "# METADATA" in block:
             start = block.index("# METADATA")
+            import yaml  # here: a decision worker loads this module for layout_problems, which never parses
+
+            from gateway.yaml_text import safe_load
+
             try:
-                loaded = yaml.safe_load("\n".join(b[2:] if b.startswith("# ") else b[1:] for b in block[start + 1 :]))
+                loaded = safe_load("\n".join(b[2:] if b.startswith("# ") else b[1:] for b in block[start + 1 :]))
             except yaml.YAMLError:
                 loaded = None
             metadata = loaded if isinstance(loaded, dict) else {}

@@ -4,11 +4,13 @@ Started by gateway/policy/isolated.py as ``python -m gateway.policy.worker``; it
 nothing else, so it starts in a fraction of a second, and the gateway can kill it when a decision runs
 past its deadline without losing anything but that decision.
 
-Protocol, one JSON line each: the first line names the bundle (``{"directory", "data", "data_revision"}``)
-and is answered ``{"ok": true}`` once it loads (or ``{"ok": false, "error"}``); then each request is a
-header line (``{"rule", "revision"}``, with ``"data", "data_revision"`` when the gateway's data, the
-roles, changed since) and a line holding the input document, answered by ``{"ok": true}`` and a line
-holding the value (``null`` when undefined), or by ``{"ok": false, "error"}`` alone.
+Protocol, one JSON line each: the first line names the bundle (``{"directory", "data", "data_revision",
+"checked"}``; ``checked`` is the content digest the gateway's own load of it passed its checks with, so a
+worker that reads that same content skips them, a tenth of a second of its start) and is answered
+``{"ok": true}`` once it loads (or ``{"ok": false, "error"}``); then each request is a header line
+(``{"rule", "revision"}``, with ``"data", "data_revision"`` when the gateway's data, the roles, changed since)
+and a line holding the input document, answered by ``{"ok": true}`` and a line holding the value (``null``
+when undefined), or by ``{"ok": false, "error"}`` alone.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import BinaryIO
 
-from gateway.policy.bundle import BundleError, LiveBundle, engine_message
+from gateway.policy.bundle import BundleError, LiveBundle, engine_message, passed
 from gateway.policy.reload import DataDocument
 
 
@@ -28,6 +30,8 @@ def serve(requests: BinaryIO, answers: BinaryIO) -> int:
         answers.flush()
 
     setup = json.loads(requests.readline() or b"{}")
+    if isinstance(setup.get("checked"), str):
+        passed(setup["checked"])
     try:
         data = DataDocument(setup["data"], setup["data_revision"])
         live = LiveBundle(Path(setup["directory"]), data)
