@@ -165,7 +165,7 @@ print(charged)
 
 
 @pytest.mark.both_stores
-@pytest.mark.parametrize("scopes", ["agent", "roles"])  # one scope: one statement; several: a transaction
+@pytest.mark.parametrize("scopes", ["agent", "roles"])  # one scope, and two charged together
 def test_processes_charging_one_budget_at_once_never_exceed_it(gateway: Any, scopes: str) -> None:
     assert gateway.config.source is not None
     limit, tries = 40, 30

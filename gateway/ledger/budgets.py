@@ -50,51 +50,28 @@ class Budgets:
         return found
 
     def charge(self, scopes: Sequence[tuple[str, Budget]], usage: Usage) -> JSONObject:
-        """Charge every scope in one transaction, or none: answers what is left of each (the result's _meta).
-
-        A call under one scope (the usual case) is charged by one statement that checks and writes together;
-        under several, or when that statement finds a limit reached, in a transaction that reads each row,
-        checks it and writes it (and says which limit was reached)."""
+        """Charge every scope in one transaction, or none: answers what is left of each (the result's _meta)."""
         now = self.clock()
         window_s = self.config.window_s
-        amounts = (usage.calls, usage.tier2, usage.tier3, usage.egress_bytes, usage.wall_ms)
+        charged = (usage.calls, usage.tier2, usage.tier3, usage.egress_bytes, usage.wall_ms)
+        left: JSONObject = {}
         try:
-            if len(scopes) == 1 and _fits_a_fresh_window(scopes[0][1], amounts):
-                scope, budget = scopes[0]
-                rate = budget.rate
-                row = budgets.charge_one(
-                    self.store,
-                    scope,
-                    now,
-                    window_s,
-                    amounts,
-                    [(_AT[count] - _CALLS, limit, count in MEASURED) for count, limit in budget.limits],
-                    (rate.burst, rate.per_s) if rate is not None else None,
-                )
-                if row is not None:
-                    return {scope: _left(budget, row, window_s)}
-            return self._charge_reading(scopes, amounts, now)
+            with self.store.transaction() as tx:
+                for scope, budget in scopes:
+                    row = _refilled(budgets.charged_in(tx, scope), now, window_s, budget)
+                    _check(scope, budget, row, charged, now, window_s)
+                    for at, amount in enumerate(charged, _CALLS):
+                        row[at] += amount
+                    if budget.rate is not None:
+                        row[_TOKENS] -= 1
+                    budgets.write(tx, scope, row)
+                    left[scope] = _left(budget, row, window_s)
         except (BudgetExhausted, BudgetUnavailable):
             raise
         except Exception as exc:
             raise BudgetUnavailable(
                 f"the budget store could not be charged ({type(exc).__name__}); nothing was run"
             ) from None
-
-    def _charge_reading(self, scopes: Sequence[tuple[str, Budget]], amounts: tuple[int, ...], now: float) -> JSONObject:
-        """``charge`` in a transaction that reads every scope's row, checks it (raising what ran out) and writes it."""
-        window_s = self.config.window_s
-        left: JSONObject = {}
-        with self.store.transaction() as tx:
-            for scope, budget in scopes:
-                row = _refilled(budgets.charged_in(tx, scope), now, window_s, budget)
-                _check(scope, budget, row, amounts, now, window_s)
-                for at, amount in enumerate(amounts, _CALLS):
-                    row[at] += amount
-                if budget.rate is not None:
-                    row[_TOKENS] -= 1
-                budgets.write(tx, scope, row)
-                left[scope] = _left(budget, row, window_s)
         return left
 
     def measures(self, scopes: Sequence[tuple[str, Budget]]) -> bool:
@@ -123,11 +100,6 @@ class Budgets:
 _WINDOW, _CALLS, _TOKENS, _REFILLED = 0, 1, 6, 7
 _AT = {count: at for at, count in enumerate(COUNTS, _CALLS)}
 _MEASURED_AT = frozenset(_AT[count] for count in MEASURED)
-
-
-def _fits_a_fresh_window(budget: Budget, amounts: tuple[int, ...]) -> bool:
-    """Whether a call's amounts fit the budget in a window with nothing spent yet (a first charge makes the row)."""
-    return all(amounts[_AT[count] - _CALLS] <= limit for count, limit in budget.limits)
 
 
 def _refilled(found: list[Any] | None, now: float, window_s: int, budget: Budget) -> list[Any]:

@@ -188,10 +188,6 @@ class PostgresStore:
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         return self._retrying(lambda conn: conn.execute(translate(sql), tuple(params)).fetchall())
 
-    def write_one(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        with self.transaction() as tx:  # under the write lock, as every write is here
-            return list(tx.execute(sql, params).fetchall())
-
     def schema_version(self) -> int:
         rows = self.query("SELECT version FROM schema_version") if self._has_versions() else []
         return int(rows[0][0]) if rows else 0

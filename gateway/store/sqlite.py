@@ -73,11 +73,6 @@ class SqliteStore:
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         return self.connection.execute(sql, params).fetchall()
 
-    def write_one(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        # autocommit: SQLite runs the statement in a transaction of its own, which takes the write lock as it
-        # starts (waiting like BEGIN IMMEDIATE); read to the end, or the statement and its transaction stay open
-        return self.connection.execute(sql, params).fetchall()
-
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
         if conn is not None:
