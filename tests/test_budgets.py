@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -153,6 +155,55 @@ def test_measured_usage_stops_the_next_call_in_either_store(gateway: Any) -> Non
     budgets.settle(scopes, Usage(egress_bytes=600))
     with pytest.raises(BudgetExhausted, match="egress bytes"):
         budgets.charge(scopes, Usage(calls=1))
+
+
+# One process charging a scope as fast as it can; it starts when a line arrives on stdin, and prints its charges
+RACER = """
+import sys
+from gateway.budgets import Budget, BudgetExhausted, BudgetsConfig, Usage
+from gateway.config import GatewayConfig
+from gateway.ledger.budgets import Budgets
+from gateway.store import open_store
+
+source, limit, tries, roles = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "roles"
+config = BudgetsConfig(agent=Budget(calls=limit), roles={"dev": Budget(calls=10 * limit)} if roles else {})
+budgets = Budgets(open_store(GatewayConfig.load(source)), config)
+scopes = budgets.scopes("dev", "racer", None, None)
+sys.stdin.readline()
+charged = 0
+for _ in range(tries):
+    try:
+        budgets.charge(scopes, Usage(calls=1))
+        charged += 1
+    except BudgetExhausted:
+        pass
+print(charged)
+"""
+
+
+@pytest.mark.both_stores
+@pytest.mark.parametrize("scopes", ["agent", "roles"])  # one scope, and two charged together
+def test_processes_charging_one_budget_at_once_never_exceed_it(gateway: Any, scopes: str) -> None:
+    assert gateway.config.source is not None
+    limit, tries = 40, 30
+    racers = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, str(gateway.config.source), str(limit), str(tries), scopes],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    for racer in racers:  # both have opened the store by now or will soon: the line lets them go together
+        assert racer.stdin is not None
+        racer.stdin.write("go\n")
+        racer.stdin.close()
+    charged = [int(racer.stdout.read()) for racer in racers if racer.stdout is not None]
+    assert [racer.wait(timeout=120) for racer in racers] == [0, 0]
+    assert sum(charged) == limit
+    rows = {row["scope"]: row for row in gateway.budgets.show()}
+    assert rows["agent:racer"]["calls"] == limit
 
 
 def test_a_manifest_never_loosens_the_operators_budget() -> None:

@@ -117,7 +117,8 @@ def result_sources(call: Call, trusted_upstream: bool) -> tuple[list[Source], li
     if spec is not None and spec.provider.upstream and not trusted_upstream:
         add("untrusted", f"{spec.provider} {call.tool}")
     effects = call.effects
-    if effects is not None:
+    # what a call read, fetched or ran: an upstream call (every call of the forward path) has none of it
+    if effects is not None and (effects.network or effects.commands or effects.reads):
         written = [*effects.writes, *effects.creates]
         if effects.network:
             add("untrusted", "network: " + ", ".join(sorted({n.host for n in effects.network})))

@@ -52,18 +52,20 @@ class Budgets:
     def charge(self, scopes: Sequence[tuple[str, Budget]], usage: Usage) -> JSONObject:
         """Charge every scope in one transaction, or none: answers what is left of each (the result's _meta)."""
         now = self.clock()
+        window_s = self.config.window_s
+        charged = (usage.calls, usage.tier2, usage.tier3, usage.egress_bytes, usage.wall_ms)
         left: JSONObject = {}
         try:
             with self.store.transaction() as tx:
                 for scope, budget in scopes:
-                    row = _row(tx, scope, now, self.config.window_s, budget)
-                    _check(scope, budget, row, usage, now, self.config.window_s)
-                    for count in COUNTS:
-                        row[count] += getattr(usage, count)
+                    row = _refilled(budgets.charged_in(tx, scope), now, window_s, budget)
+                    _check(scope, budget, row, charged, now, window_s)
+                    for at, amount in enumerate(charged, _CALLS):
+                        row[at] += amount
                     if budget.rate is not None:
-                        row["tokens"] -= 1
-                    _write(tx, scope, row)
-                    left[scope] = _left(budget, row, self.config.window_s)
+                        row[_TOKENS] -= 1
+                    budgets.write(tx, scope, row)
+                    left[scope] = _left(budget, row, window_s)
         except (BudgetExhausted, BudgetUnavailable):
             raise
         except Exception as exc:
@@ -94,56 +96,55 @@ class Budgets:
         return [asdict(row) for row in budgets.charged(self.store)]
 
 
-def _row(tx: Transaction, scope: str, now: float, window_s: int, budget: Budget) -> dict[str, Any]:
-    """The scope's counts in the current window (a new window starts at zero), its bucket refilled to now."""
-    found = budgets.charged_in(tx, scope)
-    row: dict[str, Any] = (
-        {k: getattr(found, k) for k in ("window_start", *COUNTS, "tokens", "refilled")}
-        if found is not None
-        else {"window_start": now, **dict.fromkeys(COUNTS, 0), "tokens": None, "refilled": now}
-    )
-    if now >= row["window_start"] + window_s:
-        row.update({"window_start": now, **dict.fromkeys(COUNTS, 0)})
+# where each value is in a charged row (budgets.COUNTED): the window's start, the counts (COUNTS, in order), the bucket
+_WINDOW, _CALLS, _TOKENS, _REFILLED = 0, 1, 6, 7
+_AT = {count: at for at, count in enumerate(COUNTS, _CALLS)}
+_MEASURED_AT = frozenset(_AT[count] for count in MEASURED)
+
+
+def _refilled(found: list[Any] | None, now: float, window_s: int, budget: Budget) -> list[Any]:
+    """The scope's row in the current window (a new window starts at zero), its bucket refilled to now."""
+    row = found if found is not None else [now, *(0,) * len(COUNTS), None, now]
+    if now >= row[_WINDOW] + window_s:
+        row[_WINDOW : _CALLS + len(COUNTS)] = [now, *(0,) * len(COUNTS)]
     rate = budget.rate
     if rate is not None:
-        tokens = rate.burst if row["tokens"] is None else row["tokens"]
-        row["tokens"] = min(float(rate.burst), tokens + max(0.0, now - row["refilled"]) * rate.per_s)
-        row["refilled"] = now
+        tokens = row[_TOKENS]
+        tokens = rate.burst if tokens is None else tokens + max(0.0, now - row[_REFILLED]) * rate.per_s
+        row[_TOKENS] = min(float(rate.burst), tokens)
+        row[_REFILLED] = now
     return row
 
 
-def _check(scope: str, budget: Budget, row: dict[str, Any], usage: Usage, now: float, window_s: int) -> None:
-    resets = row["window_start"] + window_s
+def _check(scope: str, budget: Budget, row: list[Any], charged: tuple[int, ...], now: float, window_s: int) -> None:
     for count, limit in budget.limits:
-        charged = getattr(usage, count)
+        at = _AT[count]
+        amount = charged[at - _CALLS]
         # counts charged up front must fit; measured ones (egress, wall time) stop the next call once spent
-        if (charged and row[count] + charged > limit) or (count in MEASURED and row[count] >= limit):
+        if (amount and row[at] + amount > limit) or (at in _MEASURED_AT and row[at] >= limit):
+            resets = _iso(row[_WINDOW] + window_s)
             raise BudgetExhausted(
-                f"budget exhausted: {scope} has used {row[count]:g} of {limit:g} {count.replace('_', ' ')} "
-                f"in this window; it resets at {_iso(resets)}",
+                f"budget exhausted: {scope} has used {row[at]:g} of {limit:g} {count.replace('_', ' ')} "
+                f"in this window; it resets at {resets}",
                 scope=scope,
                 budget=count,
-                resets_at=_iso(resets),
+                resets_at=resets,
             )
-    if budget.rate is not None and row["tokens"] < 1:
-        at = now + (1 - row["tokens"]) / budget.rate.per_s
+    if budget.rate is not None and row[_TOKENS] < 1:
+        at = _iso(now + (1 - row[_TOKENS]) / budget.rate.per_s)
         raise BudgetExhausted(
             f"rate exceeded: {scope} may make {budget.rate.per_s:g} calls a second (burst {budget.rate.burst}); "
-            f"the next call is possible at {_iso(at)}",
+            f"the next call is possible at {at}",
             scope=scope,
             budget="rate",
-            resets_at=_iso(at),
+            resets_at=at,
         )
 
 
-def _write(tx: Transaction, scope: str, row: dict[str, Any]) -> None:
-    budgets.write(tx, budgets.Charged(scope, **row))
-
-
-def _left(budget: Budget, row: dict[str, Any], window_s: int) -> JSONObject:
-    left: JSONObject = {"resets_at": _iso(row["window_start"] + window_s)}
+def _left(budget: Budget, row: list[Any], window_s: int) -> JSONObject:
+    left: JSONObject = {"resets_at": _iso(row[_WINDOW] + window_s)}
     for count, limit in budget.limits:
-        left[count] = max(0, round(limit - row[count]))
+        left[count] = max(0, round(limit - row[_AT[count]]))
     if budget.rate is not None:
-        left["rate_tokens"] = round(row["tokens"], 2)
+        left["rate_tokens"] = round(row[_TOKENS], 2)
     return left

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import astuple, dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from gateway.store.interface import Store, Transaction
 from gateway.store.repositories.rows import columns, typed
 
-__all__ = ["Charged", "add_measured", "charged", "charged_in", "write"]
+__all__ = ["COUNTED", "Charged", "add_measured", "charged", "charged_in", "write"]
 
 
 @dataclass(frozen=True)
@@ -24,20 +26,24 @@ class Charged:
 
 
 _SELECT = f"SELECT {columns(Charged)} FROM budgets"
+COUNTED = columns(Charged).split(", ")[1:]  # a charged row's values, in order (``charged_in``, ``write``)
+_SELECT_COUNTED = f"SELECT {', '.join(COUNTED)} FROM budgets WHERE scope = ?"
 _UPSERT = (
     f"INSERT INTO budgets ({columns(Charged)}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (scope) DO UPDATE SET "
     + ", ".join(f"{name} = excluded.{name}" for name in columns(Charged).split(", ")[1:])
 )
 
 
-def charged_in(tx: Transaction, scope: str) -> Charged | None:
-    """The scope's row, read under the transaction's write lock (to charge it)."""
-    row = tx.execute(f"{_SELECT} WHERE scope = ?", (scope,)).fetchone()
-    return typed(Charged, row) if row is not None else None
+def charged_in(tx: Transaction, scope: str) -> list[Any] | None:
+    """The scope's values (``COUNTED``, in order), read under the transaction's write lock (to charge it): a
+    plain list, not a ``Charged``, as it is read and written on every call."""
+    row = tx.execute(_SELECT_COUNTED, (scope,)).fetchone()
+    return list(row) if row is not None else None
 
 
-def write(tx: Transaction, row: Charged) -> None:
-    tx.execute(_UPSERT, astuple(row))
+def write(tx: Transaction, scope: str, values: Sequence[Any]) -> None:
+    """The scope's values (``COUNTED``, in order), inserted or replaced."""
+    tx.execute(_UPSERT, (scope, *values))
 
 
 def add_measured(tx: Transaction, scope: str, egress_bytes: int, wall_ms: int) -> None:
