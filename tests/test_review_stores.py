@@ -42,7 +42,6 @@ def index_tables(target: Path | str) -> dict[str, list[tuple[Any, ...]]]:
     return {t: sorted((tuple(r) for r in store.query(f"SELECT * FROM {t}")), key=repr) for t in review_index.DERIVED}
 
 
-@pytest.mark.slow
 def test_every_bench_query_answers_the_same_on_sqlite_and_postgresql(postgres: PostgresServer, tmp_path: Path) -> None:
     """The bench's ledger on both stores, indexed both ways a gateway indexes it: a batch of rows a transaction in
     the store (SQLite) and built apart and swapped in (``review_index.rebuild``, PostgreSQL's): the same index
