@@ -4,6 +4,7 @@ trace, a call), on SQLite and on PostgreSQL. Not timed: bench/ measures; here on
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from pg import PostgresServer
 
 import gateway.store.repositories.review_index as review_index
+from gateway.store import SqliteStore
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 sys.path.insert(0, str(BENCH))
@@ -40,7 +42,6 @@ def index_tables(target: Path | str) -> dict[str, list[tuple[Any, ...]]]:
     return {t: sorted((tuple(r) for r in store.query(f"SELECT * FROM {t}")), key=repr) for t in review_index.DERIVED}
 
 
-@pytest.mark.slow
 def test_every_bench_query_answers_the_same_on_sqlite_and_postgresql(postgres: PostgresServer, tmp_path: Path) -> None:
     """The bench's ledger on both stores, indexed both ways a gateway indexes it: a batch of rows a transaction in
     the store (SQLite) and built apart and swapped in (``review_index.rebuild``, PostgreSQL's): the same index
@@ -59,3 +60,60 @@ def test_every_bench_query_answers_the_same_on_sqlite_and_postgresql(postgres: P
     assert shown["calls page 1 (100, no filter)"]["total"] > 1_000 and shown["export: agent-07, one day, CSV"]
     pages = {k: v["total"] for k, v in shown.items() if isinstance(v, dict) and "total" in v}
     assert all(pages[k] for k in pages if k != "outcome=approved (none)"), pages
+
+
+def test_rows_appended_while_the_index_is_built_apart_are_in_the_index_swapped_in(tmp_path: Path) -> None:
+    """A rebuild reads the ledger up to its newest row, builds apart, then swaps; a call's final row appended
+    meanwhile (its started row was built apart, its final row indexed by the append into the tables the swap
+    empties) ends up indexed as a row-at-a-time catch-up indexes it; and a rebuild another process beat to the
+    swap (the cursor moved) is dropped, changing nothing."""
+    lite = tmp_path / "gateway.db"
+    bench_review.load(lite, 300)
+    store = SqliteStore(lite)
+    seq = int(store.query("SELECT max(seq) AS s FROM ledger")[0]["s"])
+    started, final = bench_review.call_rows(303, seq + 1)[0]  # call 303: a started row, then its final row
+    append(store, started)
+    real = review_index.index_row
+
+    def appending(tx: Any, row: Any, advance: bool = True) -> None:
+        if row["seq"] == 1:  # while the rebuild builds apart: another process appends the call's final row
+            append(store, final)
+        real(tx, row, advance)
+
+    empty_index(store)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(review_index, "index_row", appending)
+        review_index.catch_up(store, rebuild_from=1)
+    apart = index_tables(lite)
+    empty_index(store)
+    review_index.catch_up(store)  # a batch a transaction, the same ledger
+    assert index_tables(lite) == apart
+    assert store.query("SELECT outcome FROM calls WHERE call_id = ?", (final["call_id"],))[0]["outcome"] == "ok"
+
+    def beaten(tx: Any, row: Any, advance: bool = True) -> None:
+        if row["seq"] == 1:
+            with store.transaction() as other:
+                other.execute("UPDATE cursors SET seq = 5 WHERE name = ?", (review_index.CURSOR,))
+        real(tx, row, advance)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(review_index, "index_row", beaten)
+        assert review_index.rebuild(store, seq) == 0
+    assert index_tables(lite) == apart
+
+
+def append(store: SqliteStore, row: dict[str, Any]) -> None:
+    """A ledger row and its index, in one transaction, as ``Ledger.append_in`` writes them."""
+    with store.transaction() as tx:
+        tx.execute(
+            "INSERT INTO ledger (seq, body, prev_hash, hash, mac) VALUES (?, ?, ?, ?, ?)",
+            (row["seq"], json.dumps(row), "x", "x", None),
+        )
+        review_index.index_row(tx, row)
+
+
+def empty_index(store: SqliteStore) -> None:
+    with store.transaction() as tx:
+        for table in review_index.DERIVED:
+            tx.execute(f"DELETE FROM {table}")
+        tx.execute("UPDATE cursors SET seq = 0 WHERE name = ?", (review_index.CURSOR,))

@@ -131,7 +131,7 @@ def summaries(store: Store, filters: CallFilter, limit: int | None, offset: int)
     only dry runs unless asked for): refused first, then asked, then the rest; newest first in each."""
     if filters.active():
         where, params = call_where(filters, None)
-        where = f"trace_id IN (SELECT trace_id FROM calls WHERE {where})"
+        where = f"trace_id IN (SELECT trace_id FROM calls WHERE {where}{_grouped(store, where, params)})"
     else:
         shown = "(calls = 0 OR unknown < calls)"
         where, params = (shown if filters.checks else f"{shown} AND (calls = 0 OR dry_runs < calls)"), []
@@ -139,6 +139,18 @@ def summaries(store: Store, filters: CallFilter, limit: int | None, offset: int)
     if limit:
         sql, params = sql + " LIMIT ? OFFSET ?", [*params, limit, offset]
     return [SummaryRow.of(row) for row in store.query(sql, params)]
+
+
+FEW_CALLS = 50_000  # matching calls under which a filtered trace list gathers their traces first
+
+
+def _grouped(store: Store, where: str, params: list[Any]) -> str:
+    """A GROUP BY for the calls' trace ids when fewer than FEW_CALLS calls match (counted up to there): their
+    traces are then gathered first and sorted, where walking every trace in order and probing its calls took
+    0.4 s of PostgreSQL's CPU at a million calls for an agent's 375 traces (and gathering is what costs for a
+    filter most calls match: the walk finds its page early)."""
+    probe = f"SELECT count(*) AS n FROM (SELECT 1 FROM calls WHERE {where} LIMIT ?) AS matching"
+    return " GROUP BY trace_id" if int(store.query(probe, [*params, FEW_CALLS])[0]["n"]) < FEW_CALLS else ""
 
 
 def noise(store: Store, checks: bool) -> tuple[int, int]:
