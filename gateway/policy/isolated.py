@@ -67,6 +67,7 @@ class Worker:
         self.buffer = b""
         # the gateway is the source of the data (the roles it has loaded): a worker never reads role files
         self.data_revision = bundle.data_revision
+        self.revision = bundle.revision  # the bundle it was last told passed its checks here (below and in ask)
         setup = {"directory": str(bundle.directory), "data": bundle.data, "data_revision": bundle.data_revision}
         setup["checked"] = bundle.content  # what this process's load checked: the worker need not again
         self._send(json.dumps(setup).encode() + b"\n")
@@ -80,11 +81,13 @@ class Worker:
         header: JSONObject = {"rule": rule, "revision": bundle.revision}
         if bundle.data_revision != self.data_revision:
             header |= {"data": bundle.data, "data_revision": bundle.data_revision}
+        if bundle.revision != self.revision:  # a reload: the worker rereads the files, and checks only other content
+            header["checked"] = bundle.content
         self._send(json.dumps(header).encode() + b"\n" + payload + b"\n")
         status = json.loads(self._line(deadline))
         if not status.get("ok"):
             raise WorkerFailed(str(status.get("error", "unknown error")))
-        self.data_revision = bundle.data_revision
+        self.data_revision, self.revision = bundle.data_revision, bundle.revision
         return json.loads(self._line(deadline))
 
     @property

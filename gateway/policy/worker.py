@@ -8,9 +8,9 @@ Protocol, one JSON line each: the first line names the bundle (``{"directory", "
 "checked"}``; ``checked`` is the content digest the gateway's own load of it passed its checks with, so a
 worker that reads that same content skips them, a tenth of a second of its start) and is answered
 ``{"ok": true}`` once it loads (or ``{"ok": false, "error"}``); then each request is a header line
-(``{"rule", "revision"}``, with ``"data", "data_revision"`` when the gateway's data, the roles, changed since)
-and a line holding the input document, answered by ``{"ok": true}`` and a line holding the value (``null``
-when undefined), or by ``{"ok": false, "error"}`` alone.
+(``{"rule", "revision"}``, with ``"data", "data_revision"`` when the gateway's data, the roles, changed since,
+and ``"checked"`` when its bundle did) and a line holding the input document, answered by ``{"ok": true}``
+and a line holding the value (``null`` when undefined), or by ``{"ok": false, "error"}`` alone.
 """
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ def serve(requests: BinaryIO, answers: BinaryIO) -> int:
             return 0  # the gateway closed the pipe (or died): nothing more to decide
         try:
             request = json.loads(header)
+            if isinstance(request.get("checked"), str):
+                passed(request["checked"])
             if "data" in request:
                 data.replace(request["data"], request["data_revision"])
             if request.get("revision") not in (None, live.bundle.revision):
