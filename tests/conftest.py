@@ -98,8 +98,8 @@ def workspace_for_tests(repo: Path) -> GatewayConfig:
     """``gateway init`` on ``repo``, with a decision deadline a loaded two-core CI machine always meets (the
     production 0.5 s is not; the deadline's own tests set theirs): no test fails on wall-clock luck. One decision
     worker, not the production two: every running gateway starts its pool, a worker costs ~0.1 s of CPU to start
-    and the suite starts over a thousand; the tests of the pool itself (tests/test_decision_*.py,
-    tests/test_background_loops.py) configure theirs."""
+    and the suite starts over a thousand; the deadline's tests (tests/test_decision_deadline.py) replace these
+    settings and run the production pool."""
     return reconfigure(init_workspace(repo), policy={"engine": "embedded", "deadline_s": 10.0, "workers": 1})
 
 
