@@ -95,6 +95,8 @@ class Store:
         return engine
 
     def replace(self, policies: dict[str, str], data: dict[str, Any], changed: str = "") -> None:
+        if policies == self.policies and data == self.data:
+            return  # OPA compiles them again, to the same outcome; an engine pushing its bundle again costs nothing
         engine = self.compile(policies, data, changed)
         self.engine.close()
         self.engine, self.policies, self.data = engine, policies, data
