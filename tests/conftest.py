@@ -46,6 +46,9 @@ BIN = Path(sys.executable).parent
 # xdist worker rewrote every test module's asserts again; the processes the tests start inherit this.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
+# The real OPA loaded into this process (tests/real_opa.py) is Go: its collector, at the default GOGC, took a third
+# of each evaluation's CPU; Go reads GOGC once, when the library starts, so it is set before any test loads it.
+os.environ.setdefault("GOGC", "1000")
 
 
 @pytest.fixture
