@@ -104,7 +104,7 @@ _MEASURED_AT = frozenset(_AT[count] for count in MEASURED)
 
 def _refilled(found: list[Any] | None, now: float, window_s: int, budget: Budget) -> list[Any]:
     """The scope's row in the current window (a new window starts at zero), its bucket refilled to now."""
-    row = found if found is not None else [now, *(0,) * len(COUNTS), None, now]
+    row: list[Any] = found if found is not None else [now, *(0,) * len(COUNTS), None, now]
     if now >= row[_WINDOW] + window_s:
         row[_WINDOW : _CALLS + len(COUNTS)] = [now, *(0,) * len(COUNTS)]
     rate = budget.rate
@@ -131,13 +131,13 @@ def _check(scope: str, budget: Budget, row: list[Any], charged: tuple[int, ...],
                 resets_at=resets,
             )
     if budget.rate is not None and row[_TOKENS] < 1:
-        at = _iso(now + (1 - row[_TOKENS]) / budget.rate.per_s)
+        possible = _iso(now + (1 - row[_TOKENS]) / budget.rate.per_s)
         raise BudgetExhausted(
             f"rate exceeded: {scope} may make {budget.rate.per_s:g} calls a second (burst {budget.rate.burst}); "
-            f"the next call is possible at {at}",
+            f"the next call is possible at {possible}",
             scope=scope,
             budget="rate",
-            resets_at=at,
+            resets_at=possible,
         )
 
 
