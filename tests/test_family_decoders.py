@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from shell_cases import (
-    check_opaque,
+    opaque_test,
     shell_workspace,
 )
 
@@ -30,6 +30,4 @@ OPAQUE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("command", "reason"), OPAQUE_CASES, ids=[f"{c!r}" for c, _ in OPAQUE_CASES])
-def test_opaque(command: str, reason: str, ws: Workspace) -> None:
-    check_opaque(command, reason, ws)
+test_opaque = opaque_test(OPAQUE_CASES)

@@ -13,16 +13,16 @@ from pathlib import Path
 import pytest
 from shell_cases import (
     HOME,
-    check_executes,
-    check_file_effects,
-    check_network,
-    check_no_file_effects,
-    check_no_network,
-    check_not_opaque,
-    check_opaque,
-    check_subcommand_after_global_options,
+    executes_test,
     fact,
+    file_effects_test,
+    network_test,
+    no_file_effects_test,
+    no_network_test,
+    not_opaque_test,
+    opaque_test,
     shell_workspace,
+    subcommand_test,
 )
 
 from gateway.effects.paths import Workspace
@@ -45,9 +45,7 @@ FILE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("command", "field", "items"), FILE_CASES, ids=[f"{c}:{f}" for c, f, _ in FILE_CASES])
-def test_file_effects(command: str, field: str, items: list[str], ws: Workspace) -> None:
-    check_file_effects(command, field, items, ws)
+test_file_effects = file_effects_test(FILE_CASES)
 
 
 NO_FILE_EFFECT_CASES = [
@@ -56,9 +54,7 @@ NO_FILE_EFFECT_CASES = [
 ]
 
 
-@pytest.mark.parametrize("command", NO_FILE_EFFECT_CASES)
-def test_no_file_effects(command: str, ws: Workspace) -> None:
-    check_no_file_effects(command, ws)
+test_no_file_effects = no_file_effects_test(NO_FILE_EFFECT_CASES)
 
 
 NETWORK_CASES = [
@@ -75,9 +71,7 @@ NETWORK_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("command", "expected"), NETWORK_CASES, ids=[c for c, _ in NETWORK_CASES])
-def test_network(command: str, expected: set[tuple[str, str]], ws: Workspace) -> None:
-    check_network(command, expected, ws)
+test_network = network_test(NETWORK_CASES)
 
 
 NO_NETWORK_CASES = [
@@ -86,9 +80,7 @@ NO_NETWORK_CASES = [
 ]
 
 
-@pytest.mark.parametrize("command", NO_NETWORK_CASES)
-def test_no_network(command: str, ws: Workspace) -> None:
-    check_no_network(command, ws)
+test_no_network = no_network_test(NO_NETWORK_CASES)
 
 
 OPAQUE_CASES = [
@@ -106,9 +98,7 @@ OPAQUE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("command", "reason"), OPAQUE_CASES, ids=[f"{c!r}" for c, _ in OPAQUE_CASES])
-def test_opaque(command: str, reason: str, ws: Workspace) -> None:
-    check_opaque(command, reason, ws)
+test_opaque = opaque_test(OPAQUE_CASES)
 
 
 NOT_OPAQUE_CASES = [
@@ -119,9 +109,7 @@ NOT_OPAQUE_CASES = [
 ]
 
 
-@pytest.mark.parametrize("command", NOT_OPAQUE_CASES)
-def test_not_opaque(command: str, ws: Workspace) -> None:
-    check_not_opaque(command, ws)
+test_not_opaque = not_opaque_test(NOT_OPAQUE_CASES)
 
 
 SUBCOMMAND_CASES = [
@@ -134,13 +122,7 @@ SUBCOMMAND_CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("command_text", "program", "subcommand", "operation"), SUBCOMMAND_CASES, ids=[c[0] for c in SUBCOMMAND_CASES]
-)
-def test_subcommand_after_global_options(
-    command_text: str, program: str, subcommand: str | None, operation: str | None, ws: Workspace
-) -> None:
-    check_subcommand_after_global_options(command_text, program, subcommand, operation, ws)
+test_subcommand_after_global_options = subcommand_test(SUBCOMMAND_CASES)
 
 
 EXECUTES_CASES = [
@@ -154,9 +136,7 @@ EXECUTES_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("command_text", "program", "executes"), EXECUTES_CASES, ids=[c[0] for c in EXECUTES_CASES])
-def test_executes(command_text: str, program: str, executes: list[str], ws: Workspace) -> None:
-    check_executes(command_text, program, executes, ws)
+test_executes = executes_test(EXECUTES_CASES)
 
 
 ACCESS_CASES = [

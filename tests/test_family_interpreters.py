@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 from shell_cases import (
-    check_file_effects,
-    check_no_network,
-    check_not_opaque,
-    check_opaque,
-    check_packages,
-    check_subcommand_after_global_options,
     command,
     fact,
+    file_effects_test,
+    no_network_test,
+    not_opaque_test,
+    opaque_test,
+    packages_test,
     run,
     shell_workspace,
+    subcommand_test,
     vias,
 )
 
@@ -43,9 +43,7 @@ FILE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("command", "field", "items"), FILE_CASES, ids=[f"{c}:{f}" for c, f, _ in FILE_CASES])
-def test_file_effects(command: str, field: str, items: list[str], ws: Workspace) -> None:
-    check_file_effects(command, field, items, ws)
+test_file_effects = file_effects_test(FILE_CASES)
 
 
 NO_NETWORK_CASES = [
@@ -53,9 +51,7 @@ NO_NETWORK_CASES = [
 ]
 
 
-@pytest.mark.parametrize("command", NO_NETWORK_CASES)
-def test_no_network(command: str, ws: Workspace) -> None:
-    check_no_network(command, ws)
+test_no_network = no_network_test(NO_NETWORK_CASES)
 
 
 PACKAGE_CASES = [
@@ -68,11 +64,7 @@ PACKAGE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("command", "manager", "names", "scope"), PACKAGE_CASES, ids=[c for c, _, _, _ in PACKAGE_CASES]
-)
-def test_packages(command: str, manager: str, names: list[str], scope: str, ws: Workspace) -> None:
-    check_packages(command, manager, names, scope, ws)
+test_packages = packages_test(PACKAGE_CASES)
 
 
 OPAQUE_CASES = [
@@ -100,9 +92,7 @@ OPAQUE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("command", "reason"), OPAQUE_CASES, ids=[f"{c!r}" for c, _ in OPAQUE_CASES])
-def test_opaque(command: str, reason: str, ws: Workspace) -> None:
-    check_opaque(command, reason, ws)
+test_opaque = opaque_test(OPAQUE_CASES)
 
 
 NOT_OPAQUE_CASES = [
@@ -117,9 +107,7 @@ NOT_OPAQUE_CASES = [
 ]
 
 
-@pytest.mark.parametrize("command", NOT_OPAQUE_CASES)
-def test_not_opaque(command: str, ws: Workspace) -> None:
-    check_not_opaque(command, ws)
+test_not_opaque = not_opaque_test(NOT_OPAQUE_CASES)
 
 
 def test_shell_heredoc_is_parsed_again(ws: Workspace) -> None:
@@ -143,13 +131,7 @@ SUBCOMMAND_CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("command_text", "program", "subcommand", "operation"), SUBCOMMAND_CASES, ids=[c[0] for c in SUBCOMMAND_CASES]
-)
-def test_subcommand_after_global_options(
-    command_text: str, program: str, subcommand: str | None, operation: str | None, ws: Workspace
-) -> None:
-    check_subcommand_after_global_options(command_text, program, subcommand, operation, ws)
+test_subcommand_after_global_options = subcommand_test(SUBCOMMAND_CASES)
 
 
 INLINE_CASES = [

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from shell_cases import (
     HOME,
-    check_executes,
-    check_file_effects,
-    check_network,
-    check_not_opaque,
-    check_opaque,
+    executes_test,
+    file_effects_test,
+    network_test,
+    not_opaque_test,
+    opaque_test,
     run,
     shell_workspace,
 )
@@ -43,9 +43,7 @@ FILE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("command", "field", "items"), FILE_CASES, ids=[f"{c}:{f}" for c, f, _ in FILE_CASES])
-def test_file_effects(command: str, field: str, items: list[str], ws: Workspace) -> None:
-    check_file_effects(command, field, items, ws)
+test_file_effects = file_effects_test(FILE_CASES)
 
 
 NETWORK_CASES = [
@@ -72,9 +70,7 @@ NETWORK_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("command", "expected"), NETWORK_CASES, ids=[c for c, _ in NETWORK_CASES])
-def test_network(command: str, expected: set[tuple[str, str]], ws: Workspace) -> None:
-    check_network(command, expected, ws)
+test_network = network_test(NETWORK_CASES)
 
 
 OPAQUE_CASES = [
@@ -105,9 +101,7 @@ OPAQUE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("command", "reason"), OPAQUE_CASES, ids=[f"{c!r}" for c, _ in OPAQUE_CASES])
-def test_opaque(command: str, reason: str, ws: Workspace) -> None:
-    check_opaque(command, reason, ws)
+test_opaque = opaque_test(OPAQUE_CASES)
 
 
 NOT_OPAQUE_CASES = [
@@ -118,9 +112,7 @@ NOT_OPAQUE_CASES = [
 ]
 
 
-@pytest.mark.parametrize("command", NOT_OPAQUE_CASES)
-def test_not_opaque(command: str, ws: Workspace) -> None:
-    check_not_opaque(command, ws)
+test_not_opaque = not_opaque_test(NOT_OPAQUE_CASES)
 
 
 EXECUTES_CASES = [
@@ -128,9 +120,7 @@ EXECUTES_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("command_text", "program", "executes"), EXECUTES_CASES, ids=[c[0] for c in EXECUTES_CASES])
-def test_executes(command_text: str, program: str, executes: list[str], ws: Workspace) -> None:
-    check_executes(command_text, program, executes, ws)
+test_executes = executes_test(EXECUTES_CASES)
 
 
 @pytest.mark.parametrize(

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 from shell_cases import (
-    check_file_effects,
-    check_network,
-    check_not_opaque,
-    check_opaque,
-    check_packages,
+    file_effects_test,
+    network_test,
+    not_opaque_test,
+    opaque_test,
+    packages_test,
     run,
     shell_workspace,
 )
@@ -33,9 +33,7 @@ FILE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("command", "field", "items"), FILE_CASES, ids=[f"{c}:{f}" for c, f, _ in FILE_CASES])
-def test_file_effects(command: str, field: str, items: list[str], ws: Workspace) -> None:
-    check_file_effects(command, field, items, ws)
+test_file_effects = file_effects_test(FILE_CASES)
 
 
 NETWORK_CASES = [
@@ -43,9 +41,7 @@ NETWORK_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("command", "expected"), NETWORK_CASES, ids=[c for c, _ in NETWORK_CASES])
-def test_network(command: str, expected: set[tuple[str, str]], ws: Workspace) -> None:
-    check_network(command, expected, ws)
+test_network = network_test(NETWORK_CASES)
 
 
 PACKAGE_CASES = [
@@ -55,11 +51,7 @@ PACKAGE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("command", "manager", "names", "scope"), PACKAGE_CASES, ids=[c for c, _, _, _ in PACKAGE_CASES]
-)
-def test_packages(command: str, manager: str, names: list[str], scope: str, ws: Workspace) -> None:
-    check_packages(command, manager, names, scope, ws)
+test_packages = packages_test(PACKAGE_CASES)
 
 
 PRIVILEGED_CASES = [
@@ -97,9 +89,7 @@ OPAQUE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("command", "reason"), OPAQUE_CASES, ids=[f"{c!r}" for c, _ in OPAQUE_CASES])
-def test_opaque(command: str, reason: str, ws: Workspace) -> None:
-    check_opaque(command, reason, ws)
+test_opaque = opaque_test(OPAQUE_CASES)
 
 
 NOT_OPAQUE_CASES = [
@@ -107,6 +97,4 @@ NOT_OPAQUE_CASES = [
 ]
 
 
-@pytest.mark.parametrize("command", NOT_OPAQUE_CASES)
-def test_not_opaque(command: str, ws: Workspace) -> None:
-    check_not_opaque(command, ws)
+test_not_opaque = not_opaque_test(NOT_OPAQUE_CASES)

@@ -13,13 +13,14 @@ from pathlib import Path
 
 import pytest
 from shell_cases import (
-    check_executes,
-    check_file_effects,
-    check_no_file_effects,
-    check_not_opaque,
-    check_opaque,
+    executes_test,
+    file_effects_test,
+    no_file_effects_test,
+    not_opaque_test,
+    opaque_test,
     run,
     shell_workspace,
+    with_more_files,
 )
 
 from gateway.effects.paths import Workspace
@@ -55,9 +56,7 @@ FILE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("command", "field", "items"), FILE_CASES, ids=[f"{c}:{f}" for c, f, _ in FILE_CASES])
-def test_file_effects(command: str, field: str, items: list[str], ws: Workspace) -> None:
-    check_file_effects(command, field, items, ws)
+test_file_effects = file_effects_test(FILE_CASES)
 
 
 NO_FILE_EFFECT_CASES = [
@@ -65,9 +64,7 @@ NO_FILE_EFFECT_CASES = [
 ]
 
 
-@pytest.mark.parametrize("command", NO_FILE_EFFECT_CASES)
-def test_no_file_effects(command: str, ws: Workspace) -> None:
-    check_no_file_effects(command, ws)
+test_no_file_effects = no_file_effects_test(NO_FILE_EFFECT_CASES)
 
 
 def test_grep_pattern_is_not_a_path(ws: Workspace) -> None:
@@ -84,9 +81,7 @@ OPAQUE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("command", "reason"), OPAQUE_CASES, ids=[f"{c!r}" for c, _ in OPAQUE_CASES])
-def test_opaque(command: str, reason: str, ws: Workspace) -> None:
-    check_opaque(command, reason, ws)
+test_opaque = opaque_test(OPAQUE_CASES)
 
 
 NOT_OPAQUE_CASES = [
@@ -98,17 +93,12 @@ NOT_OPAQUE_CASES = [
 ]
 
 
-@pytest.mark.parametrize("command", NOT_OPAQUE_CASES)
-def test_not_opaque(command: str, ws: Workspace) -> None:
-    check_not_opaque(command, ws)
+test_not_opaque = not_opaque_test(NOT_OPAQUE_CASES)
 
 
 @pytest.fixture
 def files(ws: Workspace) -> Workspace:
-    (ws.root / "server.key").write_text("k")
-    (ws.root / ".env").write_text("KEY=1")
-    (ws.root / "src" / "b.py").write_text("")
-    return ws
+    return with_more_files(ws)
 
 
 def test_a_recursive_read_lists_the_files_under_it(files: Workspace) -> None:
@@ -138,9 +128,7 @@ EXECUTES_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("command_text", "program", "executes"), EXECUTES_CASES, ids=[c[0] for c in EXECUTES_CASES])
-def test_executes(command_text: str, program: str, executes: list[str], ws: Workspace) -> None:
-    check_executes(command_text, program, executes, ws)
+test_executes = executes_test(EXECUTES_CASES)
 
 
 SED_CASES = [

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from shell_cases import (
     HOME,
-    check_file_effects,
-    check_network,
-    check_no_file_effects,
-    check_no_network,
-    check_not_opaque,
-    check_opaque,
     command,
     fact,
+    file_effects_test,
+    network_test,
+    no_file_effects_test,
+    no_network_test,
+    not_opaque_test,
+    opaque_test,
     run,
     shell_workspace,
     vias,
@@ -49,9 +49,7 @@ FILE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("command", "field", "items"), FILE_CASES, ids=[f"{c}:{f}" for c, f, _ in FILE_CASES])
-def test_file_effects(command: str, field: str, items: list[str], ws: Workspace) -> None:
-    check_file_effects(command, field, items, ws)
+test_file_effects = file_effects_test(FILE_CASES)
 
 
 NO_FILE_EFFECT_CASES = [
@@ -60,9 +58,7 @@ NO_FILE_EFFECT_CASES = [
 ]
 
 
-@pytest.mark.parametrize("command", NO_FILE_EFFECT_CASES)
-def test_no_file_effects(command: str, ws: Workspace) -> None:
-    check_no_file_effects(command, ws)
+test_no_file_effects = no_file_effects_test(NO_FILE_EFFECT_CASES)
 
 
 NETWORK_CASES = [
@@ -71,9 +67,7 @@ NETWORK_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("command", "expected"), NETWORK_CASES, ids=[c for c, _ in NETWORK_CASES])
-def test_network(command: str, expected: set[tuple[str, str]], ws: Workspace) -> None:
-    check_network(command, expected, ws)
+test_network = network_test(NETWORK_CASES)
 
 
 NO_NETWORK_CASES = [
@@ -81,9 +75,7 @@ NO_NETWORK_CASES = [
 ]
 
 
-@pytest.mark.parametrize("command", NO_NETWORK_CASES)
-def test_no_network(command: str, ws: Workspace) -> None:
-    check_no_network(command, ws)
+test_no_network = no_network_test(NO_NETWORK_CASES)
 
 
 OPAQUE_CASES = [
@@ -125,9 +117,7 @@ OPAQUE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("command", "reason"), OPAQUE_CASES, ids=[f"{c!r}" for c, _ in OPAQUE_CASES])
-def test_opaque(command: str, reason: str, ws: Workspace) -> None:
-    check_opaque(command, reason, ws)
+test_opaque = opaque_test(OPAQUE_CASES)
 
 
 NOT_OPAQUE_CASES = [
@@ -144,9 +134,7 @@ NOT_OPAQUE_CASES = [
 ]
 
 
-@pytest.mark.parametrize("command", NOT_OPAQUE_CASES)
-def test_not_opaque(command: str, ws: Workspace) -> None:
-    check_not_opaque(command, ws)
+test_not_opaque = not_opaque_test(NOT_OPAQUE_CASES)
 
 
 def test_deeply_nested_wrappers(ws: Workspace) -> None:

@@ -12,12 +12,12 @@ import pytest
 from shell_cases import (
     HOME,
     argvs,
-    check_file_effects,
-    check_no_file_effects,
-    check_not_opaque,
-    check_opaque,
     command,
     fact,
+    file_effects_test,
+    no_file_effects_test,
+    not_opaque_test,
+    opaque_test,
     outside,
     run,
     shell_workspace,
@@ -144,9 +144,7 @@ FILE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("command", "field", "items"), FILE_CASES, ids=[f"{c}:{f}" for c, f, _ in FILE_CASES])
-def test_file_effects(command: str, field: str, items: list[str], ws: Workspace) -> None:
-    check_file_effects(command, field, items, ws)
+test_file_effects = file_effects_test(FILE_CASES)
 
 
 NO_FILE_EFFECT_CASES = [
@@ -157,9 +155,7 @@ NO_FILE_EFFECT_CASES = [
 ]
 
 
-@pytest.mark.parametrize("command", NO_FILE_EFFECT_CASES)
-def test_no_file_effects(command: str, ws: Workspace) -> None:
-    check_no_file_effects(command, ws)
+test_no_file_effects = no_file_effects_test(NO_FILE_EFFECT_CASES)
 
 
 def test_quoted_glob_is_one_file(ws: Workspace) -> None:
@@ -248,9 +244,7 @@ OPAQUE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("command", "reason"), OPAQUE_CASES, ids=[f"{c!r}" for c, _ in OPAQUE_CASES])
-def test_opaque(command: str, reason: str, ws: Workspace) -> None:
-    check_opaque(command, reason, ws)
+test_opaque = opaque_test(OPAQUE_CASES)
 
 
 NOT_OPAQUE_CASES = [
@@ -265,9 +259,7 @@ NOT_OPAQUE_CASES = [
 ]
 
 
-@pytest.mark.parametrize("command", NOT_OPAQUE_CASES)
-def test_not_opaque(command: str, ws: Workspace) -> None:
-    check_not_opaque(command, ws)
+test_not_opaque = not_opaque_test(NOT_OPAQUE_CASES)
 
 
 def test_heredoc_body_is_data(ws: Workspace) -> None:
